@@ -1,0 +1,138 @@
+//! Connection settings: limits and per-protocol method names.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::framing::{FrameLimits, Framing};
+
+/// How a protocol spells request cancellation.
+///
+/// | preset | method | params | does the peer answer a cancelled request? |
+/// |---|---|---|---|
+/// | [`CancelProtocol::lsp`] (default; also StreamJsonRpc) | `$/cancelRequest` | `{"id": X}` | yes (`-32800` or a result) |
+/// | [`CancelProtocol::acp`] | `$/cancel_request` | `{"requestId": X}` | yes (`-32800`) |
+/// | [`CancelProtocol::mcp`] | `notifications/cancelled` | `{"requestId": X, "reason": …}` | no |
+///
+/// Inbound, the params may also be positional (`[X]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelProtocol {
+    /// The notification's method name.
+    pub method: Cow<'static, str>,
+    /// The member of the params object that carries the request id.
+    pub id_member: Cow<'static, str>,
+    /// Whether a cancelled request is still answered. When `false` (MCP), a cancelled outbound
+    /// call is released at once and a late answer absorbed; a cancelled inbound request gets no
+    /// answer at all.
+    pub answers_cancelled: bool,
+    /// Whether to add `"reason"` to the params (MCP).
+    pub send_reason: bool,
+}
+
+impl CancelProtocol {
+    /// LSP / StreamJsonRpc / vscode-jsonrpc: `$/cancelRequest {"id"}`.
+    pub fn lsp() -> Self {
+        CancelProtocol {
+            method: "$/cancelRequest".into(),
+            id_member: "id".into(),
+            answers_cancelled: true,
+            send_reason: false,
+        }
+    }
+    /// ACP: `$/cancel_request {"requestId"}`.
+    pub fn acp() -> Self {
+        CancelProtocol {
+            method: "$/cancel_request".into(),
+            id_member: "requestId".into(),
+            answers_cancelled: true,
+            send_reason: false,
+        }
+    }
+    /// MCP: `notifications/cancelled {"requestId", "reason"}`; cancelled requests are not answered.
+    pub fn mcp() -> Self {
+        CancelProtocol {
+            method: "notifications/cancelled".into(),
+            id_member: "requestId".into(),
+            answers_cancelled: false,
+            send_reason: true,
+        }
+    }
+}
+
+impl Default for CancelProtocol {
+    fn default() -> Self {
+        Self::lsp()
+    }
+}
+
+/// Direction of a traced message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Read from the peer.
+    Incoming,
+    /// Written to the peer.
+    Outgoing,
+}
+
+/// Rewrites a message before it is logged at TRACE (to redact tokens or truncate file contents).
+pub type TraceRedactor = Arc<dyn Fn(Direction, &str) -> String + Send + Sync>;
+
+/// Default for [`Limits::max_concurrent_requests`].
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 1024;
+/// Default for [`Limits::read_ahead`].
+pub const DEFAULT_READ_AHEAD: usize = 1024;
+/// Default for [`Limits::max_buffered_inbound`].
+pub const DEFAULT_MAX_BUFFERED_INBOUND: usize = 65_536;
+/// Default for [`Limits::outbound_buffer`].
+pub const DEFAULT_OUTBOUND_BUFFER: usize = 8 * 1024 * 1024;
+/// Default for [`Limits::max_trace_len`].
+pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
+
+/// Every limit a connection enforces, with its default.
+///
+/// | limit | default | at the limit |
+/// |---|---|---|
+/// | `frame.max_message_size` | 64 MiB | inbound: `Content-Length` refused before allocating, connection closed (`RemoteProtocolViolation`); newline: line discarded, `-32600` sent, stream goes on. Outbound: the call fails with [`Error::MessageTooLarge`](super::Error::MessageTooLarge) |
+/// | `frame.max_header_size` | 8 KiB | connection closed (`RemoteProtocolViolation`) |
+/// | `max_concurrent_requests` | 1024 | further requests wait in arrival order (the reader keeps reading) |
+/// | `read_ahead` | 1024 messages | the reader stops reading until dispatch catches up, unless an outbound call is pending (then it reads on, so that answers are never stuck behind a flood) |
+/// | `max_buffered_inbound` | 65,536 messages | connection closed (`RemoteProtocolViolation`) |
+/// | `outbound_buffer` | 8 MiB | `request`/`notify` wait until the writer drains (responses are bounded by `max_concurrent_requests`) |
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Framing limits.
+    pub frame: FrameLimits,
+    /// Inbound requests whose handlers may run at once.
+    pub max_concurrent_requests: usize,
+    /// Messages read ahead of dispatch before the reader pauses.
+    pub read_ahead: usize,
+    /// Messages read ahead of dispatch before the connection is closed.
+    pub max_buffered_inbound: usize,
+    /// Bytes of requests and notifications queued for the writer.
+    pub outbound_buffer: usize,
+    /// Longest message text logged at TRACE before truncation.
+    pub max_trace_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            frame: FrameLimits::default(),
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            read_ahead: DEFAULT_READ_AHEAD,
+            max_buffered_inbound: DEFAULT_MAX_BUFFERED_INBOUND,
+            outbound_buffer: DEFAULT_OUTBOUND_BUFFER,
+            max_trace_len: DEFAULT_MAX_TRACE_LEN,
+        }
+    }
+}
+
+/// Everything a connection is configured with.
+#[derive(Clone, Default)]
+pub(crate) struct Config {
+    pub(crate) framing: Framing,
+    pub(crate) limits: Limits,
+    pub(crate) cancel: CancelProtocol,
+    pub(crate) default_timeout: Option<Duration>,
+    pub(crate) redactor: Option<TraceRedactor>,
+}

@@ -1,0 +1,246 @@
+//! The cheap, cloneable handle for outbound calls and notifications.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::pending::Outcome;
+use super::shared::Shared;
+use super::{CloseKind, CloseReason, Error};
+use crate::message::{codes, encode_notification, encode_request};
+
+/// Per-call options: a timeout and a cancellation token.
+///
+/// On timeout the peer is sent a cancellation, the call fails with [`Error::Timeout`] at once and
+/// a late answer is absorbed. When the token fires, the peer is sent a cancellation; under
+/// protocols whose peers answer cancelled requests (LSP, ACP) the call then waits for that answer
+/// (a result, or [`Error::Cancelled`] for `-32800`), otherwise (MCP) it fails with
+/// [`Error::Cancelled`] at once.
+#[derive(Clone, Debug, Default)]
+pub struct CallOptions {
+    /// Give up after this long (overrides the connection's default timeout).
+    pub timeout: Option<Duration>,
+    /// Cancel the call when this fires.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl CallOptions {
+    /// No timeout, no token.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+    /// Set a timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+    /// Set a cancellation token.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// A cloneable handle to a connection: make calls, send notifications, watch for the end.
+///
+/// Handles do not keep the connection open: it ends when its [`Connection`](super::Connection)
+/// is closed or dropped, or the peer goes away; calls then fail with [`Error::ConnectionLost`].
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle").field("closed", &self.shared.close_reason()).finish_non_exhaustive()
+    }
+}
+
+/// Sends a cancellation for a call whose caller stopped waiting (dropped, timed out).
+struct CallGuard<'a> {
+    shared: &'a Shared,
+    id: u64,
+    active: bool,
+}
+
+impl CallGuard<'_> {
+    fn send_cancel(&self) {
+        let cancel = &self.shared.config.cancel;
+        let mut buf = Vec::with_capacity(64);
+        let member = serde_json::to_string(cancel.id_member.as_ref()).unwrap_or_else(|_| "\"id\"".into());
+        let params = if cancel.send_reason {
+            format!("{{{member}:{},\"reason\":\"cancelled by the caller\"}}", self.id)
+        } else {
+            format!("{{{member}:{}}}", self.id)
+        };
+        let params = RawValue::from_string(params).ok();
+        if encode_notification(&mut buf, &cancel.method, &params).is_ok() {
+            let _ = self.shared.outbound.send_now(buf);
+        }
+    }
+
+    /// Stop waiting: abandon the id and tell the peer.
+    fn give_up(&mut self) {
+        if std::mem::take(&mut self.active) {
+            self.shared.pending.abandon(self.id);
+            self.send_cancel();
+        }
+    }
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.give_up();
+    }
+}
+
+impl Handle {
+    /// Call `method` with `params` and decode the result into `R`.
+    ///
+    /// `params` may be anything serializable: a struct or map (sent by name), a tuple, array or
+    /// `Vec` (sent by position), or `()` / `None` (no params member at all). Dropping the future
+    /// cancels the call on the peer.
+    ///
+    /// ```
+    /// # use jsonrpc_duplex_core::{Connection, Router, ErrorObject};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (a, b) = tokio::io::duplex(4096);
+    /// let server = Connection::builder()
+    ///     .serve(Router::new().method("add", |(x, y): (i64, i64), _| async move { Ok::<_, ErrorObject>(x + y) }))
+    ///     .connect_io(a);
+    /// let client = Connection::builder().connect_io(b);
+    /// let sum: i64 = client.handle().request("add", (2, 3)).await?;
+    /// assert_eq!(sum, 5);
+    /// # drop(server);
+    /// # Ok(()) }
+    /// ```
+    pub async fn request<R: DeserializeOwned>(&self, method: &str, params: impl Serialize) -> Result<R, Error> {
+        self.request_with(method, params, CallOptions::default()).await
+    }
+
+    /// [`Handle::request`] with a timeout and/or a cancellation token.
+    pub async fn request_with<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        options: CallOptions,
+    ) -> Result<R, Error> {
+        let raw = self.request_raw(method, &params, options).await?;
+        serde_json::from_str(raw.get()).map_err(Error::Deserialize)
+    }
+
+    /// Call `method` and return the raw JSON result.
+    pub async fn request_raw<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        options: CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let shared = &*self.shared;
+        let id = shared.next_id();
+        let mut buf = Vec::with_capacity(64 + method.len());
+        encode_request(&mut buf, id, method, params).map_err(Error::Serialize)?;
+        self.check_size(&buf)?;
+        let mut rx = shared.pending.register(id)?;
+        let mut guard = CallGuard { shared, id, active: true };
+        if shared.outbound.send(buf).await.is_err() {
+            guard.active = false;
+            shared.pending.abandon(id);
+            return Err(Error::ConnectionLost(shared.lost()));
+        }
+
+        let timeout = options.timeout.or(shared.config.default_timeout);
+        let expired = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(expired);
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+
+        tokio::select! {
+            biased;
+            outcome = &mut rx => {
+                guard.active = false;
+                return self.flatten(outcome);
+            }
+            _ = cancelled => {}
+            _ = &mut expired => {
+                guard.give_up();
+                return Err(Error::Timeout(timeout.unwrap_or_default()));
+            }
+        }
+
+        // Cancelled by the caller's token.
+        if !shared.config.cancel.answers_cancelled {
+            guard.give_up();
+            return Err(Error::Cancelled);
+        }
+        guard.send_cancel();
+        tokio::select! {
+            biased;
+            outcome = &mut rx => {
+                guard.active = false;
+                match self.flatten(outcome) {
+                    Err(Error::Remote(e)) if e.code == codes::REQUEST_CANCELLED => Err(Error::Cancelled),
+                    other => other,
+                }
+            }
+            _ = &mut expired => {
+                guard.give_up();
+                Err(Error::Timeout(timeout.unwrap_or_default()))
+            }
+        }
+    }
+
+    fn flatten(&self, outcome: Result<Outcome, oneshot::error::RecvError>) -> Result<Box<RawValue>, Error> {
+        outcome.unwrap_or_else(|_| Err(Error::ConnectionLost(self.shared.lost())))
+    }
+
+    fn check_size(&self, buf: &[u8]) -> Result<(), Error> {
+        let limit = self.shared.config.limits.frame.max_message_size;
+        if buf.len() > limit {
+            return Err(Error::MessageTooLarge { size: buf.len(), limit });
+        }
+        Ok(())
+    }
+
+    /// Send a notification. Returns once it is queued (in order with every other outbound message).
+    pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
+        let mut buf = Vec::with_capacity(64 + method.len());
+        encode_notification(&mut buf, method, &params).map_err(Error::Serialize)?;
+        self.check_size(&buf)?;
+        self.shared.outbound.send(buf).await.map_err(|_| Error::ConnectionLost(self.shared.lost()))
+    }
+
+    /// Resolves with the reason once the connection has ended.
+    pub fn closed(&self) -> impl Future<Output = CloseReason> + Send + 'static {
+        let shared = self.shared.clone();
+        async move { shared.closed().await }
+    }
+
+    /// Whether the connection has ended (or is ending).
+    pub fn is_closed(&self) -> bool {
+        self.shared.close_reason().is_some()
+    }
+
+    /// Start closing the connection from this side: pending calls fail, queued messages are
+    /// flushed, the write side is shut down.
+    pub fn close(&self) {
+        self.shared.close(CloseReason::new(CloseKind::LocallyClosed, "closed by this side"));
+    }
+}

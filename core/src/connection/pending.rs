@@ -1,0 +1,109 @@
+//! Where replies are matched to calls: our outbound request ids → the waiting callers.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Mutex;
+
+use serde_json::value::RawValue;
+use tokio::sync::{Notify, oneshot};
+
+use super::{CloseReason, Error};
+use crate::message::ErrorObject;
+
+/// What a waiting call receives.
+pub(crate) type Outcome = Result<Box<RawValue>, Error>;
+
+/// How many abandoned ids are remembered so that their late answers are absorbed quietly.
+const ABANDONED_MEMORY: usize = 4096;
+
+#[derive(Default)]
+struct Inner {
+    calls: HashMap<u64, oneshot::Sender<Outcome>>,
+    /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules).
+    abandoned: HashSet<u64>,
+    abandoned_order: VecDeque<u64>,
+    closed: Option<CloseReason>,
+}
+
+/// What became of an inbound response.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Delivered,
+    /// The caller gave up earlier; the answer is dropped quietly.
+    Abandoned,
+    /// We never sent this id (or answered it already).
+    Unknown,
+}
+
+#[derive(Default)]
+pub(crate) struct Pending {
+    inner: Mutex<Inner>,
+    /// Wakes a paused reader when a call starts (it must read on to find the answer).
+    pub(crate) call_started: Notify,
+}
+
+impl Pending {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave the maps inconsistent (every critical
+        // section is a single map operation), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn register(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut inner = self.lock();
+            if let Some(reason) = &inner.closed {
+                return Err(Error::ConnectionLost(reason.clone()));
+            }
+            inner.calls.insert(id, tx);
+        }
+        self.call_started.notify_one();
+        Ok(rx)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().calls.len()
+    }
+
+    pub(crate) fn complete(&self, id: u64, outcome: Result<Box<RawValue>, ErrorObject>) -> Delivery {
+        let mut inner = self.lock();
+        if let Some(tx) = inner.calls.remove(&id) {
+            drop(inner);
+            // The receiver may be gone if the caller is being dropped right now: same as abandoned.
+            return match tx.send(outcome.map_err(Error::Remote)) {
+                Ok(()) => Delivery::Delivered,
+                Err(_) => Delivery::Abandoned,
+            };
+        }
+        if inner.abandoned.remove(&id) { Delivery::Abandoned } else { Delivery::Unknown }
+    }
+
+    /// The caller stopped waiting; remember the id so a late answer is not mistaken for garbage.
+    pub(crate) fn abandon(&self, id: u64) {
+        let mut inner = self.lock();
+        if inner.calls.remove(&id).is_none() {
+            return;
+        }
+        inner.abandoned.insert(id);
+        inner.abandoned_order.push_back(id);
+        while inner.abandoned_order.len() > ABANDONED_MEMORY {
+            if let Some(old) = inner.abandoned_order.pop_front() {
+                inner.abandoned.remove(&old);
+            }
+        }
+    }
+
+    /// Fail every waiting call and refuse new ones.
+    pub(crate) fn close(&self, reason: &CloseReason) {
+        let calls = {
+            let mut inner = self.lock();
+            if inner.closed.is_none() {
+                inner.closed = Some(reason.clone());
+            }
+            std::mem::take(&mut inner.calls)
+        };
+        for (_, tx) in calls {
+            let _ = tx.send(Err(Error::ConnectionLost(reason.clone())));
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The reader task: decode frames and route them. It never waits on a handler: answers go
+//! straight to their pending call, cancellations straight to their request, and everything else
+//! into the dispatch queue.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::{Stream, StreamExt};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::dispatch::Inbound;
+use super::pending::Delivery;
+use super::shared::{InboundCall, Shared};
+use super::trace;
+use super::{CloseKind, CloseReason, Direction};
+use crate::framing::{Frame, FrameError};
+use crate::handler::{Batch, ReplySlot};
+use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
+
+/// A future that says why the peer went away when the stream ends (e.g. a child's exit status).
+pub(crate) type EofReason = futures::future::BoxFuture<'static, Option<String>>;
+
+pub(crate) struct Reader {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) queue: mpsc::UnboundedSender<Inbound>,
+}
+
+impl Reader {
+    pub(crate) async fn run<S>(self, mut frames: S, eof_reason: Option<EofReason>)
+    where
+        S: Stream<Item = Result<Frame, FrameError>> + Unpin,
+    {
+        let shutdown = self.shared.shutdown.clone();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return,
+                next = frames.next() => next,
+            };
+            match next {
+                Some(Ok(Frame::Message(body))) => {
+                    if !self.on_frame(&body).await {
+                        return;
+                    }
+                }
+                Some(Ok(Frame::Discarded { limit })) => {
+                    tracing::warn!(target: crate::LOG_TARGET, limit, "discarded an over-long line");
+                    let error = ErrorObject::invalid_request(format!(
+                        "message exceeds the limit of {limit} bytes and was discarded"
+                    ));
+                    self.answer_now(&Id::Null, error);
+                }
+                Some(Err(e)) => {
+                    let kind = match e {
+                        FrameError::Io(_) | FrameError::Truncated(_) => CloseKind::StreamError,
+                        _ => CloseKind::RemoteProtocolViolation,
+                    };
+                    self.shared.close(CloseReason::new(kind, format!("reading from the peer failed: {e}")));
+                    return;
+                }
+                None => {
+                    let why = match eof_reason {
+                        Some(f) => f.await,
+                        None => None,
+                    };
+                    let message = why.unwrap_or_else(|| "the peer closed the stream".to_owned());
+                    self.shared.close(CloseReason::new(CloseKind::RemoteClosed, message));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn answer_now(&self, id: &Id, error: ErrorObject) {
+        let mut buf = Vec::with_capacity(96);
+        encode_response::<()>(&mut buf, id, Err(&error));
+        let _ = self.shared.outbound.send_now(buf);
+    }
+
+    /// Handle one frame; `false` when the connection must stop reading.
+    async fn on_frame(&self, body: &[u8]) -> bool {
+        trace::message(&self.shared, Direction::Incoming, body);
+        match parse_frame(body) {
+            Err(error) => {
+                tracing::debug!(target: crate::LOG_TARGET, %error, "unparsable message answered -32700");
+                self.answer_now(&Id::Null, error);
+                true
+            }
+            Ok(ParsedMessage::Single(message)) => self.route(message, None).await,
+            Ok(ParsedMessage::Batch(items)) => {
+                let expected = items
+                    .iter()
+                    .filter(|m| matches!(m, Incoming::Request { .. } | Incoming::Invalid { answer: true, .. }))
+                    .count();
+                let batch = (expected > 0).then(|| Batch::new(self.shared.clone(), expected));
+                for item in items {
+                    if !self.route(item, batch.clone()).await {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    async fn route(&self, message: Incoming, batch: Option<Arc<Batch>>) -> bool {
+        match message {
+            Incoming::Response { id, outcome } => {
+                let delivery = id.as_u64().map_or(Delivery::Unknown, |n| self.shared.pending.complete(n, outcome));
+                match delivery {
+                    Delivery::Delivered => {}
+                    Delivery::Abandoned => {
+                        tracing::debug!(target: crate::LOG_TARGET, %id, "late answer to an abandoned call absorbed")
+                    }
+                    Delivery::Unknown => {
+                        tracing::warn!(target: crate::LOG_TARGET, %id, "answer to an id we never sent (ignored)")
+                    }
+                }
+                true
+            }
+            Incoming::Notification { method, params } => {
+                if method == self.shared.config.cancel.method {
+                    self.on_cancel(params.as_deref());
+                    return true;
+                }
+                self.enqueue(Inbound::Notification { method, params }).await
+            }
+            Incoming::Request { id, method, params } => {
+                let call = Arc::new(InboundCall {
+                    cancel: self.shared.handlers.child_token(),
+                    peer_cancelled: AtomicBool::new(false),
+                });
+                let duplicate = {
+                    let mut map = self.shared.inbound_map();
+                    if map.contains_key(&id) {
+                        true
+                    } else {
+                        map.insert(id.clone(), call.clone());
+                        false
+                    }
+                };
+                if duplicate {
+                    tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
+                    let slot = ReplySlot::new(self.shared.clone(), id.clone(), None, batch, false);
+                    slot.answer::<()>(Err(&ErrorObject::invalid_request(format!(
+                        "request id {id} is already in use by a request in flight"
+                    ))));
+                    return true;
+                }
+                self.enqueue(Inbound::Request { id, method, params, call, batch }).await
+            }
+            Incoming::Invalid { id, error, answer } => {
+                tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");
+                if answer {
+                    let slot = ReplySlot::new(self.shared.clone(), id.unwrap_or(Id::Null), None, batch, false);
+                    slot.answer::<()>(Err(&error));
+                }
+                true
+            }
+        }
+    }
+
+    fn on_cancel(&self, params: Option<&RawValue>) {
+        let member = &self.shared.config.cancel.id_member;
+        let id = params.and_then(|p| cancel_target(p, member));
+        let Some(id) = id else {
+            tracing::warn!(target: crate::LOG_TARGET, params = ?params.map(RawValue::get), "cancellation without a usable id (ignored)");
+            return;
+        };
+        let call = self.shared.inbound_map().get(&id).cloned();
+        match call {
+            Some(call) => {
+                tracing::debug!(target: crate::LOG_TARGET, %id, "peer cancelled request");
+                call.peer_cancelled.store(true, Ordering::Release);
+                call.cancel.cancel();
+            }
+            None => {
+                tracing::debug!(target: crate::LOG_TARGET, %id, "cancellation for a request not in flight (ignored)")
+            }
+        }
+    }
+
+    /// Hand a message to the dispatcher, pausing while too much is queued — unless one of our
+    /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
+    /// hard limit).
+    async fn enqueue(&self, item: Inbound) -> bool {
+        let limits = &self.shared.config.limits;
+        loop {
+            let queued = self.shared.queued.load(Ordering::Acquire);
+            if queued < limits.read_ahead {
+                break;
+            }
+            if queued >= limits.max_buffered_inbound {
+                self.shared.close(CloseReason::new(
+                    CloseKind::RemoteProtocolViolation,
+                    format!("the peer sent more than {} messages ahead of dispatch", limits.max_buffered_inbound),
+                ));
+                return false;
+            }
+            if self.shared.pending.len() > 0 {
+                break;
+            }
+            let space = self.shared.space.notified();
+            let call_started = self.shared.pending.call_started.notified();
+            tokio::pin!(space, call_started);
+            space.as_mut().enable();
+            call_started.as_mut().enable();
+            if self.shared.queued.load(Ordering::Acquire) < limits.read_ahead || self.shared.pending.len() > 0 {
+                continue;
+            }
+            tokio::select! {
+                _ = space => {}
+                _ = call_started => {}
+                _ = self.shared.shutdown.cancelled() => return false,
+            }
+        }
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        self.queue.send(item).is_ok()
+    }
+}
+
+/// The request id in cancel params: `{"<member>": id}` or `[id]`.
+fn cancel_target(params: &RawValue, member: &str) -> Option<Id> {
+    let text = params.get();
+    if text.starts_with('[') {
+        let (id,): (Id,) = serde_json::from_str(text).ok()?;
+        return Some(id);
+    }
+    let map: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> = serde_json::from_str(text).ok()?;
+    serde_json::from_str(map.get(member)?.get()).ok()
+}

@@ -1,0 +1,113 @@
+//! State shared by the handle, the reader, the dispatcher, the writer and reply handles.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::config::Config;
+use super::outbound::Outbound;
+use super::pending::Pending;
+use super::{CloseKind, CloseReason};
+use crate::message::Id;
+
+/// An inbound request between arrival and answer.
+pub(crate) struct InboundCall {
+    pub(crate) cancel: CancellationToken,
+    /// The peer cancelled it (as opposed to the connection closing).
+    pub(crate) peer_cancelled: AtomicBool,
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) next_id: AtomicU64,
+    pub(crate) pending: Pending,
+    pub(crate) outbound: Outbound,
+    /// Inbound requests not answered yet, by the peer's id (for cancellation).
+    pub(crate) inbound: Mutex<HashMap<Id, Arc<InboundCall>>>,
+    /// Parent of every inbound request's token: cancelled when the connection ends.
+    pub(crate) handlers: CancellationToken,
+    /// Stops the reader and the dispatcher; starts the writer's final flush.
+    pub(crate) shutdown: CancellationToken,
+    /// Messages read but not yet taken by the dispatcher.
+    pub(crate) queued: AtomicUsize,
+    /// Signalled when the dispatcher takes a message (room for a paused reader).
+    pub(crate) space: Notify,
+    reason: watch::Sender<Option<CloseReason>>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config, outbound: Outbound) -> Self {
+        Shared {
+            config,
+            next_id: AtomicU64::new(0),
+            pending: Pending::default(),
+            outbound,
+            inbound: Mutex::new(HashMap::new()),
+            handlers: CancellationToken::new(),
+            shutdown: CancellationToken::new(),
+            queued: AtomicUsize::new(0),
+            space: Notify::new(),
+            reason: watch::Sender::new(None),
+        }
+    }
+
+    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<InboundCall>>> {
+        self.inbound.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// End the connection (the first reason wins): fail pending calls, cancel handlers, stop
+    /// reading, and let the writer flush what is queued.
+    pub(crate) fn close(&self, reason: CloseReason) {
+        let first = self.reason.send_if_modified(|r| {
+            if r.is_none() {
+                *r = Some(reason.clone());
+                true
+            } else {
+                false
+            }
+        });
+        if !first {
+            return;
+        }
+        match reason.kind {
+            CloseKind::LocallyClosed | CloseKind::RemoteClosed => {
+                tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
+            }
+            _ => tracing::warn!(target: crate::LOG_TARGET, %reason, "connection closed"),
+        }
+        self.pending.close(&reason);
+        self.outbound.close();
+        self.handlers.cancel();
+        self.shutdown.cancel();
+        self.space.notify_waiters();
+    }
+
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
+        self.reason.borrow().clone()
+    }
+
+    /// The reason, or a generic one if the connection is somehow not marked closed yet.
+    pub(crate) fn lost(&self) -> CloseReason {
+        self.close_reason()
+            .unwrap_or_else(|| CloseReason::new(CloseKind::FatalError, "the connection's writer is gone"))
+    }
+
+    pub(crate) async fn closed(&self) -> CloseReason {
+        let mut rx = self.reason.subscribe();
+        loop {
+            if let Some(r) = rx.borrow_and_update().clone() {
+                return r;
+            }
+            if rx.changed().await.is_err() {
+                return self.lost();
+            }
+        }
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}

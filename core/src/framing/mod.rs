@@ -1,0 +1,157 @@
+//! Where one message ends: the framing seam.
+//!
+//! A byte-stream transport is cut into frames by a [`FrameCodec`]: `Content-Length` headers (LSP,
+//! StreamJsonRpc, vscode-jsonrpc) or newline-delimited JSON (ACP, MCP). Message-oriented transports
+//! (WebSocket) bring their own frames and skip this layer.
+
+mod content_length;
+mod newline;
+
+use bytes::BytesMut;
+use tokio_util::codec::Decoder;
+
+pub use content_length::ContentLengthCodec;
+pub use newline::NewlineCodec;
+
+/// Default largest message accepted or sent: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
+/// Default largest `Content-Length` header block: 8 KiB.
+pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
+
+/// How messages are delimited on a byte stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// `Content-Length: N\r\n\r\n` then N bytes of UTF-8 JSON (LSP, StreamJsonRpc's default).
+    #[default]
+    ContentLength,
+    /// One JSON message per line, `\n`-terminated (ACP, MCP stdio).
+    NewlineDelimited,
+}
+
+impl Framing {
+    /// A codec for this framing with the given size limits.
+    pub fn codec(self, limits: FrameLimits) -> FrameCodec {
+        match self {
+            Framing::ContentLength => FrameCodec::ContentLength(ContentLengthCodec::new(limits)),
+            Framing::NewlineDelimited => FrameCodec::Newline(NewlineCodec::new(limits)),
+        }
+    }
+}
+
+impl std::str::FromStr for Framing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "content-length" => Ok(Framing::ContentLength),
+            "newline" => Ok(Framing::NewlineDelimited),
+            other => Err(format!("unknown framing {other:?}: expected \"content-length\" or \"newline\"")),
+        }
+    }
+}
+
+/// Size limits a decoder enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLimits {
+    /// Largest message body, in bytes ([`DEFAULT_MAX_MESSAGE_SIZE`]).
+    pub max_message_size: usize,
+    /// Largest `Content-Length` header block, in bytes ([`DEFAULT_MAX_HEADER_SIZE`]).
+    pub max_header_size: usize,
+}
+
+impl Default for FrameLimits {
+    fn default() -> Self {
+        FrameLimits { max_message_size: DEFAULT_MAX_MESSAGE_SIZE, max_header_size: DEFAULT_MAX_HEADER_SIZE }
+    }
+}
+
+/// What a decoder yields.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// One complete message body.
+    Message(BytesMut),
+    /// A newline-delimited line longer than the limit was skipped; the stream goes on.
+    Discarded {
+        /// The limit that was exceeded.
+        limit: usize,
+    },
+}
+
+/// A broken frame. Every variant but `Io` is the peer's fault; all of them end the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The transport failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A `Content-Length` header announced more than the limit.
+    #[error("message of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// What the header announced.
+        size: u64,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The header block grew past its limit without ending.
+    #[error("header block exceeds {limit} bytes without a terminating blank line")]
+    HeaderTooLong {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The header block is malformed.
+    #[error("bad header: {0}")]
+    BadHeader(String),
+    /// The stream ended inside a frame.
+    #[error("stream ended inside a frame: {0}")]
+    Truncated(String),
+}
+
+/// The framing seam as one codec type.
+#[derive(Debug)]
+pub enum FrameCodec {
+    /// `Content-Length` headers.
+    ContentLength(ContentLengthCodec),
+    /// Newline-delimited.
+    Newline(NewlineCodec),
+}
+
+impl FrameCodec {
+    /// Append one framed message to `dst`.
+    pub fn encode(&self, body: &[u8], dst: &mut BytesMut) {
+        match self {
+            FrameCodec::ContentLength(_) => content_length::encode(body, dst),
+            FrameCodec::Newline(_) => newline::encode(body, dst),
+        }
+    }
+
+    /// The bytes written before a body (`Content-Length: N\r\n\r\n`, or nothing).
+    pub fn encode_prefix(&self, body_len: usize, dst: &mut BytesMut) {
+        if let FrameCodec::ContentLength(_) = self {
+            content_length::encode_header(body_len, dst)
+        }
+    }
+
+    /// The bytes written after a body (`\n`, or nothing).
+    pub fn encode_suffix(&self, dst: &mut BytesMut) {
+        if let FrameCodec::Newline(_) = self {
+            dst.extend_from_slice(b"\n")
+        }
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        match self {
+            FrameCodec::ContentLength(c) => c.decode(src),
+            FrameCodec::Newline(c) => c.decode(src),
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        match self {
+            FrameCodec::ContentLength(c) => c.decode_eof(src),
+            FrameCodec::Newline(c) => c.decode_eof(src),
+        }
+    }
+}

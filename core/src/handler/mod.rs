@@ -1,0 +1,14 @@
+//! The inbound seam: requests and notifications from the peer, their answer-once reply handles,
+//! and the router from method names to handlers.
+
+mod batch;
+mod request;
+mod responder;
+mod router;
+
+pub(crate) use batch::Batch;
+pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
+pub(crate) use responder::ReplySlot;
+pub use responder::Responder;
+pub(crate) use router::Route;
+pub use router::{MethodClash, Router};

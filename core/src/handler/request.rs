@@ -1,0 +1,124 @@
+//! What a handler receives.
+
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::Handle;
+use crate::message::{ErrorObject, Id};
+
+/// Decode params into `T`, straight from the raw JSON. Absent params decode as `null` (so `()`,
+/// `Option<_>` and all-default types accept them). A failure is a `-32602` naming the problem.
+pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    let text = params.map_or("null", RawValue::get);
+    serde_json::from_str(text).map_err(ErrorObject::invalid_params)
+}
+
+/// An inbound request, as handed to a raw handler together with its [`Responder`](super::Responder).
+#[derive(Debug)]
+pub struct Request {
+    pub(crate) id: Id,
+    pub(crate) method: String,
+    pub(crate) params: Option<Box<RawValue>>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) peer: Handle,
+}
+
+impl Request {
+    /// The peer's id for this request.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+    /// The method name.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+    /// The raw params (`None` when absent or `null`).
+    pub fn params(&self) -> Option<&RawValue> {
+        self.params.as_deref()
+    }
+    /// Decode the params (see [`decode_params`]).
+    pub fn decode_params<T: DeserializeOwned>(&self) -> Result<T, ErrorObject> {
+        decode_params(self.params())
+    }
+    /// Fires when the peer cancels this request or the connection ends.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> &Handle {
+        &self.peer
+    }
+    /// The context a typed handler receives.
+    pub fn context(&self) -> RequestContext {
+        RequestContext { id: self.id.clone(), cancel: self.cancel.clone(), peer: self.peer.clone() }
+    }
+}
+
+/// What a typed request handler receives besides its params.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    id: Id,
+    cancel: CancellationToken,
+    peer: Handle,
+}
+
+impl RequestContext {
+    /// The peer's id for this request.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+    /// Fires when the peer cancels this request or the connection ends. When it fires, the
+    /// handler's future is dropped and the request answered `-32800`, unless it was answered already.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> &Handle {
+        &self.peer
+    }
+}
+
+/// An inbound notification.
+#[derive(Debug)]
+pub struct Notification {
+    pub(crate) method: String,
+    pub(crate) params: Option<Box<RawValue>>,
+    pub(crate) peer: Handle,
+}
+
+impl Notification {
+    /// The method name.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+    /// The raw params (`None` when absent or `null`).
+    pub fn params(&self) -> Option<&RawValue> {
+        self.params.as_deref()
+    }
+    /// Decode the params (see [`decode_params`]).
+    pub fn decode_params<T: DeserializeOwned>(&self) -> Result<T, ErrorObject> {
+        decode_params(self.params())
+    }
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> &Handle {
+        &self.peer
+    }
+    /// The context a typed notification handler receives.
+    pub fn context(&self) -> NotificationContext {
+        NotificationContext { peer: self.peer.clone() }
+    }
+}
+
+/// What a typed notification handler receives besides its params.
+#[derive(Clone, Debug)]
+pub struct NotificationContext {
+    peer: Handle,
+}
+
+impl NotificationContext {
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> &Handle {
+        &self.peer
+    }
+}

@@ -1,0 +1,146 @@
+//! The answer-once reply handle of an inbound request.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::Batch;
+use crate::connection::shared::{InboundCall, Shared};
+use crate::message::{ErrorObject, Id, encode_response};
+
+/// The one place an inbound request is answered from. Shared by the [`Responder`] and the
+/// dispatcher (which answers `-32800` on cancellation and `-32603` on a panic).
+pub(crate) struct ReplySlot {
+    id: Id,
+    answered: AtomicBool,
+    shared: Arc<Shared>,
+    /// Present when the request is registered for cancellation under its id.
+    call: Option<Arc<InboundCall>>,
+    batch: Option<Arc<Batch>>,
+    /// No answer at all (a notification routed to a request handler).
+    silent: bool,
+}
+
+impl ReplySlot {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        id: Id,
+        call: Option<Arc<InboundCall>>,
+        batch: Option<Arc<Batch>>,
+        silent: bool,
+    ) -> Arc<Self> {
+        Arc::new(ReplySlot { id, answered: AtomicBool::new(false), shared, call, batch, silent })
+    }
+
+    pub(crate) fn is_answered(&self) -> bool {
+        self.answered.load(Ordering::Acquire)
+    }
+
+    /// Answer unless answered already. Returns whether this call answered.
+    pub(crate) fn answer<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>) -> bool {
+        if self.answered.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        if let Some(call) = &self.call {
+            let mut map = self.shared.inbound_map();
+            if map.get(&self.id).is_some_and(|c| Arc::ptr_eq(c, call)) {
+                map.remove(&self.id);
+            }
+        }
+        if self.silent {
+            return true;
+        }
+        let peer_cancelled = self.call.as_ref().is_some_and(|c| c.peer_cancelled.load(Ordering::Acquire));
+        if peer_cancelled && !self.shared.config.cancel.answers_cancelled {
+            // MCP: a cancelled request is never answered.
+            return true;
+        }
+        let mut buf = Vec::with_capacity(64);
+        encode_response(&mut buf, &self.id, outcome);
+        let limit = self.shared.config.limits.frame.max_message_size;
+        if buf.len() > limit {
+            let size = buf.len();
+            buf.clear();
+            let error =
+                ErrorObject::internal_error(format!("the result of {size} bytes exceeds the limit of {limit} bytes"));
+            encode_response::<()>(&mut buf, &self.id, Err(&error));
+            tracing::warn!(target: crate::LOG_TARGET, id = %self.id, size, limit, "response over the size limit replaced by an error");
+        }
+        match &self.batch {
+            Some(batch) => batch.add(&buf),
+            None => {
+                let _ = self.shared.outbound.send_now(buf);
+            }
+        }
+        true
+    }
+
+    /// The default answer of a request nobody answered: `-32800` if it was cancelled, else `-32603`.
+    pub(crate) fn answer_unanswered(&self, cancel: &CancellationToken, why: &str) {
+        if self.is_answered() {
+            return;
+        }
+        let error =
+            if cancel.is_cancelled() { ErrorObject::request_cancelled() } else { ErrorObject::internal_error(why) };
+        self.answer::<()>(Err(&error));
+    }
+}
+
+/// The reply handle of one inbound request: answer it once, from any task, at any time.
+///
+/// Replying consumes the handle, so a request cannot be answered twice. Dropping it unanswered
+/// sends an error instead (`-32800` if the request was cancelled, else `-32603`), so the peer
+/// never waits forever.
+pub struct Responder {
+    slot: Arc<ReplySlot>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Responder").field("id", &self.slot.id).finish_non_exhaustive()
+    }
+}
+
+impl Responder {
+    pub(crate) fn new(slot: Arc<ReplySlot>, cancel: CancellationToken) -> Self {
+        Responder { slot, cancel }
+    }
+
+    /// The id of the request this answers.
+    pub fn id(&self) -> &Id {
+        &self.slot.id
+    }
+
+    /// Fires when the peer cancels the request or the connection ends.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Answer with a result or an error object. Returns `false` if the request had been answered
+    /// already (it was cancelled and answered `-32800` meanwhile, or the connection ended).
+    pub fn respond<R: Serialize>(self, outcome: Result<R, ErrorObject>) -> bool {
+        match &outcome {
+            Ok(r) => self.slot.answer(Ok(r)),
+            Err(e) => self.slot.answer::<()>(Err(e)),
+        }
+    }
+
+    /// Answer with a result.
+    pub fn ok<R: Serialize>(self, result: R) -> bool {
+        self.slot.answer(Ok(&result))
+    }
+
+    /// Answer with an error object.
+    pub fn err(self, error: ErrorObject) -> bool {
+        self.slot.answer::<()>(Err(&error))
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        self.slot.answer_unanswered(&self.cancel, "the handler dropped the request without answering");
+    }
+}

@@ -1,0 +1,223 @@
+//! Method name → handler, and merging several services into one.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{Notification, NotificationContext, Request, RequestContext, Responder};
+use crate::message::ErrorObject;
+
+pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+pub(crate) type RequestFn = Arc<dyn Fn(Request, Responder) -> BoxFuture + Send + Sync>;
+pub(crate) type NotificationFn = Arc<dyn Fn(Notification) -> BoxFuture + Send + Sync>;
+
+#[derive(Clone)]
+pub(crate) enum Route {
+    Request(RequestFn),
+    Notification(NotificationFn),
+}
+
+/// Two services registered the same method name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("method {method:?} is registered twice")]
+pub struct MethodClash {
+    /// The name both registered.
+    pub method: String,
+}
+
+/// Maps method names to handlers. Unknown requests are answered `-32601`; unknown notifications
+/// are logged and dropped.
+///
+/// A request handler is started in arrival order and then runs concurrently with later messages;
+/// a notification handler runs to completion before the next message is dispatched.
+///
+/// ```
+/// use jsonrpc_duplex_core::{ErrorObject, Router};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Add { a: i64, b: i64 }
+///
+/// let router = Router::new()
+///     .method("add", |p: Add, _ctx| async move { Ok::<_, ErrorObject>(p.a + p.b) })
+///     .notification("log", |line: String, _ctx| async move { println!("{line}") });
+/// assert!(router.contains("add") && router.contains("log"));
+/// ```
+#[derive(Clone, Default)]
+pub struct Router {
+    routes: HashMap<String, Route>,
+    fallback: Option<RequestFn>,
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<_> = self.routes.keys().collect();
+        names.sort();
+        f.debug_struct("Router").field("methods", &names).field("fallback", &self.fallback.is_some()).finish()
+    }
+}
+
+impl Router {
+    /// An empty router.
+    pub fn new() -> Self {
+        Router::default()
+    }
+
+    /// Whether a method is registered.
+    pub fn contains(&self, method: &str) -> bool {
+        self.routes.contains_key(method)
+    }
+
+    /// The registered method names.
+    pub fn methods(&self) -> impl Iterator<Item = &str> {
+        self.routes.keys().map(String::as_str)
+    }
+
+    pub(crate) fn route(&self, method: &str) -> Option<&Route> {
+        self.routes.get(method)
+    }
+
+    pub(crate) fn fallback_handler(&self) -> Option<&RequestFn> {
+        self.fallback.as_ref()
+    }
+
+    fn insert(mut self, method: &str, route: Route) -> Self {
+        if let Err(clash) = self.try_insert(method, route) {
+            panic!("{clash}: each method may be registered once per router");
+        }
+        self
+    }
+
+    fn try_insert(&mut self, method: &str, route: Route) -> Result<(), MethodClash> {
+        match self.routes.entry(method.to_owned()) {
+            Entry::Occupied(_) => Err(MethodClash { method: method.to_owned() }),
+            Entry::Vacant(v) => {
+                v.insert(route);
+                Ok(())
+            }
+        }
+    }
+
+    /// Register a raw request handler: it gets the request and its [`Responder`], and may answer
+    /// later from any task.
+    ///
+    /// # Panics
+    /// If `method` is already registered (use [`Router::try_merge`] to combine routers fallibly).
+    pub fn request_raw<F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        F: Fn(Request, Responder) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.insert(method, Route::Request(Arc::new(move |req, reply| Box::pin(handler(req, reply)))))
+    }
+
+    /// Register a typed request handler. Params that do not decode into `P` are answered
+    /// `-32602`; the handler's `Ok` is the result, its `Err` the error object.
+    ///
+    /// # Panics
+    /// If `method` is already registered.
+    pub fn method<P, R, F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(P, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.request_raw(method, move |req, reply| {
+            let decoded = req.decode_params::<P>();
+            let handler = handler.clone();
+            async move {
+                match decoded {
+                    Ok(params) => {
+                        let outcome = handler(params, req.context()).await;
+                        reply.respond(outcome);
+                    }
+                    Err(e) => {
+                        reply.err(e);
+                    }
+                }
+            }
+        })
+    }
+
+    /// Register a raw notification handler.
+    ///
+    /// # Panics
+    /// If `method` is already registered.
+    pub fn notification_raw<F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        F: Fn(Notification) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.insert(method, Route::Notification(Arc::new(move |n| Box::pin(handler(n)))))
+    }
+
+    /// Register a typed notification handler. Params that do not decode are logged and dropped.
+    ///
+    /// # Panics
+    /// If `method` is already registered.
+    pub fn notification<P, F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(P, NotificationContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.notification_raw(method, move |n| {
+            let decoded = n.decode_params::<P>();
+            let handler = handler.clone();
+            async move {
+                match decoded {
+                    Ok(params) => handler(params, n.context()).await,
+                    Err(e) => tracing::warn!(
+                        target: crate::LOG_TARGET,
+                        method = %n.method,
+                        error = %e,
+                        "notification dropped: its params do not decode"
+                    ),
+                }
+            }
+        })
+    }
+
+    /// Handle requests for methods no route matches (instead of answering `-32601`).
+    pub fn fallback<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Request, Responder) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.fallback = Some(Arc::new(move |req, reply| Box::pin(handler(req, reply))));
+        self
+    }
+
+    /// Combine two routers; a method both register is an error naming it.
+    pub fn try_merge(mut self, other: impl Into<Router>) -> Result<Self, MethodClash> {
+        let other = other.into();
+        for (method, route) in other.routes {
+            self.try_insert(&method, route)?;
+        }
+        match (&self.fallback, other.fallback) {
+            (Some(_), Some(_)) => return Err(MethodClash { method: "<fallback>".into() }),
+            (None, Some(f)) => self.fallback = Some(f),
+            _ => {}
+        }
+        Ok(self)
+    }
+
+    /// Combine two routers.
+    ///
+    /// # Panics
+    /// If both register a method (the message names it). Use [`Router::try_merge`] to handle it.
+    pub fn merge(self, other: impl Into<Router>) -> Self {
+        match self.try_merge(other) {
+            Ok(r) => r,
+            Err(clash) => panic!("{clash} (merging routers)"),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The core of [`jsonrpc-duplex`](https://docs.rs/jsonrpc-duplex): JSON-RPC 2.0 wire types,
+//! framing, the bidirectional [`Connection`] and its transports.
+//!
+//! Layers, each usable alone:
+//! - [`message`]: ids, error objects, parsing and encoding of messages;
+//! - [`framing`]: `Content-Length` and newline-delimited frames behind one seam;
+//! - [`handler`]: inbound requests, their answer-once [`Responder`], the [`Router`];
+//! - [`Connection`] / [`Handle`]: outbound calls, dispatch, cancellation, lifecycle;
+//! - [`transport`]: in-memory pairs, stdio, child processes.
+//!
+//! Raw traffic is logged at TRACE on the target [`WIRE_TARGET`]; protocol problems at WARN/DEBUG
+//! on [`LOG_TARGET`].
+
+pub mod connection;
+pub mod framing;
+pub mod handler;
+pub mod message;
+pub mod transport;
+
+pub use connection::{
+    Builder, CallOptions, CancelProtocol, CloseKind, CloseReason, Connection, Direction, Error, Handle, Limits,
+};
+pub use framing::Framing;
+pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
+pub use message::{ErrorObject, Id, codes};
+pub use tokio_util::sync::CancellationToken;
+
+/// The tracing target of every raw message in and out (TRACE).
+pub const WIRE_TARGET: &str = "jsonrpc_duplex::wire";
+/// The tracing target of protocol events (WARN/DEBUG).
+pub const LOG_TARGET: &str = "jsonrpc_duplex";

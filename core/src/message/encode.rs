@@ -1,0 +1,118 @@
+//! Encoding outgoing messages straight into a byte buffer (one serialization, no intermediate
+//! `Value`). Members are written in StreamJsonRpc's order: `jsonrpc`, `id`, `method`, `params`.
+
+use super::{ErrorObject, Id};
+use serde::Serialize;
+
+const PARAMS_NULL: &[u8] = b",\"params\":null";
+
+fn write_params<P: Serialize + ?Sized>(buf: &mut Vec<u8>, params: &P) -> Result<(), serde_json::Error> {
+    let mark = buf.len();
+    buf.extend_from_slice(b",\"params\":");
+    serde_json::to_writer(&mut *buf, params)?;
+    // `()` and `None` mean "no params": the member is left out rather than sent as `null`.
+    if &buf[mark..] == PARAMS_NULL {
+        buf.truncate(mark);
+    }
+    Ok(())
+}
+
+/// `{"jsonrpc":"2.0","id":N,"method":M,"params":P}`; `params` is left out when `P` serializes to `null`.
+pub(crate) fn encode_request<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    id: u64,
+    method: &str,
+    params: &P,
+) -> Result<(), serde_json::Error> {
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut *buf, &id)?;
+    buf.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut *buf, method)?;
+    write_params(buf, params)?;
+    buf.push(b'}');
+    Ok(())
+}
+
+/// `{"jsonrpc":"2.0","method":M,"params":P}`.
+pub(crate) fn encode_notification<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    method: &str,
+    params: &P,
+) -> Result<(), serde_json::Error> {
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+    serde_json::to_writer(&mut *buf, method)?;
+    write_params(buf, params)?;
+    buf.push(b'}');
+    Ok(())
+}
+
+/// A response. A success always carries `result` (`null` for unit), as vscode-jsonrpc requires.
+/// If the result fails to serialize, an internal error is written instead.
+pub(crate) fn encode_response<R: Serialize + ?Sized>(buf: &mut Vec<u8>, id: &Id, outcome: Result<&R, &ErrorObject>) {
+    let start = buf.len();
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Ids are numbers, strings or null: serializing them cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, id);
+    let mark = buf.len();
+    match outcome {
+        Ok(result) => {
+            buf.extend_from_slice(b",\"result\":");
+            if let Err(e) = serde_json::to_writer(&mut *buf, result) {
+                buf.truncate(mark);
+                write_error(buf, &ErrorObject::internal_error(format!("the result could not be serialized: {e}")));
+            }
+        }
+        Err(error) => write_error(buf, error),
+    }
+    buf.push(b'}');
+    debug_assert!(buf.len() > start);
+}
+
+fn write_error(buf: &mut Vec<u8>, error: &ErrorObject) {
+    buf.extend_from_slice(b",\"error\":");
+    // Error objects hold a string, an integer and raw JSON: serializing them cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, error);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(buf: Vec<u8>) -> String {
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn request_shapes() {
+        let mut buf = Vec::new();
+        encode_request(&mut buf, 0, "add", &[1, 2]).unwrap();
+        assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":0,"method":"add","params":[1,2]}"#);
+        let mut buf = Vec::new();
+        encode_request(&mut buf, 7, "shutdown", &()).unwrap();
+        assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#);
+        let mut buf = Vec::new();
+        encode_notification(&mut buf, "a\"b", &serde_json::json!({"x": null})).unwrap();
+        assert_eq!(text(buf), r#"{"jsonrpc":"2.0","method":"a\"b","params":{"x":null}}"#);
+    }
+
+    #[test]
+    fn response_shapes() {
+        let mut buf = Vec::new();
+        encode_response(&mut buf, &Id::from("x"), Ok(&()));
+        assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":"x","result":null}"#);
+        let mut buf = Vec::new();
+        encode_response::<()>(&mut buf, &Id::Null, Err(&ErrorObject::new(-32700, "Parse error")));
+        assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+    }
+
+    #[test]
+    fn unserializable_result_becomes_internal_error() {
+        let mut map = std::collections::HashMap::new();
+        map.insert(vec![1u8], 1);
+        let mut buf = Vec::new();
+        encode_response(&mut buf, &Id::from(1u64), Ok(&map));
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(v["error"]["code"], -32603);
+        assert!(v.get("result").is_none());
+    }
+}

@@ -1,0 +1,113 @@
+//! The JSON-RPC error object and the codes this crate uses.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Well-known error codes.
+pub mod codes {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error (also: a handler panicked or dropped its reply unanswered).
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Generic application failure (StreamJsonRpc's `InvocationError`).
+    pub const SERVER_ERROR: i64 = -32000;
+    /// The server refused a request because too many are in flight.
+    pub const SERVER_BUSY: i64 = -32005;
+    /// The request was cancelled (LSP `RequestCancelled`, StreamJsonRpc `RequestCanceled`).
+    pub const REQUEST_CANCELLED: i64 = -32800;
+}
+
+/// A JSON-RPC error object: `{"code", "message", "data"?}`.
+///
+/// `data` stays raw JSON; decode it with [`ErrorObject::data_as`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code.
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Optional structured detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl PartialEq for ErrorObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+            && self.message == other.message
+            && self.data.as_ref().map(|d| d.get()) == other.data.as_ref().map(|d| d.get())
+    }
+}
+
+impl ErrorObject {
+    /// An error with a code and a message and no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject { code, message: message.into(), data: None }
+    }
+
+    /// Attach `data` (serialized now). Data that fails to serialize is left out and the failure
+    /// noted in the message, so building an error never fails.
+    pub fn with_data(mut self, data: impl Serialize) -> Self {
+        match serde_json::value::to_raw_value(&data) {
+            Ok(raw) => self.data = Some(raw),
+            Err(e) => self.message = format!("{} (error data could not be serialized: {e})", self.message),
+        }
+        self
+    }
+
+    /// Attach raw JSON `data`.
+    pub fn with_raw_data(mut self, data: Box<RawValue>) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Decode `data` into a type.
+    pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+        self.data.as_ref().map(|d| serde_json::from_str(d.get()))
+    }
+
+    /// `-32700`.
+    pub fn parse_error(detail: impl fmt::Display) -> Self {
+        Self::new(codes::PARSE_ERROR, format!("Parse error: {detail}"))
+    }
+    /// `-32600`.
+    pub fn invalid_request(detail: impl fmt::Display) -> Self {
+        Self::new(codes::INVALID_REQUEST, format!("Invalid request: {detail}"))
+    }
+    /// `-32601`, naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+    /// `-32602`, with what was wrong.
+    pub fn invalid_params(detail: impl fmt::Display) -> Self {
+        Self::new(codes::INVALID_PARAMS, format!("Invalid params: {detail}"))
+    }
+    /// `-32603`.
+    pub fn internal_error(detail: impl fmt::Display) -> Self {
+        Self::new(codes::INTERNAL_ERROR, format!("Internal error: {detail}"))
+    }
+    /// `-32800`.
+    pub fn request_cancelled() -> Self {
+        Self::new(codes::REQUEST_CANCELLED, "Request cancelled")
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)?;
+        if let Some(d) = &self.data {
+            write!(f, ", data: {}", d.get())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ErrorObject {}

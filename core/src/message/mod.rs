@@ -1,0 +1,12 @@
+//! Wire types: ids, error objects, and the one-pass parse and encode of JSON-RPC 2.0 messages.
+
+mod encode;
+mod error;
+mod id;
+mod parse;
+
+pub use error::{ErrorObject, codes};
+pub use id::Id;
+
+pub(crate) use encode::{encode_notification, encode_request, encode_response};
+pub(crate) use parse::{Incoming, ParsedMessage, parse_frame};

@@ -1,0 +1,23 @@
+//! # jsonrpc-duplex
+//!
+//! JSON-RPC 2.0 between two programs over a byte stream, in both directions: an editor and a
+//! language server (LSP), an editor and a coding agent (ACP), an SDK and a CLI subprocess.
+//!
+//! This facade re-exports the runtime ([`jsonrpc_duplex_core`]) and the `#[rpc]` macro; depend on
+//! this crate only.
+//!
+//! ```
+//! use jsonrpc_duplex::{Connection, ErrorObject, Router};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (a, b) = tokio::io::duplex(64 * 1024);
+//! let _server = Connection::builder()
+//!     .serve(Router::new().method("add", |(x, y): (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(x + y) }))
+//!     .connect_io(a);
+//! let client = Connection::builder().connect_io(b);
+//! let sum: i64 = client.request("add", (2, 40)).await?;
+//! assert_eq!(sum, 42);
+//! # Ok(()) }
+//! ```
+
+pub use jsonrpc_duplex_core::*;
