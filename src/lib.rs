@@ -3,8 +3,8 @@
 //! JSON-RPC 2.0 between two programs over a byte stream, in both directions: an editor and a
 //! language server (LSP), an editor and a coding agent (ACP), an SDK and a CLI subprocess.
 //!
-//! This facade re-exports the runtime ([`jsonrpc_duplex_core`]) and the `#[rpc]` macro; depend on
-//! this crate only.
+//! This facade re-exports the runtime ([`jsonrpc_duplex_core`]) and the [`#[rpc]`](rpc) macro;
+//! depend on this crate (and `serde` for your own types) only.
 //!
 //! ```
 //! use jsonrpc_duplex::{Connection, ErrorObject, Router};
@@ -19,5 +19,21 @@
 //! assert_eq!(sum, 42);
 //! # Ok(()) }
 //! ```
+//!
+#![doc = include_str!("rpc.md")]
+
+mod context;
+mod error;
+mod params;
 
 pub use jsonrpc_duplex_core::*;
+
+/// Typed client proxies and server dispatchers from a trait; see the [crate docs](crate#the-rpc-macro).
+pub use jsonrpc_duplex_macros::rpc;
+
+pub use context::{FromNotificationContext, FromRequestContext};
+pub use error::{ClientError, RpcError, RpcErrorType};
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;

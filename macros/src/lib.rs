@@ -1,1 +1,36 @@
-//! placeholder
+//! The `#[rpc]` attribute of [`jsonrpc-duplex`](https://docs.rs/jsonrpc-duplex). Use it through
+//! the facade, `#[jsonrpc_duplex::rpc]`; the facade's crate documentation shows what it
+//! generates.
+//!
+//! Layout: `attr` parses the attribute grammar, `model` turns the trait into data, `check`
+//! reports semantic mistakes, `expand/` writes the trait, the client and the server. Every
+//! mistake is collected (`ctxt`) and reported at the user's tokens in one build.
+
+mod attr;
+mod case;
+mod check;
+mod ctxt;
+mod expand;
+mod model;
+
+use proc_macro::TokenStream;
+
+/// Generate a typed client proxy (`{Trait}Client`) and a server dispatcher (`{Trait}Server`)
+/// from a trait of `async fn`s.
+///
+/// ```text
+/// #[rpc(namespace = "..", separator = "/", rename_all = "camelCase", rename_all_params = "camelCase",
+///       params = "positional" | "named" | "object", crate = "::jsonrpc_duplex")]
+/// trait T {
+///     #[method(name = "..", aliases = [".."], params = "..")]          // a request (the default)
+///     async fn m(&self, #[param(rename = "type")] kind: K, cancel: CancellationToken) -> Result<R, E>;
+///     #[notification(name = "..", aliases = [".."], params = "..")]    // a notification
+///     async fn n(&self, x: X, #[context] peer: OtherClient);
+/// }
+/// ```
+///
+/// The grammar in full, with a readable expansion, is in the `jsonrpc-duplex` crate docs.
+#[proc_macro_attribute]
+pub fn rpc(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::rpc(args.into(), input.into()).unwrap_or_else(syn::Error::into_compile_error).into()
+}

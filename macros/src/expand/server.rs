@@ -1,0 +1,229 @@
+//! The server dispatcher: `EditorServer::new(service)` becomes a core `Router` (one route per
+//! wire name, aliases included) through `impl From<EditorServer<T>> for Router`, so it plugs into
+//! `Connection::builder().serve(..)` and merges with other services.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::client::private;
+use crate::attr::{Kind, ParamStyle};
+use crate::model::{Method, ReturnKind, Role, RpcTrait};
+
+pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
+    let p = private(t);
+    let vis = &t.item.vis;
+    let server = &t.server;
+    let trait_ident = &t.item.ident;
+    let names: Vec<&str> = t.methods.iter().flat_map(|m| m.names().map(|n| n.value.as_str())).collect();
+    let struct_doc =
+        format!(" Serves [`{trait_ident}`] on a connection: `Connection::builder().serve({server}::new(service))`.");
+    let methods_doc = format!(" Answers: {}.", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "));
+    let bounds = quote!(#trait_ident + ::core::marker::Send + ::core::marker::Sync + 'static);
+    let routes = t.methods.iter().map(|m| {
+        let cfgs = &m.cfgs;
+        let route = route(t, m);
+        quote!(#(#cfgs)* let __router = #route;)
+    });
+    quote! {
+        #[doc = #struct_doc]
+        #[doc = ""]
+        #[doc = #methods_doc]
+        #vis struct #server<T> {
+            service: ::std::sync::Arc<T>,
+        }
+
+        #[allow(dead_code)]
+        impl<T> #server<T> {
+            /// The wire names this dispatcher answers, aliases included.
+            #vis const METHODS: &'static [&'static str] = &[#(#names),*];
+        }
+
+        #[allow(dead_code)]
+        impl<T> #server<T>
+        where
+            T: #bounds,
+        {
+            /// Serve `service`.
+            #vis fn new(service: T) -> Self {
+                Self { service: ::std::sync::Arc::new(service) }
+            }
+
+            /// Serve a service that is shared with other code.
+            #vis fn from_arc(service: ::std::sync::Arc<T>) -> Self {
+                Self { service }
+            }
+
+            /// The routes of every method (what `Connection::builder().serve(..)` takes).
+            #vis fn into_router(self) -> #p::Router {
+                let __service = self.service;
+                let __router = #p::Router::new();
+                #(#routes)*
+                __router
+            }
+        }
+
+        impl<T> ::core::convert::From<#server<T>> for #p::Router
+        where
+            T: #bounds,
+        {
+            fn from(server: #server<T>) -> Self {
+                server.into_router()
+            }
+        }
+
+        impl<T> ::core::clone::Clone for #server<T> {
+            fn clone(&self) -> Self {
+                Self { service: ::core::clone::Clone::clone(&self.service) }
+            }
+        }
+
+        impl<T> ::core::fmt::Debug for #server<T> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(::core::stringify!(#server)).field("methods", &Self::METHODS).finish_non_exhaustive()
+            }
+        }
+    }
+}
+
+/// `__router` with this method's routes added.
+fn route(t: &RpcTrait, m: &Method) -> TokenStream {
+    let p = private(t);
+    let trait_ident = &t.item.ident;
+    let method = &m.ident;
+    let decode = decode_fn(t, m);
+    let wire_vars: Vec<_> = (0..m.wire_args().count()).map(|i| format_ident!("__arg{i}")).collect();
+    let (context_trait, context_fn, source) = match m.kind {
+        Kind::Request => (quote!(FromRequestContext), quote!(from_request_context), quote!(__request)),
+        Kind::Notification => (quote!(FromNotificationContext), quote!(from_notification_context), quote!(__note)),
+    };
+    let mut call_args = Vec::new();
+    let mut context_vars = Vec::new();
+    let mut contexts = Vec::new();
+    let mut next_wire = wire_vars.iter();
+    for (i, arg) in m.args.iter().enumerate() {
+        match arg.role {
+            Role::Wire { .. } => call_args.extend(next_wire.next().cloned()),
+            Role::Context { .. } => {
+                let var = format_ident!("__context{i}");
+                let ty = &arg.ty;
+                contexts.push(quote_spanned!(ty.span()=> <#ty as #p::#context_trait>::#context_fn(&__cx)));
+                context_vars.push(var.clone());
+                call_args.push(var);
+            }
+        }
+    }
+    // The context is taken apart at once, so that it is not held by the handler's future.
+    let contexts = (!contexts.is_empty()).then(|| {
+        quote! {
+            let (#(#context_vars,)*) = {
+                let __cx = #source.context();
+                (#(#contexts,)*)
+            };
+        }
+    });
+    let call = quote!(<T as #trait_ident>::#method(&*__service, #(#call_args),*).await);
+    let primary = &m.name.value;
+    let aliases = m.aliases.iter().map(|a| &a.value);
+
+    match m.kind {
+        Kind::Request => {
+            let respond = match &m.ret {
+                ReturnKind::Unit => quote! {
+                    #call;
+                    __reply.ok(());
+                },
+                ReturnKind::Value(ty) => {
+                    let reply_ok = quote_spanned!(ty.span()=> #p::reply_ok);
+                    quote! {
+                        #reply_ok(__reply, #call);
+                    }
+                }
+                ReturnKind::Result { ok, err } => {
+                    let into = quote_spanned!(err.span()=> <#err as #p::RpcErrorType>::into_error_object);
+                    let reply_ok = quote_spanned!(ok.span()=> #p::reply_ok(__reply, __value));
+                    quote! {
+                        match #call {
+                            ::core::result::Result::Ok(__value) => #reply_ok,
+                            ::core::result::Result::Err(__error) => __reply.err(#into(__error)),
+                        };
+                    }
+                }
+            };
+            quote! {{
+                #decode
+                let __service = ::core::clone::Clone::clone(&__service);
+                let __handler = move |__request: #p::Request, __reply: #p::Responder| {
+                    let __service = ::core::clone::Clone::clone(&__service);
+                    let __decoded = __decode(__request.params());
+                    #contexts
+                    async move {
+                        match __decoded {
+                            ::core::result::Result::Ok((#(#wire_vars,)*)) => {
+                                #respond
+                            }
+                            ::core::result::Result::Err(__error) => {
+                                __reply.err(__error);
+                            }
+                        }
+                    }
+                };
+                __router
+                    #(.request_raw(#aliases, ::core::clone::Clone::clone(&__handler)))*
+                    .request_raw(#primary, __handler)
+            }}
+        }
+        Kind::Notification => quote! {{
+            #decode
+            let __service = ::core::clone::Clone::clone(&__service);
+            let __handler = move |__note: #p::Notification| {
+                let __service = ::core::clone::Clone::clone(&__service);
+                let __decoded = __decode(__note.params());
+                if let ::core::result::Result::Err(__error) = &__decoded {
+                    #p::notification_dropped(__note.method(), __error);
+                }
+                #contexts
+                async move {
+                    if let ::core::result::Result::Ok((#(#wire_vars,)*)) = __decoded {
+                        #call;
+                    }
+                }
+            };
+            __router
+                #(.notification_raw(#aliases, ::core::clone::Clone::clone(&__handler)))*
+                .notification_raw(#primary, __handler)
+        }},
+    }
+}
+
+/// `fn __decode(params) -> Result<(A, B, ..), ErrorObject>`: the wire args, from an array or an
+/// object (positional and named methods accept both), or the one object (object methods).
+fn decode_fn(t: &RpcTrait, m: &Method) -> TokenStream {
+    let p = private(t);
+    let wire: Vec<_> = m.wire_args().collect();
+    let tys = wire.iter().map(|(a, _, _)| &a.ty);
+    let body = if let (ParamStyle::Object, [(arg, _, _)]) = (m.params, wire.as_slice()) {
+        let ty = &arg.ty;
+        quote_spanned! {ty.span()=>
+            #p::decode_params::<#ty>(__params).map(|__object| (__object,))
+        }
+    } else {
+        let keys = wire.iter().map(|(_, key, _)| key);
+        let args = wire.iter().enumerate().map(|(i, (a, _, _))| {
+            let ty = &a.ty;
+            quote_spanned!(ty.span()=> __reader.arg::<#ty>(#i)?)
+        });
+        quote! {
+            let __reader = #p::ParamsReader::new(__params, &[#(#keys),*])?;
+            ::core::result::Result::Ok((#(#args,)*))
+        }
+    };
+    quote! {
+        #[allow(clippy::type_complexity)]
+        fn __decode(
+            __params: ::core::option::Option<&#p::RawValue>,
+        ) -> ::core::result::Result<(#(#tys,)*), #p::ErrorObject> {
+            #body
+        }
+    }
+}

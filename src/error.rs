@@ -1,0 +1,261 @@
+//! Typed errors of generated methods: the mapping to and from error objects ([`RpcErrorType`]),
+//! the default error type ([`RpcError`]) and the error of a typed call ([`ClientError`]).
+
+use std::any::Any;
+use std::fmt;
+use std::ops::Deref;
+use std::time::Duration;
+
+use jsonrpc_duplex_core::{CloseReason, Error, ErrorObject, codes};
+use serde::Serialize;
+
+/// An error type an `#[rpc]` method may return (`Result<T, E>`): it maps to the error object a
+/// server sends, and back from the error object a client receives.
+///
+/// `from_error_object` gives the object back when it is not one of this type's errors (say a
+/// `-32601` from a peer that lacks the method); the client then reports it as
+/// [`ClientError::Remote`] instead of [`ClientError::Method`].
+///
+/// ```
+/// use jsonrpc_duplex::{ErrorObject, RpcErrorType};
+///
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// enum FsError {
+///     NotFound { path: String },
+///     Denied,
+/// }
+///
+/// impl RpcErrorType for FsError {
+///     fn into_error_object(self) -> ErrorObject {
+///         let (code, message) = match &self {
+///             FsError::NotFound { .. } => (-32002, "file not found"),
+///             FsError::Denied => (-32003, "permission denied"),
+///         };
+///         ErrorObject::new(code, message).with_data(&self)
+///     }
+///     fn from_error_object(error: ErrorObject) -> Result<Self, ErrorObject> {
+///         match (error.code, error.data_as::<FsError>()) {
+///             (-32002 | -32003, Some(Ok(e))) => Ok(e),
+///             _ => Err(error),
+///         }
+///     }
+/// }
+///
+/// let object = FsError::NotFound { path: "a.txt".into() }.into_error_object();
+/// assert_eq!(object.code, -32002);
+/// assert_eq!(FsError::from_error_object(object), Ok(FsError::NotFound { path: "a.txt".into() }));
+/// assert!(FsError::from_error_object(ErrorObject::method_not_found("x")).is_err());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error type of an rpc method",
+    label = "the error type of this method",
+    note = "implement `jsonrpc_duplex::RpcErrorType` for it (how it maps to and from an error object), \
+            or return `jsonrpc_duplex::RpcError`"
+)]
+pub trait RpcErrorType: Sized {
+    /// The error object the server sends for this error.
+    fn into_error_object(self) -> ErrorObject;
+
+    /// The error a client recovers from the peer's error object, or the object itself when it
+    /// is not one of this type's.
+    fn from_error_object(error: ErrorObject) -> Result<Self, ErrorObject>;
+}
+
+impl RpcErrorType for ErrorObject {
+    fn into_error_object(self) -> ErrorObject {
+        self
+    }
+    fn from_error_object(error: ErrorObject) -> Result<Self, ErrorObject> {
+        Ok(error)
+    }
+}
+
+/// The default error type: any error object (code, message, raw data).
+///
+/// Anything that implements [`std::error::Error`] converts into it with `?` (as `-32000`, the
+/// generic application error, with the error's message and its causes), so a handler can write
+/// `std::fs::read_to_string(path)?`. An [`ErrorObject`] converts keeping its code. Build one
+/// with a code of your own with [`RpcError::new`]. It reads like an [`ErrorObject`] (it derefs to
+/// one).
+///
+/// ```
+/// use jsonrpc_duplex::{RpcError, codes};
+///
+/// fn parse(text: &str) -> Result<i64, RpcError> {
+///     Ok(text.parse::<i64>()?)
+/// }
+/// let e = parse("x").unwrap_err();
+/// assert_eq!(e.code, codes::SERVER_ERROR);
+/// assert_eq!(e.message, "invalid digit found in string");
+///
+/// let e = RpcError::new(-32050, "quota exceeded").with_data(serde_json::json!({ "retryAfter": 30 }));
+/// assert_eq!(e.data.as_ref().unwrap().get(), r#"{"retryAfter":30}"#);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    object: ErrorObject,
+}
+
+impl RpcError {
+    /// An error with a code and a message.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError { object: ErrorObject::new(code, message) }
+    }
+
+    /// Attach data (see [`ErrorObject::with_data`]).
+    pub fn with_data(self, data: impl Serialize) -> Self {
+        RpcError { object: self.object.with_data(data) }
+    }
+
+    /// `-32602`: the params were not what the method needs.
+    pub fn invalid_params(detail: impl fmt::Display) -> Self {
+        RpcError { object: ErrorObject::invalid_params(detail) }
+    }
+
+    /// `-32603`: something failed inside this side.
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        RpcError { object: ErrorObject::internal_error(detail) }
+    }
+
+    /// The error object.
+    pub fn into_object(self) -> ErrorObject {
+        self.object
+    }
+}
+
+impl Deref for RpcError {
+    type Target = ErrorObject;
+    fn deref(&self) -> &ErrorObject {
+        &self.object
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.object, f)
+    }
+}
+
+impl<E> From<E> for RpcError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn from(error: E) -> Self {
+        if let Some(object) = (&error as &dyn Any).downcast_ref::<ErrorObject>() {
+            return RpcError { object: object.clone() };
+        }
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        RpcError::new(codes::SERVER_ERROR, message)
+    }
+}
+
+impl From<RpcError> for ErrorObject {
+    fn from(error: RpcError) -> Self {
+        error.object
+    }
+}
+
+impl RpcErrorType for RpcError {
+    fn into_error_object(self) -> ErrorObject {
+        self.object
+    }
+    fn from_error_object(error: ErrorObject) -> Result<Self, ErrorObject> {
+        Ok(RpcError { object: error })
+    }
+}
+
+/// Why a typed call did not produce its result.
+///
+/// `E` is the method's error type (`Result<T, E>` in the trait; [`RpcError`] for methods that do
+/// not declare one and for notifications).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClientError<E = RpcError> {
+    /// The peer answered with an error object that maps to the method's error type.
+    Method(E),
+    /// The peer answered with an error object that does not map to the method's error type; it
+    /// is kept as it came.
+    Remote(ErrorObject),
+    /// The connection ended before the answer arrived (or before the message could be queued).
+    ConnectionLost(CloseReason),
+    /// The call was cancelled by its cancellation token.
+    Cancelled,
+    /// No answer arrived within the call's timeout; the peer was sent a cancellation.
+    Timeout(Duration),
+    /// The params could not be serialized.
+    Serialize(serde_json::Error),
+    /// The answer did not decode into the method's result type.
+    Deserialize(serde_json::Error),
+    /// The message is larger than the connection's message size limit.
+    MessageTooLarge {
+        /// The encoded size.
+        size: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// A failure of the connection this version does not know by name.
+    Other(Error),
+}
+
+impl<E> ClientError<E> {
+    /// The method's own error, when the peer answered with one.
+    pub fn method_error(&self) -> Option<&E> {
+        match self {
+            ClientError::Method(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The peer's error object, when it did not map to the method's error type.
+    pub fn remote(&self) -> Option<&ErrorObject> {
+        match self {
+            ClientError::Remote(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<E: RpcErrorType> From<Error> for ClientError<E> {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::Remote(object) => match E::from_error_object(object) {
+                Ok(e) => ClientError::Method(e),
+                Err(object) => ClientError::Remote(object),
+            },
+            Error::ConnectionLost(reason) => ClientError::ConnectionLost(reason),
+            Error::Cancelled => ClientError::Cancelled,
+            Error::Timeout(t) => ClientError::Timeout(t),
+            Error::Serialize(e) => ClientError::Serialize(e),
+            Error::Deserialize(e) => ClientError::Deserialize(e),
+            Error::MessageTooLarge { size, limit } => ClientError::MessageTooLarge { size, limit },
+            other => ClientError::Other(other),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for ClientError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Method(e) => write!(f, "the peer answered with an error: {e}"),
+            ClientError::Remote(e) => write!(f, "the peer answered with an error: {e}"),
+            ClientError::ConnectionLost(reason) => write!(f, "connection lost: {reason}"),
+            ClientError::Cancelled => f.write_str("the call was cancelled"),
+            ClientError::Timeout(t) => write!(f, "no answer within {t:?}"),
+            ClientError::Serialize(e) => write!(f, "the params could not be serialized: {e}"),
+            ClientError::Deserialize(e) => write!(f, "the answer could not be decoded: {e}"),
+            ClientError::MessageTooLarge { size, limit } => {
+                write!(f, "the message of {size} bytes exceeds the limit of {limit} bytes")
+            }
+            ClientError::Other(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+/// The message includes the underlying error's, so `source` is left empty (a chain would repeat it).
+impl<E: fmt::Debug + fmt::Display> std::error::Error for ClientError<E> {}

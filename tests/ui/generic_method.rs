@@ -1,0 +1,7 @@
+// The wire carries concrete types.
+#[jsonrpc_duplex::rpc]
+trait Service {
+    async fn echo<T: serde::Serialize>(&self, value: T) -> T;
+}
+
+fn main() {}
