@@ -12,7 +12,9 @@ pub enum CloseKind {
     ParseError,
     /// This side closed the connection.
     LocallyClosed,
-    /// The peer closed the stream (EOF between messages, or the child process exited).
+    /// The peer closed the stream (EOF between messages, or the child process exited). Pending
+    /// calls fail at once; requests already read are still dispatched and answered (within the
+    /// flush timeout) before this side shuts its write side.
     RemoteClosed,
     /// Something inside this process failed in a way the connection cannot survive.
     FatalError,

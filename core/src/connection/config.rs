@@ -95,9 +95,9 @@ pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
 /// | `frame.max_message_size` | 64 MiB | inbound: `Content-Length` refused before allocating, connection closed (`RemoteProtocolViolation`); newline: line discarded, `-32600` sent, stream goes on. Outbound: the call fails with [`Error::MessageTooLarge`](super::Error::MessageTooLarge) |
 /// | `frame.max_header_size` | 8 KiB | connection closed (`RemoteProtocolViolation`) |
 /// | `max_concurrent_requests` | 1024 | further requests wait in arrival order (the reader keeps reading) |
-/// | `read_ahead` | 1024 messages | the reader stops reading until dispatch catches up, unless an outbound call is pending (then it reads on, so that answers are never stuck behind a flood) |
-/// | `max_buffered_inbound` | 65,536 messages | connection closed (`RemoteProtocolViolation`) |
-/// | `outbound_buffer` | 8 MiB | `request`/`notify` wait until the writer drains (responses are bounded by `max_concurrent_requests`) |
+/// | `read_ahead` | 1024 messages (at least 1) | the reader stops reading until dispatch catches up, unless an outbound call is pending (then it reads on, so that answers are never stuck behind a flood) |
+/// | `max_buffered_inbound` | 65,536 messages | reading on past `read_ahead` for a pending call: connection closed (`RemoteProtocolViolation`) |
+/// | `outbound_buffer` | 8 MiB | `request`/`notify` wait until the writer drains; responses never wait, but while more than this many bytes of them are unwritten no new inbound request is started and no error answer is queued (so a peer that does not read its answers is paused, through `read_ahead`) |
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Framing limits.
@@ -106,9 +106,11 @@ pub struct Limits {
     pub max_concurrent_requests: usize,
     /// Messages read ahead of dispatch before the reader pauses.
     pub read_ahead: usize,
-    /// Messages read ahead of dispatch before the connection is closed.
+    /// Messages read ahead of dispatch (while reading on for a pending call) before the
+    /// connection is closed.
     pub max_buffered_inbound: usize,
-    /// Bytes of requests and notifications queued for the writer.
+    /// Bytes queued for the writer before senders wait (requests, notifications) or new work
+    /// waits (responses).
     pub outbound_buffer: usize,
     /// Longest message text logged at TRACE before truncation.
     pub max_trace_len: usize,

@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use super::Handle;
 use super::shared::{InboundCall, Shared};
-use crate::handler::{Batch, Notification, ReplySlot, Request, Responder, Route, Router};
+use crate::handler::{Batch, Notification, ReplySlot, Request, Responder, Route, Router, supervised};
 use crate::message::{ErrorObject, Id};
 
 pub(crate) enum Inbound {
@@ -39,8 +39,10 @@ type HandlerFuture = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>
 impl Dispatcher {
     pub(crate) async fn run(self, mut rx: mpsc::UnboundedReceiver<Inbound>) {
         let permits = Arc::new(Semaphore::new(self.shared.config.limits.max_concurrent_requests.max(1)));
-        let shutdown = self.shared.shutdown.clone();
-        let read_ahead = self.shared.config.limits.read_ahead;
+        // Not `shutdown`: after the peer's EOF the messages already read are still dispatched
+        // (the queue then ends when the reader drops its sender).
+        let shutdown = self.shared.handlers.clone();
+        let read_ahead = self.shared.config.limits.read_ahead.max(1);
         loop {
             let item = tokio::select! {
                 biased;
@@ -65,6 +67,15 @@ impl Dispatcher {
                         slot.answer_unanswered(&call.cancel, "cancelled before it started");
                         continue;
                     }
+                    // Answers the peer has not read yet hold back new work.
+                    tokio::select! {
+                        biased;
+                        _ = shutdown.cancelled() => {
+                            slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
+                            break;
+                        }
+                        _ = self.shared.outbound.wait_room() => {}
+                    }
                     let permit = tokio::select! {
                         biased;
                         _ = shutdown.cancelled() => {
@@ -79,18 +90,23 @@ impl Dispatcher {
                     let responder = Responder::new(slot.clone(), call.cancel.clone());
                     let request =
                         Request { id, method, params, cancel: call.cancel.clone(), peer: self.handle.clone() };
-                    let Some(handler) = self.request_future(request, responder) else { continue };
+                    // The handler's synchronous part (the closure that builds its future) may
+                    // panic too; it must not take the dispatcher down with it.
+                    let started = supervised(Some(&slot), || {
+                        std::panic::catch_unwind(AssertUnwindSafe(|| self.request_future(request, responder)))
+                    });
+                    let handler = match started {
+                        Ok(Some(handler)) => handler,
+                        Ok(None) => continue,
+                        Err(payload) => {
+                            answer_panic(&slot, &payload);
+                            continue;
+                        }
+                    };
                     let cancel = call.cancel.clone();
                     let mut task = Box::pin(async move {
-                        let end = supervise(handler, &cancel, |payload| {
-                            let error = ErrorObject::internal_error(format!(
-                                "the handler panicked: {}",
-                                panic_message(&payload)
-                            ));
-                            tracing::error!(target: crate::LOG_TARGET, %error, "request handler panicked");
-                            slot.answer::<()>(Err(&error));
-                        })
-                        .await;
+                        let end =
+                            supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;
                         // A handler that finished may have handed its responder to another task:
                         // only a cancelled one is answered here.
                         if end == End::Cancelled {
@@ -139,9 +155,28 @@ impl Dispatcher {
 
     /// Run a notification handler to completion; `false` if the connection closed meanwhile.
     async fn notification(&self, method: String, params: Option<Box<RawValue>>) -> bool {
-        let fut: HandlerFuture = match self.router.route(&method) {
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(&method, params)));
+        let fut = match started {
+            Ok(Some(fut)) => fut,
+            Ok(None) => return true,
+            Err(payload) => {
+                tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
+                return true;
+            }
+        };
+        let shutdown = self.shared.handlers.clone();
+        let end = supervise(fut, None, &shutdown, |payload| {
+            tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
+        })
+        .await;
+        end != End::Cancelled
+    }
+
+    /// The handler future for a notification, or `None` when nobody handles it.
+    fn notification_future(&self, method: &str, params: Option<Box<RawValue>>) -> Option<HandlerFuture> {
+        let fut: HandlerFuture = match self.router.route(method) {
             Some(Route::Notification(f)) => {
-                f(Notification { method: method.clone(), params, peer: self.handle.clone() })
+                f(Notification { method: method.to_owned(), params, peer: self.handle.clone() })
             }
             // A notification for a request handler: run it and discard the answer.
             Some(Route::Request(f)) => {
@@ -149,7 +184,7 @@ impl Dispatcher {
                 let cancel = self.shared.handlers.child_token();
                 let request = Request {
                     id: Id::Null,
-                    method: method.clone(),
+                    method: method.to_owned(),
                     params,
                     cancel: cancel.clone(),
                     peer: self.handle.clone(),
@@ -162,15 +197,10 @@ impl Dispatcher {
                 } else {
                     tracing::debug!(target: crate::LOG_TARGET, %method, "unhandled notification dropped");
                 }
-                return true;
+                return None;
             }
         };
-        let shutdown = self.shared.shutdown.clone();
-        let end = supervise(fut, &shutdown, |payload| {
-            tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
-        })
-        .await;
-        end != End::Cancelled
+        Some(fut)
     }
 }
 
@@ -181,16 +211,22 @@ enum End {
     Cancelled,
 }
 
-/// Drive a handler until it finishes, panics (reported through `on_panic` *before* the handler's
-/// state — and any reply handle in it — is dropped) or `cancel` fires (then the handler is dropped).
-async fn supervise(fut: HandlerFuture, cancel: &CancellationToken, on_panic: impl FnOnce(Box<dyn Any + Send>)) -> End {
+/// Drive a handler until it finishes, panics (reported through `on_panic`; the reply handle of
+/// `slot`, dropped while the panic unwinds, leaves the answer to it) or `cancel` fires (then the
+/// handler is dropped).
+async fn supervise(
+    fut: HandlerFuture,
+    slot: Option<&Arc<ReplySlot>>,
+    cancel: &CancellationToken,
+    on_panic: impl FnOnce(Box<dyn Any + Send>),
+) -> End {
     let mut fut = Some(fut);
     let mut on_panic = Some(on_panic);
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let end = std::future::poll_fn(|cx| {
         if let Some(f) = fut.as_mut() {
-            match std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx))) {
+            match supervised(slot, || std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx)))) {
                 Ok(Poll::Ready(())) => return Poll::Ready(End::Finished),
                 Ok(Poll::Pending) => {}
                 Err(payload) => {
@@ -206,6 +242,13 @@ async fn supervise(fut: HandlerFuture, cancel: &CancellationToken, on_panic: imp
     .await;
     drop(fut);
     end
+}
+
+/// Answer a request whose handler panicked with `-32603` and the panic message.
+fn answer_panic(slot: &ReplySlot, payload: &Box<dyn Any + Send>) {
+    let error = ErrorObject::internal_error(format!("the handler panicked: {}", panic_message(payload)));
+    tracing::error!(target: crate::LOG_TARGET, %error, "request handler panicked");
+    slot.answer::<()>(Err(&error));
 }
 
 fn panic_message(payload: &Box<dyn Any + Send>) -> String {

@@ -68,6 +68,9 @@ struct CallGuard<'a> {
     shared: &'a Shared,
     id: u64,
     active: bool,
+    /// The request is queued for the writer: only then may the peer hear of its cancellation
+    /// (a call dropped while waiting for room in the outbound budget was never sent).
+    sent: bool,
 }
 
 impl CallGuard<'_> {
@@ -90,7 +93,9 @@ impl CallGuard<'_> {
     fn give_up(&mut self) {
         if std::mem::take(&mut self.active) {
             self.shared.pending.abandon(self.id);
-            self.send_cancel();
+            if self.sent {
+                self.send_cancel();
+            }
         }
     }
 }
@@ -150,12 +155,13 @@ impl Handle {
         encode_request(&mut buf, id, method, params).map_err(Error::Serialize)?;
         self.check_size(&buf)?;
         let mut rx = shared.pending.register(id)?;
-        let mut guard = CallGuard { shared, id, active: true };
+        let mut guard = CallGuard { shared, id, active: true, sent: false };
         if shared.outbound.send(buf).await.is_err() {
             guard.active = false;
             shared.pending.abandon(id);
             return Err(Error::ConnectionLost(shared.lost()));
         }
+        guard.sent = true;
 
         let timeout = options.timeout.or(shared.config.default_timeout);
         let expired = async {

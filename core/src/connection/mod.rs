@@ -29,6 +29,7 @@ pub use config::{
 pub use error::Error;
 pub use handle::{CallOptions, Handle};
 
+pub(crate) use outbound::FLUSH_TIMEOUT;
 pub(crate) use reader::EofReason;
 
 use self::config::Config;
@@ -231,6 +232,9 @@ impl Connection {
     }
 
     /// Close from this side and wait until queued messages are flushed and the write side is shut.
+    ///
+    /// If the connection has ended already (say the peer closed its side), this waits for the
+    /// same flush: after the peer's EOF that includes the answers to requests already read.
     pub async fn close(self) -> CloseReason {
         self.handle.close();
         self.done.cancelled().await;

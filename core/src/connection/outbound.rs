@@ -6,12 +6,12 @@
 //! sendable from `Drop`). Everything leaves in the order it was queued.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -32,6 +32,8 @@ const BATCH_BYTES: usize = 64 * 1024;
 pub(crate) struct OutFrame {
     pub(crate) body: Vec<u8>,
     _permit: Option<OwnedSemaphorePermit>,
+    /// Bytes counted in [`Outbound::unbudgeted`] (responses and cancellations).
+    unbudgeted: usize,
 }
 
 /// The queue is closed; the connection is ending.
@@ -44,14 +46,27 @@ pub(crate) struct Outbound {
     budget_max: usize,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
+    /// Bytes of responses and cancellations queued without waiting for the budget. They cannot
+    /// wait (they are sent from `Drop`), so instead nothing that produces more of them (a new
+    /// inbound request, an error answer to garbage) starts while they exceed the budget.
+    unbudgeted: AtomicUsize,
+    /// Signalled when the writer takes unbudgeted bytes (or the queue closes).
+    drained: Notify,
 }
 
 impl Outbound {
     pub(crate) fn new(budget_bytes: usize) -> (Self, mpsc::UnboundedReceiver<OutFrame>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let budget_max = budget_bytes.clamp(1, Semaphore::MAX_PERMITS);
-        let out =
-            Outbound { tx, budget: Arc::new(Semaphore::new(budget_max)), budget_max, closed: AtomicBool::new(false) };
+        // `acquire_many` takes a u32.
+        let budget_max = budget_bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        let out = Outbound {
+            tx,
+            budget: Arc::new(Semaphore::new(budget_max)),
+            budget_max,
+            closed: AtomicBool::new(false),
+            unbudgeted: AtomicUsize::new(0),
+            drained: Notify::new(),
+        };
         (out, rx)
     }
 
@@ -65,17 +80,47 @@ impl Outbound {
         if self.closed.load(Ordering::Acquire) {
             return Err(Closed);
         }
-        self.tx.send(OutFrame { body, _permit: Some(permit) }).map_err(|_| Closed)
+        self.tx.send(OutFrame { body, _permit: Some(permit), unbudgeted: 0 }).map_err(|_| Closed)
     }
 
     /// Queue a response or a cancellation now (callable from `Drop`).
     pub(crate) fn send_now(&self, body: Vec<u8>) -> Result<(), Closed> {
-        self.tx.send(OutFrame { body, _permit: None }).map_err(|_| Closed)
+        let n = body.len();
+        self.unbudgeted.fetch_add(n, Ordering::AcqRel);
+        self.tx.send(OutFrame { body, _permit: None, unbudgeted: n }).map_err(|_| {
+            self.unbudgeted.fetch_sub(n, Ordering::AcqRel);
+            Closed
+        })
+    }
+
+    /// Wait until the responses queued without budget fit in the budget again (or the queue
+    /// closes): a peer that does not read our answers stops us from taking on more work.
+    pub(crate) async fn wait_room(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.unbudgeted.load(Ordering::Acquire) <= self.budget_max || self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    /// The writer took `frame` off the queue.
+    fn taken(&self, frame: &OutFrame) {
+        if frame.unbudgeted > 0 {
+            let before = self.unbudgeted.fetch_sub(frame.unbudgeted, Ordering::AcqRel);
+            if before > self.budget_max && before - frame.unbudgeted <= self.budget_max {
+                self.drained.notify_waiters();
+            }
+        }
     }
 
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.budget.close();
+        self.drained.notify_waiters();
     }
 }
 
@@ -120,9 +165,11 @@ pub(crate) async fn run_writer<W: AsyncWrite + Unpin>(
             _ = &mut give_up => break,
         };
         let mut next = Some(first);
-        while let Some(frame) = next.take() {
+        while let Some(mut frame) = next.take() {
             trace::message(&shared, Direction::Outgoing, &frame.body);
+            shared.outbound.taken(&frame);
             if frame.body.len() >= DIRECT_WRITE {
+                codec.prepare_body(&mut frame.body);
                 codec.encode_prefix(frame.body.len(), &mut buf);
                 let res = tokio::select! {
                     biased;
@@ -154,6 +201,7 @@ pub(crate) async fn run_writer<W: AsyncWrite + Unpin>(
         }
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), io.shutdown()).await;
+    shared.finish();
     done.cancel();
 }
 
@@ -173,5 +221,6 @@ async fn flush<W: AsyncWrite + Unpin>(io: &mut W, buf: &mut BytesMut) -> std::io
 
 fn writer_failed(shared: &Shared, e: std::io::Error, done: &CancellationToken) {
     shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
+    shared.finish();
     done.cancel();
 }

@@ -49,7 +49,7 @@ impl Reader {
                     let error = ErrorObject::invalid_request(format!(
                         "message exceeds the limit of {limit} bytes and was discarded"
                     ));
-                    self.answer_now(&Id::Null, error);
+                    self.answer_error(&Id::Null, error).await;
                 }
                 Some(Err(e)) => {
                     let kind = match e {
@@ -65,14 +65,21 @@ impl Reader {
                         None => None,
                     };
                     let message = why.unwrap_or_else(|| "the peer closed the stream".to_owned());
-                    self.shared.close(CloseReason::new(CloseKind::RemoteClosed, message));
+                    self.shared.close_after_eof(CloseReason::new(CloseKind::RemoteClosed, message));
                     return;
                 }
             }
         }
     }
 
-    fn answer_now(&self, id: &Id, error: ErrorObject) {
+    /// Answer a broken message. Waits while answers pile up unread: a peer that floods garbage
+    /// without reading our errors is slowed down, not buffered without bound.
+    async fn answer_error(&self, id: &Id, error: ErrorObject) {
+        tokio::select! {
+            biased;
+            _ = self.shared.shutdown.cancelled() => return,
+            _ = self.shared.outbound.wait_room() => {}
+        }
         let mut buf = Vec::with_capacity(96);
         encode_response::<()>(&mut buf, id, Err(&error));
         let _ = self.shared.outbound.send_now(buf);
@@ -84,7 +91,7 @@ impl Reader {
         match parse_frame(body) {
             Err(error) => {
                 tracing::debug!(target: crate::LOG_TARGET, %error, "unparsable message answered -32700");
-                self.answer_now(&Id::Null, error);
+                self.answer_error(&Id::Null, error).await;
                 true
             }
             Ok(ParsedMessage::Single(message)) => self.route(message, None).await,
@@ -142,10 +149,10 @@ impl Reader {
                 };
                 if duplicate {
                     tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
-                    let slot = ReplySlot::new(self.shared.clone(), id.clone(), None, batch, false);
-                    slot.answer::<()>(Err(&ErrorObject::invalid_request(format!(
+                    let error = ErrorObject::invalid_request(format!(
                         "request id {id} is already in use by a request in flight"
-                    ))));
+                    ));
+                    self.answer_invalid(id, error, batch).await;
                     return true;
                 }
                 self.enqueue(Inbound::Request { id, method, params, call, batch }).await
@@ -153,11 +160,20 @@ impl Reader {
             Incoming::Invalid { id, error, answer } => {
                 tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");
                 if answer {
-                    let slot = ReplySlot::new(self.shared.clone(), id.unwrap_or(Id::Null), None, batch, false);
-                    slot.answer::<()>(Err(&error));
+                    self.answer_invalid(id.unwrap_or(Id::Null), error, batch).await;
                 }
                 true
             }
+        }
+    }
+
+    /// Answer an invalid message on its own, or inside its batch's array.
+    async fn answer_invalid(&self, id: Id, error: ErrorObject, batch: Option<Arc<Batch>>) {
+        match batch {
+            Some(batch) => {
+                ReplySlot::new(self.shared.clone(), id, None, Some(batch), false).answer::<()>(Err(&error));
+            }
+            None => self.answer_error(&id, error).await,
         }
     }
 
@@ -186,19 +202,24 @@ impl Reader {
     /// hard limit).
     async fn enqueue(&self, item: Inbound) -> bool {
         let limits = &self.shared.config.limits;
+        // A read-ahead of 0 would never let a message through.
+        let read_ahead = limits.read_ahead.max(1);
         loop {
             let queued = self.shared.queued.load(Ordering::Acquire);
-            if queued < limits.read_ahead {
+            if queued < read_ahead {
                 break;
             }
-            if queued >= limits.max_buffered_inbound {
-                self.shared.close(CloseReason::new(
-                    CloseKind::RemoteProtocolViolation,
-                    format!("the peer sent more than {} messages ahead of dispatch", limits.max_buffered_inbound),
-                ));
-                return false;
-            }
             if self.shared.pending.len() > 0 {
+                // Reading on past the read-ahead: only up to the hard limit (never below the
+                // read-ahead itself, where the reader would simply pause).
+                let max = limits.max_buffered_inbound.max(read_ahead);
+                if queued >= max {
+                    self.shared.close(CloseReason::new(
+                        CloseKind::RemoteProtocolViolation,
+                        format!("the peer sent more than {max} messages ahead of dispatch"),
+                    ));
+                    return false;
+                }
                 break;
             }
             let space = self.shared.space.notified();
@@ -206,7 +227,7 @@ impl Reader {
             tokio::pin!(space, call_started);
             space.as_mut().enable();
             call_started.as_mut().enable();
-            if self.shared.queued.load(Ordering::Acquire) < limits.read_ahead || self.shared.pending.len() > 0 {
+            if self.shared.queued.load(Ordering::Acquire) < read_ahead || self.shared.pending.len() > 0 {
                 continue;
             }
             tokio::select! {
@@ -216,7 +237,13 @@ impl Reader {
             }
         }
         self.shared.queued.fetch_add(1, Ordering::AcqRel);
-        self.queue.send(item).is_ok()
+        if self.queue.send(item).is_err() {
+            // The dispatcher is gone (it only stops when the connection closes): never leave
+            // the connection half alive with calls waiting on it.
+            self.shared.close(CloseReason::new(CloseKind::FatalError, "the dispatcher stopped"));
+            return false;
+        }
+        true
     }
 }
 

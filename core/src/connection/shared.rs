@@ -27,10 +27,14 @@ pub(crate) struct Shared {
     pub(crate) outbound: Outbound,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
     pub(crate) inbound: Mutex<HashMap<Id, Arc<InboundCall>>>,
-    /// Parent of every inbound request's token: cancelled when the connection ends.
+    /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
+    /// connection ends — except after the peer's clean EOF, when what was read is still
+    /// dispatched and answered, and it is cancelled once the writer has finished.
     pub(crate) handlers: CancellationToken,
-    /// Stops the reader and the dispatcher; starts the writer's final flush.
+    /// Stops the reader; starts the writer's final flush.
     pub(crate) shutdown: CancellationToken,
+    /// The writer is done and the write side shut (or given up on).
+    pub(crate) finished: CancellationToken,
     /// Messages read but not yet taken by the dispatcher.
     pub(crate) queued: AtomicUsize,
     /// Signalled when the dispatcher takes a message (room for a paused reader).
@@ -48,6 +52,7 @@ impl Shared {
             inbound: Mutex::new(HashMap::new()),
             handlers: CancellationToken::new(),
             shutdown: CancellationToken::new(),
+            finished: CancellationToken::new(),
             queued: AtomicUsize::new(0),
             space: Notify::new(),
             reason: watch::Sender::new(None),
@@ -61,6 +66,26 @@ impl Shared {
     /// End the connection (the first reason wins): fail pending calls, cancel handlers, stop
     /// reading, and let the writer flush what is queued.
     pub(crate) fn close(&self, reason: CloseReason) {
+        self.close_with(reason, false);
+    }
+
+    /// The peer closed its sending side cleanly (EOF between messages): fail pending calls (no
+    /// answer can come any more) and stop reading, but let the messages already read be
+    /// dispatched and the requests among them answered, as a peer that half-closes its stream
+    /// (`printf '…' | server`) expects. The writer ends the drain within its flush timeout.
+    pub(crate) fn close_after_eof(&self, reason: CloseReason) {
+        self.close_with(reason, true);
+    }
+
+    /// The writer is done: nothing more can be sent, so stop everything still running.
+    pub(crate) fn finish(&self) {
+        self.outbound.close();
+        self.handlers.cancel();
+        self.space.notify_waiters();
+        self.finished.cancel();
+    }
+
+    fn close_with(&self, reason: CloseReason, drain: bool) {
         let first = self.reason.send_if_modified(|r| {
             if r.is_none() {
                 *r = Some(reason.clone());
@@ -79,8 +104,10 @@ impl Shared {
             _ => tracing::warn!(target: crate::LOG_TARGET, %reason, "connection closed"),
         }
         self.pending.close(&reason);
-        self.outbound.close();
-        self.handlers.cancel();
+        if !drain {
+            self.outbound.close();
+            self.handlers.cancel();
+        }
         self.shutdown.cancel();
         self.space.notify_waiters();
     }

@@ -129,6 +129,15 @@ impl FrameCodec {
         }
     }
 
+    /// Make a body fit the framing before it is written with [`FrameCodec::encode_prefix`] and
+    /// [`FrameCodec::encode_suffix`] (newline framing: raw CR/LF whitespace becomes spaces;
+    /// [`FrameCodec::encode`] does this itself).
+    pub(crate) fn prepare_body(&self, body: &mut [u8]) {
+        if let FrameCodec::Newline(_) = self {
+            newline::flatten(body)
+        }
+    }
+
     /// The bytes written after a body (`\n`, or nothing).
     pub fn encode_suffix(&self, dst: &mut BytesMut) {
         if let FrameCodec::Newline(_) = self {

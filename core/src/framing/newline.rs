@@ -26,8 +26,21 @@ impl NewlineCodec {
 
 pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
     dst.reserve(body.len() + 1);
+    let start = dst.len();
     dst.extend_from_slice(body);
+    flatten(&mut dst[start..]);
     dst.extend_from_slice(b"\n");
+}
+
+/// Keep one JSON message on one line. Raw JSON (a `RawValue` result, params or error data)
+/// reaches the wire as it was written, possibly pretty-printed; since JSON strings cannot hold a
+/// raw CR or LF, every such byte in valid JSON is insignificant whitespace and may become a space.
+pub(super) fn flatten(body: &mut [u8]) {
+    for b in body {
+        if *b == b'\n' || *b == b'\r' {
+            *b = b' ';
+        }
+    }
 }
 
 fn trim_line(mut line: BytesMut) -> BytesMut {
@@ -141,5 +154,8 @@ mod tests {
         let mut dst = BytesMut::new();
         encode(b"{}", &mut dst);
         assert_eq!(&dst[..], b"{}\n");
+        let mut dst = BytesMut::new();
+        encode(b"{\r\n  \"a\": \"b\\nc\"\n}", &mut dst);
+        assert_eq!(&dst[..], b"{    \"a\": \"b\\nc\" }\n");
     }
 }

@@ -8,7 +8,7 @@ mod router;
 
 pub(crate) use batch::Batch;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
-pub(crate) use responder::ReplySlot;
 pub use responder::Responder;
+pub(crate) use responder::{ReplySlot, supervised};
 pub(crate) use router::Route;
 pub use router::{MethodClash, Router};

@@ -1,5 +1,6 @@
 //! The answer-once reply handle of an inbound request.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -9,6 +10,28 @@ use tokio_util::sync::CancellationToken;
 use super::Batch;
 use crate::connection::shared::{InboundCall, Shared};
 use crate::message::{ErrorObject, Id, encode_response};
+
+thread_local! {
+    /// The reply slot whose handler is being polled under panic supervision on this thread (its
+    /// address; 0 for none).
+    static SUPERVISED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Run `poll` (one poll of `slot`'s handler) under panic supervision: if the handler panics, its
+/// [`Responder`] is dropped while the stack unwinds — inside the poll, before the supervisor can
+/// catch the panic — and must then leave the answer to the supervisor, which knows the panic
+/// message.
+pub(crate) fn supervised<R>(slot: Option<&Arc<ReplySlot>>, poll: impl FnOnce() -> R) -> R {
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SUPERVISED.with(|s| s.set(self.0));
+        }
+    }
+    let addr = slot.map_or(0, |s| Arc::as_ptr(s) as usize);
+    let _restore = Restore(SUPERVISED.with(|s| s.replace(addr)));
+    poll()
+}
 
 /// The one place an inbound request is answered from. Shared by the [`Responder`] and the
 /// dispatcher (which answers `-32800` on cancellation and `-32603` on a panic).
@@ -54,7 +77,10 @@ impl ReplySlot {
         }
         let peer_cancelled = self.call.as_ref().is_some_and(|c| c.peer_cancelled.load(Ordering::Acquire));
         if peer_cancelled && !self.shared.config.cancel.answers_cancelled {
-            // MCP: a cancelled request is never answered.
+            // MCP: a cancelled request is never answered (not even inside its batch's array).
+            if let Some(batch) = &self.batch {
+                batch.skip();
+            }
             return true;
         }
         let mut buf = Vec::with_capacity(64);
@@ -141,6 +167,15 @@ impl Responder {
 
 impl Drop for Responder {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let addr = Arc::as_ptr(&self.slot) as usize;
+            if SUPERVISED.with(Cell::get) == addr {
+                // Our own handler is panicking: its supervisor answers with the panic message.
+                return;
+            }
+            self.slot.answer_unanswered(&self.cancel, "the task holding the reply panicked");
+            return;
+        }
         self.slot.answer_unanswered(&self.cancel, "the handler dropped the request without answering");
     }
 }

@@ -9,10 +9,20 @@ const PARAMS_NULL: &[u8] = b",\"params\":null";
 fn write_params<P: Serialize + ?Sized>(buf: &mut Vec<u8>, params: &P) -> Result<(), serde_json::Error> {
     let mark = buf.len();
     buf.extend_from_slice(b",\"params\":");
+    let value_at = buf.len();
     serde_json::to_writer(&mut *buf, params)?;
     // `()` and `None` mean "no params": the member is left out rather than sent as `null`.
     if &buf[mark..] == PARAMS_NULL {
         buf.truncate(mark);
+        return Ok(());
+    }
+    // JSON-RPC 2.0 allows only structured params; a peer would refuse anything else.
+    if !matches!(buf.get(value_at), Some(b'{' | b'[')) {
+        let found = String::from_utf8_lossy(&buf[value_at..(value_at + 32).min(buf.len())]).into_owned();
+        buf.truncate(mark);
+        return Err(<serde_json::Error as serde::ser::Error>::custom(format!(
+            "params must serialize to an object or an array (wrap a single value in a tuple or array), not {found}"
+        )));
     }
     Ok(())
 }
@@ -93,6 +103,18 @@ mod tests {
         let mut buf = Vec::new();
         encode_notification(&mut buf, "a\"b", &serde_json::json!({"x": null})).unwrap();
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","method":"a\"b","params":{"x":null}}"#);
+    }
+
+    #[test]
+    fn scalar_params_are_refused() {
+        for params in [serde_json::json!(5), serde_json::json!("s"), serde_json::json!(true)] {
+            let mut buf = Vec::new();
+            let err = encode_request(&mut buf, 1, "m", &params).unwrap_err();
+            assert!(err.to_string().contains("object or an array"), "{err}");
+        }
+        let mut buf = Vec::new();
+        encode_notification(&mut buf, "m", &Some([1])).unwrap();
+        assert_eq!(text(buf), r#"{"jsonrpc":"2.0","method":"m","params":[1]}"#);
     }
 
     #[test]

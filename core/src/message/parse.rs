@@ -55,9 +55,14 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 /// Parse a frame. `Err` is a parse error (invalid JSON or invalid UTF-8): the caller answers
 /// `-32700` with `"id": null`.
 pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
-    let first = frame.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        let items: Vec<&RawValue> = serde_json::from_slice(frame).map_err(ErrorObject::parse_error)?;
+    // The whole frame is checked once up front: serde_json validates UTF-8 only in the strings it
+    // keeps, so invalid bytes inside an ignored member (or a skipped batch element) would
+    // otherwise slip through. Parsing from `&str` afterwards skips the per-string checks again.
+    let frame = std::str::from_utf8(frame)
+        .map_err(|e| ErrorObject::parse_error(format!("the message is not valid UTF-8 ({e})")))?;
+    let first = frame.bytes().find(|b| !b.is_ascii_whitespace());
+    if first == Some(b'[') {
+        let items: Vec<&RawValue> = serde_json::from_str(frame).map_err(ErrorObject::parse_error)?;
         if items.is_empty() {
             return Ok(ParsedMessage::Single(Incoming::Invalid {
                 id: None,
@@ -65,13 +70,13 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
                 answer: true,
             }));
         }
-        return Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get().as_bytes())).collect()));
+        return Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get())).collect()));
     }
-    match serde_json::from_slice::<Envelope<'_>>(frame) {
+    match serde_json::from_str::<Envelope<'_>>(frame) {
         Ok(env) => Ok(ParsedMessage::Single(classify(env))),
         Err(e) => {
             // Distinguish "not JSON" from "JSON, but not a message object" only on this cold path.
-            if std::str::from_utf8(frame).is_ok() && serde_json::from_slice::<IgnoredAny>(frame).is_ok() {
+            if serde_json::from_str::<IgnoredAny>(frame).is_ok() {
                 Ok(ParsedMessage::Single(Incoming::Invalid {
                     id: None,
                     error: ErrorObject::invalid_request(e),
@@ -85,8 +90,8 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
 }
 
 /// Classify one element of a batch (already known to be valid JSON).
-fn classify_value(raw: &[u8]) -> Incoming {
-    match serde_json::from_slice::<Envelope<'_>>(raw) {
+fn classify_value(raw: &str) -> Incoming {
+    match serde_json::from_str::<Envelope<'_>>(raw) {
         Ok(env) => classify(env),
         Err(e) => Incoming::Invalid { id: None, error: ErrorObject::invalid_request(e), answer: true },
     }
@@ -220,7 +225,15 @@ mod tests {
 
     #[test]
     fn parse_errors() {
-        for text in [&b"{"[..], b"{\"a\":}", b"", b"\xff\xfe", b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}"] {
+        for text in [
+            &b"{"[..],
+            b"{\"a\":}",
+            b"",
+            b"\xff\xfe",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"ignored\":\"\xff\"}",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"ignored\":\"\xff\"}]",
+        ] {
             assert!(parse_frame(text).is_err(), "{text:?}");
         }
     }

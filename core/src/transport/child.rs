@@ -99,8 +99,11 @@ async fn watch_child(mut child: Child, shared: Arc<Shared>, status_tx: oneshot::
             }
         }
         _ = shared.shutdown.cancelled() => {
-            // The writer flushes and closes the child's stdin; a well-behaved child exits on EOF.
-            if tokio::time::timeout(options.exit_grace + Duration::from_secs(1), child.wait()).await.is_err() {
+            // The writer flushes and closes the child's stdin (within its own flush timeout); a
+            // well-behaved child then exits on EOF within the grace period.
+            let flushed = crate::connection::FLUSH_TIMEOUT + Duration::from_secs(1);
+            let _ = tokio::time::timeout(flushed, shared.finished.cancelled()).await;
+            if tokio::time::timeout(options.exit_grace, child.wait()).await.is_err() {
                 tracing::debug!(target: crate::LOG_TARGET, pid = child.id(), "child did not exit in time: killing it");
                 let _ = child.kill().await;
             }
