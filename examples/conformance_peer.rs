@@ -1,4 +1,4 @@
-//! A reference JSON-RPC peer on stdio, built on the core API, for conformance and interop tests.
+//! A reference JSON-RPC peer on stdio, built with `#[rpc]`, for conformance and interop tests.
 //!
 //! ```text
 //! conformance_peer [--framing content-length|newline]
@@ -17,43 +17,159 @@
 //!
 //! Unknown methods are answered `-32601`, wrong params `-32602`. The peer exits 0 when its input
 //! reaches EOF. Stdout is the wire: logs go to stderr, filtered by `RUST_LOG` (default `warn`).
+//!
+//! Every method is an `#[rpc]` trait method ([`Conformance`], served by the generated
+//! [`ConformanceServer`]); what the peer sends to the other side is the trait [`Caller`], called
+//! through the generated [`CallerClient`]. The methods whose params are "whatever JSON came"
+//! (`echo`, `fail`, `panic`, `record`'s value, `callBack`'s params and result) take and return
+//! `serde_json::value::RawValue`: raw JSON is a typed argument like any other, so no hand-written
+//! route is needed.
 
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use jsonrpc_duplex::{CallOptions, CloseKind, Connection, Error, ErrorObject, Framing, Router};
-use serde::Deserialize;
+use jsonrpc_duplex::{
+    CallOptions, CancellationToken, CloseKind, Connection, Error, ErrorObject, Framing, Handle, RpcError, rpc,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The params of `add`: by name or by position.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum AddParams {
-    Named { a: i64, b: i64 },
-    Positional(i64, i64),
+/// Raw JSON, kept byte for byte as it came.
+pub type Json = Box<RawValue>;
+
+/// The methods this peer answers.
+#[rpc]
+pub trait Conformance {
+    /// Returns its params unchanged; `null` when there are none. `"object"`: the params, an
+    /// array or an object, are the one argument.
+    #[method(params = "object")]
+    async fn echo(&self, params: Option<Json>) -> Option<Json>;
+
+    /// `a + b`, from `{"a":..,"b":..}` or `[a, b]` (a named method accepts both); an overflow is
+    /// a `-32602`.
+    #[method(params = "named")]
+    async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError>;
+
+    /// Always fails: `-32001 "requested failure"`, with the params as `data` (none when absent).
+    #[method(params = "object")]
+    async fn fail(&self, params: Option<Json>) -> Result<(), ErrorObject>;
+
+    /// Waits `ms` milliseconds and returns `"done"`; `-32800` when the caller cancels it.
+    #[method(params = "named")]
+    async fn slow(&self, ms: u64, cancel: CancellationToken) -> Result<String, RpcError>;
+
+    /// Calls `method` with `params` on the other side and returns its answer; its error answer
+    /// becomes this request's error, unchanged. The method is any name the caller picks, so the
+    /// call goes through the connection's `Handle` rather than a typed client.
+    #[method(name = "callBack", params = "named")]
+    async fn call_back(
+        &self,
+        method: String,
+        params: Option<Json>,
+        #[context] peer: Handle,
+    ) -> Result<Json, ErrorObject>;
+
+    /// Sends the notifications `tick` `{"n":1}` … `{"n":count}` (all queued before the answer),
+    /// then answers `count`.
+    #[method(name = "notifyMe", params = "named")]
+    async fn notify_me(&self, count: u64, #[context] caller: CallerClient) -> Result<u64, RpcError>;
+
+    /// Appends `value` to what `recorded` returns. `"object"` with a struct, so that a `record`
+    /// without a `value` member is dropped (a by-name `Json` argument would read it as `null`).
+    #[notification(params = "object")]
+    async fn record(&self, params: RecordParams);
+
+    /// Every value `record` appended, in order. Takes no params (none, `null`, `[]` or `{}`).
+    async fn recorded(&self) -> Vec<Json>;
+
+    /// Panics in its handler: the core answers `-32603` and the connection goes on. Any params.
+    #[method(name = "panic", params = "object")]
+    async fn explode(&self, params: Option<Json>);
 }
 
-#[derive(Deserialize)]
-struct SlowParams {
-    ms: u64,
+/// What this peer sends to the other side.
+#[rpc(params = "object")]
+pub trait Caller {
+    /// One of the notifications `notifyMe` sends.
+    #[notification]
+    async fn tick(&self, tick: Tick);
 }
 
-#[derive(Deserialize)]
-struct CallBackParams {
-    method: String,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
+/// The params of `record`.
+#[derive(Serialize, Deserialize)]
+pub struct RecordParams {
+    /// The value to append.
+    pub value: Json,
 }
 
-#[derive(Deserialize)]
-struct NotifyMeParams {
-    count: u64,
+/// The params of `tick`.
+#[derive(Serialize, Deserialize)]
+pub struct Tick {
+    /// 1, 2, … up to the count asked for.
+    pub n: u64,
 }
 
-#[derive(Deserialize)]
-struct RecordParams {
-    value: Box<RawValue>,
+/// The conformance methods, and what `record` appended.
+#[derive(Default)]
+struct Peer {
+    recorded: Mutex<Vec<Json>>,
+}
+
+impl Conformance for Peer {
+    async fn echo(&self, params: Option<Json>) -> Option<Json> {
+        params
+    }
+
+    async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError> {
+        a.checked_add(b).ok_or_else(|| RpcError::invalid_params(format!("{a} + {b} overflows an i64")))
+    }
+
+    async fn fail(&self, params: Option<Json>) -> Result<(), ErrorObject> {
+        let error = ErrorObject::new(-32001, "requested failure");
+        Err(match params {
+            Some(params) => error.with_raw_data(params),
+            None => error,
+        })
+    }
+
+    async fn slow(&self, ms: u64, cancel: CancellationToken) -> Result<String, RpcError> {
+        // The core also answers -32800 and drops this future when the token fires; waiting on the
+        // token here makes the handler correct on its own.
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok("done".to_owned()),
+            _ = cancel.cancelled() => Err(ErrorObject::request_cancelled().into()),
+        }
+    }
+
+    async fn call_back(&self, method: String, params: Option<Json>, peer: Handle) -> Result<Json, ErrorObject> {
+        // Dropping this future (when our request is cancelled) cancels the inner call too.
+        match peer.request_raw(&method, &params, CallOptions::default()).await {
+            Ok(result) => Ok(result),
+            Err(Error::Remote(error)) => Err(error),
+            Err(Error::Cancelled) => Err(ErrorObject::request_cancelled()),
+            Err(other) => Err(ErrorObject::internal_error(format!("calling {method} back failed: {other}"))),
+        }
+    }
+
+    async fn notify_me(&self, count: u64, caller: CallerClient) -> Result<u64, RpcError> {
+        for n in 1..=count {
+            caller.tick(Tick { n }).await.map_err(|e| RpcError::internal(format!("sending tick {n} failed: {e}")))?;
+        }
+        Ok(count)
+    }
+
+    async fn record(&self, params: RecordParams) {
+        self.recorded.lock().expect("the record lock is never poisoned").push(params.value);
+    }
+
+    async fn recorded(&self) -> Vec<Json> {
+        self.recorded.lock().expect("the record lock is never poisoned").clone()
+    }
+
+    async fn explode(&self, _params: Option<Json>) {
+        panic!("the `panic` method panics on purpose");
+    }
 }
 
 fn usage() -> String {
@@ -79,71 +195,6 @@ fn parse_args() -> Result<Framing, String> {
     Ok(framing)
 }
 
-/// The handler of `panic`: the core answers `-32603` and the connection goes on.
-async fn explode() -> Result<(), ErrorObject> {
-    panic!("the `panic` method panics on purpose");
-}
-
-/// The conformance methods.
-fn router() -> Router {
-    let recorded: Arc<Mutex<Vec<Box<RawValue>>>> = Arc::default();
-    let recorder = recorded.clone();
-    Router::new()
-        .request_raw("echo", |req, reply| async move {
-            reply.ok(req.params());
-        })
-        .method("add", |p: AddParams, _ctx| async move {
-            let (a, b) = match p {
-                AddParams::Named { a, b } | AddParams::Positional(a, b) => (a, b),
-            };
-            a.checked_add(b).ok_or_else(|| ErrorObject::invalid_params(format!("{a} + {b} overflows an i64")))
-        })
-        .request_raw("fail", |req, reply| async move {
-            let mut error = ErrorObject::new(-32001, "requested failure");
-            if let Some(params) = req.params() {
-                error = error.with_raw_data(params.to_owned());
-            }
-            reply.err(error);
-        })
-        .method("slow", |p: SlowParams, ctx| async move {
-            // The core also answers -32800 and drops this future when the token fires; waiting on
-            // the token here makes the handler correct on its own.
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(p.ms)) => Ok("done"),
-                _ = ctx.cancellation().cancelled() => Err(ErrorObject::request_cancelled()),
-            }
-        })
-        .method("callBack", |p: CallBackParams, ctx| async move {
-            // Dropping this future (when our request is cancelled) cancels the inner call too.
-            match ctx.peer().request_raw(&p.method, &p.params, CallOptions::default()).await {
-                Ok(result) => Ok(result),
-                Err(Error::Remote(error)) => Err(error),
-                Err(Error::Cancelled) => Err(ErrorObject::request_cancelled()),
-                Err(other) => Err(ErrorObject::internal_error(format!("calling {} back failed: {other}", p.method))),
-            }
-        })
-        .method("notifyMe", |p: NotifyMeParams, ctx| async move {
-            for n in 1..=p.count {
-                ctx.peer()
-                    .notify("tick", serde_json::json!({ "n": n }))
-                    .await
-                    .map_err(|e| ErrorObject::internal_error(format!("sending tick {n} failed: {e}")))?;
-            }
-            Ok(p.count)
-        })
-        .notification("record", move |p: RecordParams, _ctx| {
-            let recorder = recorder.clone();
-            async move {
-                recorder.lock().expect("the record lock is never poisoned").push(p.value);
-            }
-        })
-        .method("recorded", move |(): (), _ctx| {
-            let values = recorded.lock().expect("the record lock is never poisoned").clone();
-            async move { Ok::<_, ErrorObject>(values) }
-        })
-        .method("panic", |_: Option<Box<RawValue>>, _ctx| explode())
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -165,7 +216,7 @@ async fn main() -> ExitCode {
     };
     tracing::info!(?framing, pid = std::process::id(), "conformance peer serving on stdio");
 
-    let conn = Connection::builder().framing(framing).serve(router()).stdio();
+    let conn = Connection::builder().framing(framing).serve(ConformanceServer::new(Peer::default())).stdio();
     let reason = conn.closed().await;
     // Flush what is still queued (answers to the last requests) before leaving.
     conn.close().await;

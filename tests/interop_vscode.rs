@@ -347,8 +347,9 @@ async fn slow_cancelled_from_our_side() {
     // Polled once, the call is queued ahead of the `echo` below.
     assert!(futures::poll!(slow.as_mut()).is_pending());
     // vscode-jsonrpc takes messages in order: once this answer is back, `slow` has started.
-    let echoed: Value = within("echo", h.request("echo", json!("ping"))).await.unwrap();
-    assert_eq!(echoed, json!("ping"));
+    // (Params are an array or an object: JSON-RPC 2.0 has no scalar params.)
+    let echoed: Value = within("echo", h.request("echo", json!(["ping"]))).await.unwrap();
+    assert_eq!(echoed, json!(["ping"]));
     token.cancel();
     let outcome = within("cancelled slow", slow).await;
     assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
@@ -468,8 +469,8 @@ async fn closing_our_side_fails_pending_calls() {
 
     let mut slow = std::pin::pin!(h.request::<Value>("slow", json!({"ms": 30_000})));
     assert!(futures::poll!(slow.as_mut()).is_pending());
-    let echoed: Value = within("echo", h.request("echo", json!(1))).await.unwrap();
-    assert_eq!(echoed, json!(1));
+    let echoed: Value = within("echo", h.request("echo", json!([1]))).await.unwrap();
+    assert_eq!(echoed, json!([1]));
     let reason = within("closing", peer.conn.close()).await;
     assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
     let outcome = within("the pending slow call", slow).await;
