@@ -137,7 +137,8 @@ fn main() {
                 async {}
             });
         let (rc, rs) = memory::pair(Connection::builder(), Connection::builder().serve(router));
-        let (gc, gs) = memory::pair(Connection::builder(), Connection::builder().serve(CalcServer::from_arc(counter.clone())));
+        let (gc, gs) =
+            memory::pair(Connection::builder(), Connection::builder().serve(CalcServer::from_arc(counter.clone())));
         (rc, rs, gc, gs)
     });
     let raw = Raw(raw_client.handle());
