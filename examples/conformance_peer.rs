@@ -13,7 +13,14 @@
 //!   (an error answer becomes this request's error);
 //! - `notifyMe` `{"count":N}` sends the notifications `tick` `{"n":1}` … `{"n":N}`, then answers N;
 //! - `recorded` returns every value the notification `record` `{"value":V}` appended, in order;
-//! - `panic` panics in its handler (answered `-32603`; the connection survives).
+//! - `panic` panics in its handler (answered `-32603`; the connection survives);
+//! - `countTo` `{"n":N}` streams 1..=N (StreamJsonRpc's enumerator protocol: the result is
+//!   `{"token":T}`, pulled with `$/enumerator/next` `[T]`, ended early with `$/enumerator/abort`);
+//! - `countToSlowly` `{"n":N,"ms":M}` streams 1..=N, waiting M ms before each item, and counts the
+//!   items it made: `producedCount` returns that count (so an abort is seen to stop it);
+//! - `withProgress` `{"steps":N,"progressToken":T}` sends `$/progress` `{"token":T,"value":{"step":i}}`
+//!   for i = 1..=N, then answers N;
+//! - `failAfter` `{"n":N}` streams 1..=N, then fails the stream with `-32010 "failed after N items"`.
 //!
 //! Unknown methods are answered `-32601`, wrong params `-32602`. The peer exits 0 when its input
 //! reaches EOF. Stdout is the wire: logs go to stderr, filtered by `RUST_LOG` (default `warn`).
@@ -27,10 +34,12 @@
 
 use std::process::ExitCode;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, CloseKind, Connection, Error, ErrorObject, Framing, Handle, RpcError, rpc,
+    CallOptions, CancellationToken, CloseKind, Connection, Error, ErrorObject, Framing, Handle, Progress, RpcError, rpc,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -86,6 +95,34 @@ pub trait Conformance {
     /// Panics in its handler: the core answers `-32603` and the connection goes on. Any params.
     #[method(name = "panic", params = "object")]
     async fn explode(&self, params: Option<Json>);
+
+    /// Streams `1..=n`: the result is an enumerable object the caller pulls.
+    #[method(name = "countTo", params = "named")]
+    fn count_to(&self, n: u64) -> impl Stream<Item = u64> + Send;
+
+    /// Streams `1..=n`, waiting `ms` milliseconds before each item; each item made is counted.
+    #[method(name = "countToSlowly", params = "named")]
+    fn count_to_slowly(&self, n: u64, ms: u64) -> impl Stream<Item = u64> + Send;
+
+    /// How many items `countToSlowly` has made so far, all calls together.
+    #[method(name = "producedCount")]
+    async fn produced_count(&self) -> u64;
+
+    /// Reports `{"step":i}` for i = 1..=steps on the caller's token, then answers `steps`.
+    #[method(name = "withProgress", params = "named")]
+    async fn with_progress(&self, steps: u64, #[param(rename = "progressToken")] progress: Progress<StepReport>)
+    -> u64;
+
+    /// Streams `1..=n`, then fails the stream with `-32010`.
+    #[method(name = "failAfter", params = "named")]
+    fn fail_after(&self, n: u64) -> impl Stream<Item = Result<u64, RpcError>> + Send;
+}
+
+/// One `withProgress` report.
+#[derive(Serialize, Deserialize)]
+pub struct StepReport {
+    /// 1, 2, … up to the steps asked for.
+    pub step: u64,
 }
 
 /// What this peer sends to the other side.
@@ -114,6 +151,8 @@ pub struct Tick {
 #[derive(Default)]
 struct Peer {
     recorded: Mutex<Vec<Json>>,
+    /// Items `countToSlowly` made.
+    produced: AtomicU64,
 }
 
 impl Conformance for Peer {
@@ -169,6 +208,37 @@ impl Conformance for Peer {
 
     async fn explode(&self, _params: Option<Json>) {
         panic!("the `panic` method panics on purpose");
+    }
+
+    fn count_to(&self, n: u64) -> impl Stream<Item = u64> + Send {
+        futures::stream::iter(1..=n)
+    }
+
+    fn count_to_slowly(&self, n: u64, ms: u64) -> impl Stream<Item = u64> + Send {
+        // Each item is made only when the caller pulls it; an abort drops the stream mid-wait.
+        futures::stream::iter(1..=n).then(move |i| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            self.produced.fetch_add(1, Ordering::SeqCst);
+            i
+        })
+    }
+
+    async fn produced_count(&self) -> u64 {
+        self.produced.load(Ordering::SeqCst)
+    }
+
+    async fn with_progress(&self, steps: u64, progress: Progress<StepReport>) -> u64 {
+        for step in 1..=steps {
+            if let Err(e) = progress.report(StepReport { step }).await {
+                tracing::warn!("progress report {step} not sent: {e}");
+            }
+        }
+        steps
+    }
+
+    fn fail_after(&self, n: u64) -> impl Stream<Item = Result<u64, RpcError>> + Send {
+        let failure = RpcError::new(-32010, format!("failed after {n} items"));
+        futures::stream::iter(1..=n).map(Ok).chain(futures::stream::iter([Err(failure)]))
     }
 }
 

@@ -24,7 +24,9 @@
 
 mod context;
 mod error;
+mod generator;
 mod params;
+mod rpc_stream;
 
 pub use jsonrpc_duplex_core::*;
 
@@ -33,6 +35,7 @@ pub use jsonrpc_duplex_macros::rpc;
 
 pub use context::{FromNotificationContext, FromRequestContext};
 pub use error::{ClientError, RpcError, RpcErrorType};
+pub use rpc_stream::RpcStream;
 
 #[doc(hidden)]
 #[path = "private.rs"]

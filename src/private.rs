@@ -5,18 +5,23 @@ pub use serde;
 pub use serde_json;
 pub use serde_json::value::RawValue;
 
+use futures::StreamExt;
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use futures::Stream;
 pub use jsonrpc_duplex_core::handler::decode_params;
 pub use jsonrpc_duplex_core::{
-    CallOptions, Error, ErrorObject, Handle, Notification, NotificationContext, Request, RequestContext, Responder,
-    Router,
+    CallOptions, Enumerable, Error, ErrorObject, Handle, Notification, NotificationContext, OfferedStream, Progress,
+    ProgressToken, Request, RequestContext, Responder, Router,
 };
 
 pub use crate::context::{FromNotificationContext, FromRequestContext};
 pub use crate::error::{ClientError, RpcError, RpcErrorType};
+pub use crate::generator::{Begin, Generator, Yielder, generate};
 pub use crate::params::ParamsReader;
+pub use crate::rpc_stream::RpcStream;
 
 /// The typed error of a call (a function of its own, so that a missing `RpcErrorType` is
 /// reported once, at the method's error type).
@@ -45,4 +50,97 @@ pub fn notification_dropped(method: &str, error: &ErrorObject) {
         %error,
         "notification dropped: its params do not decode"
     );
+}
+
+/// Answer a streaming request: run the method until it has its stream (or fails), then answer
+/// with the stream's enumerable object, prefetching as the connection's settings say.
+///
+/// A boxed future (not an `async fn`), so that a missing `Serialize` is reported once, at the
+/// call, which the macro spans at the item type.
+pub fn reply_stream<I, E>(reply: Responder, peer: Handle, mut body: Generator<Begin<I, E>>) -> BoxFuture<'static, ()>
+where
+    I: Serialize + Send + 'static,
+    E: RpcErrorType + Send + 'static,
+{
+    Box::pin(async move {
+        match started(&mut body).await {
+            Ok(()) => {
+                let mut offer = peer.offer_stream(items(body));
+                offer.prefetch(peer.stream_settings().prefetch).await;
+                reply.ok(offer);
+            }
+            Err(error) => {
+                reply.err(error);
+            }
+        }
+    })
+}
+
+/// [`reply_stream`] for a stream of `Result<T, IE>` items: an `Err` item ends the stream with its
+/// error object.
+pub fn reply_try_stream<T, IE, E>(
+    reply: Responder,
+    peer: Handle,
+    mut body: Generator<Begin<Result<T, IE>, E>>,
+) -> BoxFuture<'static, ()>
+where
+    T: Serialize + Send + 'static,
+    IE: RpcErrorType + Send + 'static,
+    E: RpcErrorType + Send + 'static,
+{
+    Box::pin(async move {
+        match started(&mut body).await {
+            Ok(()) => {
+                let items = items(body).map(|item| item.map_err(IE::into_error_object));
+                let mut offer = peer.offer_try_stream(items);
+                offer.prefetch(peer.stream_settings().prefetch).await;
+                reply.ok(offer);
+            }
+            Err(error) => {
+                reply.err(error);
+            }
+        }
+    })
+}
+
+async fn started<I, E: RpcErrorType>(body: &mut Generator<Begin<I, E>>) -> Result<(), ErrorObject> {
+    match body.next().await {
+        Some(Begin::Started) => Ok(()),
+        Some(Begin::Failed(e)) => Err(e.into_error_object()),
+        _ => Err(ErrorObject::internal_error("the streaming method ended without a stream")),
+    }
+}
+
+fn items<I: Send + 'static, E: Send + 'static>(body: Generator<Begin<I, E>>) -> impl Stream<Item = I> + Send + 'static {
+    body.filter_map(|b| {
+        std::future::ready(match b {
+            Begin::Item(item) => Some(item),
+            _ => None,
+        })
+    })
+}
+
+/// A stream argument as the server method receives it.
+pub fn open_stream<T: DeserializeOwned, E>(peer: &Handle, enumerable: Enumerable) -> RpcStream<T, E> {
+    RpcStream::from(peer.open_stream(enumerable))
+}
+
+/// Call a streaming method (lazily: the request goes out when the stream is first polled).
+pub fn request_stream<T: DeserializeOwned, E, P: Serialize + ?Sized>(
+    handle: &Handle,
+    method: &str,
+    params: &P,
+    options: CallOptions,
+) -> RpcStream<T, E> {
+    RpcStream::from(handle.request_stream(method, params, options))
+}
+
+/// Offer a stream argument (a function of its own, so that a missing `Serialize` is reported at
+/// the item type).
+pub fn offer_stream<S>(handle: &Handle, stream: S) -> jsonrpc_duplex_core::OfferedStream
+where
+    S: Stream + Send + 'static,
+    S::Item: Serialize,
+{
+    handle.offer_stream(stream)
 }

@@ -6,7 +6,12 @@
 //! - [`framing`]: `Content-Length` and newline-delimited frames behind one seam;
 //! - [`handler`]: inbound requests, their answer-once [`Responder`], the [`Router`];
 //! - [`Connection`] / [`Handle`]: outbound calls, dispatch, cancellation, lifecycle;
-//! - [`transport`]: in-memory pairs, stdio, child processes.
+//! - [`stream`] and [`progress`]: streams both ways (StreamJsonRpc's enumerator protocol) and
+//!   `$/progress` reports, over the same connection;
+//! - [`transport`]: in-memory pairs, stdio, child processes, TCP, Unix domain sockets,
+//!   WebSocket (feature `websocket`), and the [`Listener`](transport::Listener) seam;
+//! - [`server`]: one connection per accepted peer, with a connection limit, broadcast and
+//!   graceful shutdown.
 //!
 //! Raw traffic is logged at TRACE on the target [`WIRE_TARGET`]; protocol problems at WARN/DEBUG
 //! on [`LOG_TARGET`].
@@ -15,6 +20,10 @@ pub mod connection;
 pub mod framing;
 pub mod handler;
 pub mod message;
+pub mod progress;
+mod scope;
+pub mod server;
+pub mod stream;
 pub mod transport;
 
 pub use connection::{
@@ -23,6 +32,8 @@ pub use connection::{
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
 pub use message::{ErrorObject, Id, codes};
+pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken};
+pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;
 
 /// The tracing target of every raw message in and out (TRACE).

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::attr::{Kind, ParamStyle};
 use crate::ctxt::Errors;
-use crate::model::{NameOrigin, ReturnKind, Role, RpcTrait, WireName};
+use crate::model::{Method, NameOrigin, ReturnKind, Role, RpcTrait, Special, WireName};
 
 /// Prefixes no method may use.
 const RESERVED: &[(&str, &str)] = &[
@@ -43,8 +43,15 @@ pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
             );
         }
 
+        check_streams(m, errors);
+
         if m.kind == Kind::Notification {
-            if !matches!(m.ret, ReturnKind::Unit) {
+            if matches!(m.ret, ReturnKind::Stream(_)) {
+                errors.spanned(
+                    &m.output,
+                    "a notification cannot return a stream: it has no answer to carry the stream; make it a `#[method]`",
+                );
+            } else if !matches!(m.ret, ReturnKind::Unit) {
                 errors.spanned(&m.output, "a notification has no answer, so it cannot return a value; remove the return type or make it a `#[method]`");
             }
             for arg in &m.args {
@@ -69,6 +76,54 @@ pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
                 );
             }
         }
+    }
+}
+
+/// Streams and progress: where they may appear.
+fn check_streams(m: &Method, errors: &mut Errors) {
+    let mut progress = 0;
+    for arg in &m.args {
+        match (&arg.special, m.kind) {
+            (Special::Stream(_), Kind::Notification) => errors.spanned(
+                &arg.ty,
+                "a stream cannot be passed in a notification: only the answer to a request ends an argument \
+                 stream (StreamJsonRpc refuses this too); make it a `#[method]`",
+            ),
+            (Special::Progress(_), Kind::Notification) => errors.spanned(
+                &arg.ty,
+                "a notification cannot report progress: only the answer to a request ends the reports; make it a \
+                 `#[method]`",
+            ),
+            (Special::Progress(_), Kind::Request) => {
+                progress += 1;
+                if progress > 1 {
+                    errors.spanned(&arg.ty, "a method takes at most one `Progress` argument");
+                } else if matches!(m.ret, ReturnKind::Stream(_)) {
+                    errors.spanned(
+                        &arg.ty,
+                        "a streaming method cannot take a `Progress` argument: its answer comes before its items, so \
+                         reports would have nowhere to go (yield them as items instead)",
+                    );
+                }
+            }
+            _ => {}
+        }
+        if m.params == ParamStyle::Object && !matches!(arg.special, Special::None) {
+            errors.spanned(
+                &arg.ty,
+                "with `params = \"object\"` the one argument is the params object itself; a stream or a progress \
+                 token travels as a param of its own: use \"positional\" or \"named\"",
+            );
+        }
+    }
+    if let ReturnKind::Stream(s) = &m.ret
+        && let (Some((_, item_err)), Some(outer_err)) = (&s.fallible, &s.outer_err)
+        && quote::quote!(#item_err).to_string() != quote::quote!(#outer_err).to_string()
+    {
+        errors.spanned(
+            outer_err,
+            "the method's error type and its items' error type must be the same: the client's stream has one",
+        );
     }
 }
 

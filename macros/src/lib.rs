@@ -26,6 +26,9 @@ use proc_macro::TokenStream;
 ///     async fn m(&self, #[param(rename = "type")] kind: K, cancel: CancellationToken) -> Result<R, E>;
 ///     #[notification(name = "..", aliases = [".."], params = "..")]    // a notification
 ///     async fn n(&self, x: X, #[context] peer: OtherClient);
+///     fn s(&self, q: Q) -> impl Stream<Item = T> + Send;                // a stream (also `async fn`,
+///                                                                      // `Result<impl Stream, E>`, items `Result<T, E>`)
+///     async fn p(&self, xs: RpcStream<X>, progress: Progress<P>) -> R;  // a stream argument, progress
 /// }
 /// ```
 ///

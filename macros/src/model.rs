@@ -62,7 +62,7 @@ pub(crate) enum NameOrigin {
     Derived,
 }
 
-/// What a call produces. Streams (`fn m(..) -> impl Stream`) will be a further kind.
+/// What a call produces.
 pub(crate) enum ReturnKind {
     /// `()`: a request answered `null`, or a notification.
     Unit,
@@ -70,6 +70,33 @@ pub(crate) enum ReturnKind {
     Value(Box<Type>),
     /// `Result<T, E>`: `E` maps to and from an error object.
     Result { ok: Box<Type>, err: Box<Type> },
+    /// A stream (StreamJsonRpc's `IAsyncEnumerable<T>`): `impl Stream<Item = I> + Send`, or a
+    /// `Result` of one.
+    Stream(StreamReturn),
+}
+
+/// The shape of a streaming method's return.
+pub(crate) struct StreamReturn {
+    /// `I` of `impl Stream<Item = I>`.
+    pub(crate) item: Box<Type>,
+    /// `(T, E)` when the items are `Result<T, E>`.
+    pub(crate) fallible: Option<(Box<Type>, Box<Type>)>,
+    /// `E` of `Result<impl Stream<..>, E>`: the method may fail before it has a stream.
+    pub(crate) outer_err: Option<Box<Type>>,
+    /// The method is an `async fn` (else a plain `fn` returning the stream).
+    pub(crate) is_async: bool,
+}
+
+impl StreamReturn {
+    /// The type of each item the client receives.
+    pub(crate) fn ok_item(&self) -> &Type {
+        self.fallible.as_ref().map_or(&*self.item, |(ok, _)| ok)
+    }
+
+    /// The error type of the client's stream: the items' error, else the method's, else none.
+    pub(crate) fn client_err(&self) -> Option<&Type> {
+        self.fallible.as_ref().map(|(_, e)| &**e).or(self.outer_err.as_deref())
+    }
 }
 
 /// One argument after `&self`.
@@ -77,6 +104,17 @@ pub(crate) struct Arg {
     pub(crate) ident: Ident,
     pub(crate) ty: Type,
     pub(crate) role: Role,
+    /// A param that is not a plain value.
+    pub(crate) special: Special,
+}
+
+/// Params that travel as a token rather than as their value.
+pub(crate) enum Special {
+    None,
+    /// `RpcStream<T>`: the caller passes a stream of `T`; the enumerable object travels.
+    Stream(Box<Type>),
+    /// `Progress<T>`: the caller passes a callback for `T`s; a progress token travels.
+    Progress(Box<Type>),
 }
 
 pub(crate) enum Role {
@@ -197,11 +235,11 @@ impl Method {
             }
         }
 
-        let ret = match return_kind(&sig.output) {
+        let ret = match return_kind(&sig.output, sig.asyncness.is_some()) {
             Ok(r) => r,
             Err(e) => {
-                // A method that is not `async` was reported already, whatever it returns.
-                if sig.asyncness.is_some() {
+                // A method that is not `async` was reported already, unless it returns a stream.
+                if sig.asyncness.is_some() || returns_stream(&sig.output) {
                     errors.push(e);
                 }
                 ok = false;
@@ -259,16 +297,14 @@ fn signature_is_supported(sig: &Signature, errors: &mut Errors) -> bool {
     if let Some(v) = &sig.variadic {
         errors.spanned(v, "an rpc method cannot be variadic");
     }
-    if sig.asyncness.is_none() {
+    // A streaming method may be a plain `fn` that returns its stream.
+    if sig.asyncness.is_none() && !returns_stream(&sig.output) {
         let (fn_token, ident) = (&sig.fn_token, &sig.ident);
-        if returns_stream(&sig.output) {
-            errors.spanned(&sig.output, "streaming methods (`-> impl Stream`) are not supported yet");
-        } else {
-            errors.spanned(
-                quote!(#fn_token #ident),
-                "an rpc method must be an `async fn` (write `async fn`; implementations may too)",
-            );
-        }
+        errors.spanned(
+            quote!(#fn_token #ident),
+            "an rpc method must be an `async fn` (write `async fn`; implementations may too), or a `fn` that \
+             returns `impl Stream<Item = T> + Send`",
+        );
     }
     // `&self` only: the server shares the service between concurrent requests.
     match sig.inputs.first() {
@@ -318,11 +354,19 @@ impl Arg {
             };
             Role::Wire { key, optional: option_inner(&ty).is_some() }
         };
-        Some(Arg { ident, ty, role })
+        let special = match &role {
+            Role::Context { .. } => Special::None,
+            Role::Wire { .. } => match (single_type_arg(&ty, "RpcStream"), single_type_arg(&ty, "Progress")) {
+                (Some(item), _) => Special::Stream(Box::new(item.clone())),
+                (_, Some(value)) => Special::Progress(Box::new(value.clone())),
+                _ => Special::None,
+            },
+        };
+        Some(Arg { ident, ty, role, special })
     }
 }
 
-fn return_kind(output: &ReturnType) -> syn::Result<ReturnKind> {
+fn return_kind(output: &ReturnType, is_async: bool) -> syn::Result<ReturnKind> {
     let ty = match output {
         ReturnType::Default => return Ok(ReturnKind::Unit),
         ReturnType::Type(_, ty) => &**ty,
@@ -332,21 +376,16 @@ fn return_kind(output: &ReturnType) -> syn::Result<ReturnKind> {
     {
         return Ok(ReturnKind::Unit);
     }
-    if let Type::ImplTrait(_) = ty {
-        return Err(syn::Error::new_spanned(
-            ty,
-            "an rpc method returns a concrete type (streams, `-> impl Stream`, are not supported yet)",
-        ));
+    if let Type::ImplTrait(it) = ty {
+        let item = stream_item(it)?;
+        return Ok(ReturnKind::Stream(StreamReturn::new(item, None, is_async)));
     }
     if let Some(args) = last_segment_args(ty, "Result") {
-        let types: Vec<&Type> = args
-            .iter()
-            .filter_map(|a| match a {
-                GenericArgument::Type(t) => Some(t),
-                _ => None,
-            })
-            .collect();
-        return match types.as_slice() {
+        return match type_args(args).as_slice() {
+            [Type::ImplTrait(it), err] => {
+                let item = stream_item(it)?;
+                Ok(ReturnKind::Stream(StreamReturn::new(item, Some((*err).clone()), is_async)))
+            }
             [ok, err] => Ok(ReturnKind::Result { ok: Box::new((*ok).clone()), err: Box::new((*err).clone()) }),
             _ => Err(syn::Error::new_spanned(
                 ty,
@@ -355,6 +394,63 @@ fn return_kind(output: &ReturnType) -> syn::Result<ReturnKind> {
         };
     }
     Ok(ReturnKind::Value(Box::new(ty.clone())))
+}
+
+impl StreamReturn {
+    fn new(item: Type, outer_err: Option<Type>, is_async: bool) -> Self {
+        let fallible = last_segment_args(&item, "Result").and_then(|args| match type_args(args).as_slice() {
+            [ok, err] => Some((Box::new((*ok).clone()), Box::new((*err).clone()))),
+            _ => None,
+        });
+        StreamReturn { item: Box::new(item), fallible, outer_err: outer_err.map(Box::new), is_async }
+    }
+}
+
+fn type_args(args: &syn::punctuated::Punctuated<GenericArgument, syn::Token![,]>) -> Vec<&Type> {
+    args.iter()
+        .filter_map(|a| match a {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `I` of `impl Stream<Item = I> + Send`; anything else is an error saying what to write.
+fn stream_item(it: &syn::TypeImplTrait) -> syn::Result<Type> {
+    let stream = it.bounds.iter().find_map(|b| match b {
+        TypeParamBound::Trait(t) => t.path.segments.last().filter(|s| s.ident == "Stream"),
+        _ => None,
+    });
+    let Some(stream) = stream else {
+        return Err(syn::Error::new_spanned(
+            it,
+            "an rpc method returns a concrete type, or a stream: `impl Stream<Item = T> + Send`",
+        ));
+    };
+    let item = match &stream.arguments {
+        PathArguments::AngleBracketed(a) => a.args.iter().find_map(|arg| match arg {
+            GenericArgument::AssocType(at) if at.ident == "Item" => Some(at.ty.clone()),
+            _ => None,
+        }),
+        _ => None,
+    };
+    let Some(item) = item else {
+        return Err(syn::Error::new_spanned(
+            stream,
+            "write the item type out: `impl Stream<Item = T> + Send` (it is what the client receives)",
+        ));
+    };
+    let is_send = it.bounds.iter().any(|b| match b {
+        TypeParamBound::Trait(t) => t.path.segments.last().is_some_and(|s| s.ident == "Send"),
+        _ => false,
+    });
+    if !is_send {
+        return Err(syn::Error::new_spanned(
+            it,
+            "a method's stream is kept and pulled by the connection's tasks: write `impl Stream<Item = T> + Send`",
+        ));
+    }
+    Ok(item)
 }
 
 fn unsupported_arg_type(ty: &Type) -> Option<&'static str> {
@@ -368,13 +464,23 @@ fn unsupported_arg_type(ty: &Type) -> Option<&'static str> {
     }
 }
 
+/// `impl Stream..`, or `Result<impl Stream.., E>`.
 fn returns_stream(output: &ReturnType) -> bool {
     let ReturnType::Type(_, ty) = output else { return false };
-    let Type::ImplTrait(it) = &**ty else { return false };
+    let ty = match last_segment_args(ty, "Result").map(type_args).as_deref() {
+        Some([ok, _]) => *ok,
+        _ => &**ty,
+    };
+    let Type::ImplTrait(it) = ty else { return false };
     it.bounds.iter().any(|b| match b {
         TypeParamBound::Trait(t) => t.path.segments.last().is_some_and(|s| s.ident == "Stream"),
         _ => false,
     })
+}
+
+/// `T` of `Name<T>` or `Name<T, ..>` (the first type argument).
+fn single_type_arg<'a>(ty: &'a Type, name: &str) -> Option<&'a Type> {
+    last_segment_args(ty, name).and_then(|args| type_args(args).first().copied())
 }
 
 fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {

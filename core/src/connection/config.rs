@@ -135,6 +135,9 @@ pub(crate) struct Config {
     pub(crate) framing: Framing,
     pub(crate) limits: Limits,
     pub(crate) cancel: CancelProtocol,
+    pub(crate) progress: crate::progress::ProgressProtocol,
+    pub(crate) enumerator: crate::stream::EnumeratorProtocol,
+    pub(crate) stream_settings: crate::stream::StreamSettings,
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) redactor: Option<TraceRedactor>,
 }

@@ -132,6 +132,10 @@ impl Dispatcher {
 
     /// The handler future for a request, or `None` when it was answered on the spot.
     fn request_future(&self, request: Request, responder: Responder) -> Option<HandlerFuture> {
+        // The enumerator protocol is the connection's own, whatever the router serves.
+        if request.method == self.shared.config.enumerator.next {
+            return Some(crate::stream::serve_next(self.shared.clone(), request, responder));
+        }
         match self.router.route(&request.method) {
             Some(Route::Request(f)) => Some(f(request, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).

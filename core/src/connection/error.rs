@@ -28,6 +28,10 @@ pub enum Error {
     /// The answer did not decode into the expected type.
     #[error("the answer could not be decoded: {0}")]
     Deserialize(serde_json::Error),
+    /// The peer broke the protocol in its answer (say a stream batch with no items that is not
+    /// the last one).
+    #[error("the peer broke the protocol: {0}")]
+    Protocol(String),
     /// The message is larger than the connection's message size limit.
     #[error("the message of {size} bytes exceeds the limit of {limit} bytes")]
     MessageTooLarge {

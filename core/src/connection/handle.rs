@@ -93,6 +93,7 @@ impl CallGuard<'_> {
     fn give_up(&mut self) {
         if std::mem::take(&mut self.active) {
             self.shared.pending.abandon(self.id);
+            self.shared.release_call(self.id);
             if self.sent {
                 self.send_cancel();
             }
@@ -149,16 +150,41 @@ impl Handle {
         params: &P,
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
+        let (id, buf) = self.encode_call(method, params)?;
+        self.send_call(id, buf, options).await
+    }
+
+    /// Number and encode a request. Streams and progress tokens in `params` bind themselves to
+    /// its id while it is encoded (see [`crate::scope`]).
+    pub(crate) fn encode_call<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<(u64, Vec<u8>), Error> {
         let shared = &*self.shared;
         let id = shared.next_id();
         let mut buf = Vec::with_capacity(64 + method.len());
-        encode_request(&mut buf, id, method, params).map_err(Error::Serialize)?;
-        self.check_size(&buf)?;
-        let mut rx = shared.pending.register(id)?;
+        let encoded = crate::scope::within(crate::scope::Scope::request(shared, id), || {
+            encode_request(&mut buf, id, method, params)
+        });
+        if let Err(e) = encoded.map_err(Error::Serialize).and_then(|()| self.check_size(&buf)) {
+            shared.release_call(id);
+            return Err(e);
+        }
+        Ok((id, buf))
+    }
+
+    /// Send a request encoded by [`Handle::encode_call`] and wait for its answer.
+    pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: CallOptions) -> Result<Box<RawValue>, Error> {
+        let shared = &*self.shared;
+        let mut rx = match shared.pending.register(id) {
+            Ok(rx) => rx,
+            Err(e) => {
+                shared.release_call(id);
+                return Err(e);
+            }
+        };
         let mut guard = CallGuard { shared, id, active: true, sent: false };
         if shared.outbound.send(buf).await.is_err() {
             guard.active = false;
             shared.pending.abandon(id);
+            shared.release_call(id);
             return Err(Error::ConnectionLost(shared.lost()));
         }
         guard.sent = true;

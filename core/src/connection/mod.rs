@@ -5,6 +5,7 @@ mod config;
 mod dispatch;
 mod error;
 mod handle;
+mod messages;
 mod outbound;
 mod pending;
 mod reader;
@@ -56,11 +57,20 @@ use crate::handler::{MethodClash, Router};
 /// # drop(conn);
 /// # }
 /// ```
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Builder {
-    config: Config,
+    pub(crate) config: Config,
     router: Router,
+    /// Services built per connection, once its handle exists ([`Builder::serve_with`]).
+    factories: Vec<ServiceFactory>,
+    /// Wraps the final router of each connection (the server's drain gate).
+    layer: Option<RouterLayer>,
 }
+
+/// Builds a connection's service from its handle.
+type ServiceFactory = Arc<dyn Fn(Handle) -> Router + Send + Sync>;
+/// Rewrites the router a connection is about to serve.
+pub(crate) type RouterLayer = Arc<dyn Fn(Router) -> Router + Send + Sync>;
 
 impl std::fmt::Debug for Builder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,6 +79,7 @@ impl std::fmt::Debug for Builder {
             .field("limits", &self.config.limits)
             .field("cancel", &self.config.cancel)
             .field("router", &self.router)
+            .field("factories", &self.factories.len())
             .finish()
     }
 }
@@ -128,6 +139,61 @@ impl Builder {
         }
     }
 
+    /// Serve a service built for this connection from its [`Handle`]: per-connection state that
+    /// can call the peer back. The factory runs once per connection, when it starts, before any
+    /// message is read (for a builder cloned for many connections, once for each). May be
+    /// combined with [`Builder::serve`] and called several times; a method-name clash found
+    /// when the connection starts closes it at once ([`CloseKind::FatalError`], naming the
+    /// method).
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{Connection, ErrorObject, Handle, Router};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (a, b) = tokio::io::duplex(64 * 1024);
+    /// let _server = Connection::builder()
+    ///     .serve_with(|peer: Handle| {
+    ///         // State of this connection only; `peer` calls this connection's client.
+    ///         Router::new().method("who_are_you", move |(): (), _ctx| {
+    ///             let peer = peer.clone();
+    ///             async move { peer.request::<String>("name", ()).await.map_err(|e| ErrorObject::internal_error(e)) }
+    ///         })
+    ///     })
+    ///     .connect_io(a);
+    /// let client = Connection::builder()
+    ///     .serve(Router::new().method("name", |(): (), _ctx| async { Ok::<_, ErrorObject>("client-1") }))
+    ///     .connect_io(b);
+    /// let name: String = client.request("who_are_you", ()).await?;
+    /// assert_eq!(name, "client-1");
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_with<F, S>(mut self, factory: F) -> Self
+    where
+        F: Fn(Handle) -> S + Send + Sync + 'static,
+        S: Into<Router>,
+    {
+        self.factories.push(Arc::new(move |handle| factory(handle).into()));
+        self
+    }
+
+    /// Wrap the router every connection started from this builder ends up serving.
+    pub(crate) fn layer(mut self, layer: RouterLayer) -> Self {
+        self.layer = Some(layer);
+        self
+    }
+
+    /// The framing this builder is configured with.
+    #[cfg_attr(not(any(feature = "tcp", feature = "unix")), allow(dead_code))]
+    pub(crate) fn framing_setting(&self) -> Framing {
+        self.config.framing
+    }
+
+    /// The framing limits this builder is configured with.
+    #[cfg_attr(not(any(feature = "tcp", feature = "unix")), allow(dead_code))]
+    pub(crate) fn frame_limits(&self) -> crate::framing::FrameLimits {
+        self.config.limits.frame
+    }
+
     /// Serve a router, reporting a method-name clash with what is already served.
     pub fn try_serve(mut self, service: impl Into<Router>) -> Result<Self, MethodClash> {
         self.router = std::mem::take(&mut self.router).try_merge(service)?;
@@ -159,23 +225,54 @@ impl Builder {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let Builder { config, router } = self;
+        let read_codec = self.config.framing.codec(self.config.limits.frame);
+        let write_codec = self.config.framing.codec(self.config.limits.frame);
+        let frames = FramedRead::with_capacity(reader, read_codec, 16 * 1024);
+        self.start_with(frames, eof_reason, move |out_rx, shared, tracker, done| {
+            outbound::run_writer(writer, out_rx, write_codec, shared, tracker, done)
+        })
+    }
+
+    /// Start over any stream of inbound frames and any writer task: the byte-stream transports
+    /// (a [`FrameCodec`](crate::framing::FrameCodec) on each side) and the message-oriented ones
+    /// ([`Builder::connect_messages`]) share everything else.
+    pub(crate) fn start_with<S, F, Fut>(
+        self,
+        frames: S,
+        eof_reason: Option<EofReason>,
+        writer: F,
+    ) -> (Connection, Arc<Shared>)
+    where
+        S: futures::Stream<Item = Result<crate::framing::Frame, crate::framing::FrameError>> + Send + Unpin + 'static,
+        F: FnOnce(mpsc::UnboundedReceiver<outbound::OutFrame>, Arc<Shared>, TaskTracker, CancellationToken) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let Builder { config, mut router, factories, layer } = self;
         let (outbound, out_rx) = Outbound::new(config.limits.outbound_buffer);
-        let read_codec = config.framing.codec(config.limits.frame);
-        let write_codec = config.framing.codec(config.limits.frame);
         let shared = Arc::new(Shared::new(config, outbound));
         let handle = Handle { shared: shared.clone() };
+        for factory in factories {
+            match std::mem::take(&mut router).try_merge(factory(handle.clone())) {
+                Ok(merged) => router = merged,
+                Err(clash) => {
+                    shared.close(CloseReason::new(CloseKind::FatalError, format!("{clash} (in Builder::serve_with)")));
+                    break;
+                }
+            }
+        }
+        if let Some(layer) = layer {
+            router = layer(router);
+        }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();
         let (queue_tx, queue_rx) = mpsc::unbounded_channel();
 
-        let frames = FramedRead::with_capacity(reader, read_codec, 16 * 1024);
         let reader = Reader { shared: shared.clone(), queue: queue_tx };
         tracker.spawn(reader.run(frames, eof_reason));
         let dispatcher =
             Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone() };
         tracker.spawn(dispatcher.run(queue_rx));
-        tokio::spawn(outbound::run_writer(writer, out_rx, write_codec, shared.clone(), tracker, done.clone()));
+        tokio::spawn(writer(out_rx, shared.clone(), tracker, done.clone()));
         (Connection { handle, done }, shared)
     }
 }

@@ -108,7 +108,7 @@ impl Outbound {
     }
 
     /// The writer took `frame` off the queue.
-    fn taken(&self, frame: &OutFrame) {
+    pub(crate) fn taken(&self, frame: &OutFrame) {
         if frame.unbudgeted > 0 {
             let before = self.unbudgeted.fetch_sub(frame.unbudgeted, Ordering::AcqRel);
             if before > self.budget_max && before - frame.unbudgeted <= self.budget_max {

@@ -114,7 +114,12 @@ impl Reader {
     async fn route(&self, message: Incoming, batch: Option<Arc<Batch>>) -> bool {
         match message {
             Incoming::Response { id, outcome } => {
-                let delivery = id.as_u64().map_or(Delivery::Unknown, |n| self.shared.pending.complete(n, outcome));
+                let delivery = id.as_u64().map_or(Delivery::Unknown, |n| {
+                    // Before the caller wakes: its argument streams end and its progress
+                    // receivers stop here, after every report read before this answer.
+                    self.shared.release_call(n);
+                    self.shared.pending.complete(n, outcome)
+                });
                 match delivery {
                     Delivery::Delivered => {}
                     Delivery::Abandoned => {
@@ -129,6 +134,12 @@ impl Reader {
             Incoming::Notification { method, params } => {
                 if method == self.shared.config.cancel.method {
                     self.on_cancel(params.as_deref());
+                    return true;
+                }
+                // Progress for our tokens and stream aborts, like cancellations, bypass the queue.
+                if crate::progress::intercept(&self.shared, &method, params.as_deref())
+                    || crate::stream::intercept_abort(&self.shared, &method, params.as_deref())
+                {
                     return true;
                 }
                 self.enqueue(Inbound::Notification { method, params }).await

@@ -25,6 +25,10 @@ pub(crate) struct Shared {
     pub(crate) next_id: AtomicU64,
     pub(crate) pending: Pending,
     pub(crate) outbound: Outbound,
+    /// Streams this side generates (served on `$/enumerator/next`).
+    pub(crate) producers: crate::stream::Producers,
+    /// Receivers of progress tokens this side issued.
+    pub(crate) progress: crate::progress::Receivers,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
     pub(crate) inbound: Mutex<HashMap<Id, Arc<InboundCall>>>,
     /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
@@ -49,6 +53,8 @@ impl Shared {
             next_id: AtomicU64::new(0),
             pending: Pending::default(),
             outbound,
+            producers: crate::stream::Producers::default(),
+            progress: crate::progress::Receivers::default(),
             inbound: Mutex::new(HashMap::new()),
             handlers: CancellationToken::new(),
             shutdown: CancellationToken::new(),
@@ -104,6 +110,9 @@ impl Shared {
             _ => tracing::warn!(target: crate::LOG_TARGET, %reason, "connection closed"),
         }
         self.pending.close(&reason);
+        // No `next` or progress report can arrive any more (after an EOF neither).
+        self.producers.close();
+        self.progress.close(&reason);
         if !drain {
             self.outbound.close();
             self.handlers.cancel();
@@ -132,6 +141,13 @@ impl Shared {
                 return self.lost();
             }
         }
+    }
+
+    /// Our request `id` is answered, given up or was never sent: the streams offered in its params
+    /// end, and the receivers of the progress tokens in them stop (after what was delivered).
+    pub(crate) fn release_call(&self, id: u64) {
+        self.producers.release_call(id);
+        self.progress.release_call(id);
     }
 
     pub(crate) fn next_id(&self) -> u64 {

@@ -2,7 +2,9 @@
 //!
 //! A byte-stream transport is cut into frames by a [`FrameCodec`]: `Content-Length` headers (LSP,
 //! StreamJsonRpc, vscode-jsonrpc) or newline-delimited JSON (ACP, MCP). Message-oriented transports
-//! (WebSocket) bring their own frames and skip this layer.
+//! (WebSocket) bring their own frames and skip this layer: they hand the connection a stream of
+//! [`Frame`]s and a sink of message bodies
+//! ([`Builder::connect_messages`](crate::Builder::connect_messages)).
 
 mod content_length;
 mod newline;
@@ -102,6 +104,10 @@ pub enum FrameError {
     /// The stream ended inside a frame.
     #[error("stream ended inside a frame: {0}")]
     Truncated(String),
+    /// A message-oriented transport's own protocol was broken by the peer (say an invalid
+    /// WebSocket frame or a text frame that is not UTF-8).
+    #[error("{0}")]
+    Protocol(String),
 }
 
 /// The framing seam as one codec type.

@@ -10,5 +10,5 @@ pub(crate) use batch::Batch;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
 pub(crate) use responder::{ReplySlot, supervised};
-pub(crate) use router::Route;
+pub(crate) use router::{BoxFuture, RequestFn, Route};
 pub use router::{MethodClash, Router};

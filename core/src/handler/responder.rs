@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Batch;
 use crate::connection::shared::{InboundCall, Shared};
-use crate::message::{ErrorObject, Id, encode_response};
+use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 
 thread_local! {
     /// The reply slot whose handler is being polled under panic supervision on this thread (its
@@ -63,6 +63,18 @@ impl ReplySlot {
 
     /// Answer unless answered already. Returns whether this call answered.
     pub(crate) fn answer<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>) -> bool {
+        // Streams in the result bind themselves to the connection while it is encoded.
+        let scope = crate::scope::Scope::response(&self.shared);
+        self.answer_with(|buf| crate::scope::within(scope, || encode_response(buf, &self.id, outcome)))
+    }
+
+    /// Answer with a result that is JSON text already (a stream's batch, serialized straight
+    /// into it).
+    pub(crate) fn answer_json(&self, result: &[u8]) -> bool {
+        self.answer_with(|buf| encode_response_json(buf, &self.id, result))
+    }
+
+    fn answer_with(&self, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
         if self.answered.swap(true, Ordering::AcqRel) {
             return false;
         }
@@ -84,7 +96,7 @@ impl ReplySlot {
             return true;
         }
         let mut buf = Vec::with_capacity(64);
-        encode_response(&mut buf, &self.id, outcome);
+        encode(&mut buf);
         let limit = self.shared.config.limits.frame.max_message_size;
         if buf.len() > limit {
             let size = buf.len();
@@ -162,6 +174,11 @@ impl Responder {
     /// Answer with an error object.
     pub fn err(self, error: ErrorObject) -> bool {
         self.slot.answer::<()>(Err(&error))
+    }
+
+    /// Answer with a result that is already JSON text.
+    pub(crate) fn ok_json(self, result: &[u8]) -> bool {
+        self.slot.answer_json(result)
     }
 }
 

@@ -196,6 +196,17 @@ impl Router {
         self
     }
 
+    /// Wrap every request handler (and the fallback) with `wrap`.
+    pub(crate) fn map_requests(mut self, wrap: impl Fn(RequestFn) -> RequestFn) -> Self {
+        for route in self.routes.values_mut() {
+            if let Route::Request(handler) = route {
+                *handler = wrap(handler.clone());
+            }
+        }
+        self.fallback = self.fallback.take().map(&wrap);
+        self
+    }
+
     /// Combine two routers; a method both register is an error naming it.
     pub fn try_merge(mut self, other: impl Into<Router>) -> Result<Self, MethodClash> {
         let other = other.into();

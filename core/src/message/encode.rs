@@ -78,6 +78,16 @@ pub(crate) fn encode_response<R: Serialize + ?Sized>(buf: &mut Vec<u8>, id: &Id,
     debug_assert!(buf.len() > start);
 }
 
+/// A success response whose result is JSON text already.
+pub(crate) fn encode_response_json(buf: &mut Vec<u8>, id: &Id, result: &[u8]) {
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Ids are numbers, strings or null: serializing them cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, id);
+    buf.extend_from_slice(b",\"result\":");
+    buf.extend_from_slice(result);
+    buf.push(b'}');
+}
+
 fn write_error(buf: &mut Vec<u8>, error: &ErrorObject) {
     buf.extend_from_slice(b",\"error\":");
     // Error objects hold a string, an integer and raw JSON: serializing them cannot fail.

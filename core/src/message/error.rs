@@ -19,6 +19,9 @@ pub mod codes {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// Generic application failure (StreamJsonRpc's `InvocationError`).
     pub const SERVER_ERROR: i64 = -32000;
+    /// An enumerator (stream) token, or another marshaled object, that this side does not know
+    /// (StreamJsonRpc's `NoMarshaledObjectFound`; LSP's `UnknownErrorCode` has the same number).
+    pub const NO_MARSHALED_OBJECT: i64 = -32001;
     /// The server refused a request because too many are in flight.
     pub const SERVER_BUSY: i64 = -32005;
     /// The request was cancelled (LSP `RequestCancelled`, StreamJsonRpc `RequestCanceled`).
@@ -93,6 +96,11 @@ impl ErrorObject {
     /// `-32603`.
     pub fn internal_error(detail: impl fmt::Display) -> Self {
         Self::new(codes::INTERNAL_ERROR, format!("Internal error: {detail}"))
+    }
+    /// `-32001` "This remote object no longer exists." (StreamJsonRpc's words): a stream token
+    /// that is unknown, finished or aborted.
+    pub fn no_marshaled_object() -> Self {
+        Self::new(codes::NO_MARSHALED_OBJECT, "This remote object no longer exists.")
     }
     /// `-32800`.
     pub fn request_cancelled() -> Self {

@@ -8,5 +8,5 @@ mod parse;
 pub use error::{ErrorObject, codes};
 pub use id::Id;
 
-pub(crate) use encode::{encode_notification, encode_request, encode_response};
+pub(crate) use encode::{encode_notification, encode_request, encode_response, encode_response_json};
 pub(crate) use parse::{Incoming, ParsedMessage, parse_frame};

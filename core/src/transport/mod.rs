@@ -1,14 +1,29 @@
-//! Byte transports: in-memory pairs, this process's stdio, a spawned child process.
+//! Transports: in-memory pairs, this process's stdio, a spawned child process, TCP (feature
+//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), and the
+//! [`Listener`] seam that accepts peers for a [`Server`](crate::server::Server).
 //!
 //! Any `AsyncRead + AsyncWrite` works through [`Builder::connect`](crate::Builder::connect) or
-//! [`Builder::connect_io`](crate::Builder::connect_io); this module adds the ones that need more
-//! than a stream.
+//! [`Builder::connect_io`](crate::Builder::connect_io), any message-oriented transport through
+//! [`Builder::connect_messages`](crate::Builder::connect_messages); this module adds the ones
+//! that need more than a stream.
 
 #[cfg(feature = "process")]
 mod child;
+mod listener;
 pub mod memory;
 #[cfg(feature = "stdio")]
 mod stdio;
+#[cfg(feature = "tcp")]
+mod tcp;
+#[cfg(all(unix, feature = "unix"))]
+mod unix;
+#[cfg(feature = "websocket")]
+pub mod websocket;
 
 #[cfg(feature = "process")]
 pub use child::ChildOptions;
+pub use listener::{Accepted, Listener, PeerAddr};
+#[cfg(feature = "tcp")]
+pub use tcp::{LISTEN_BACKLOG, TcpAccepted, bind as bind_tcp};
+#[cfg(all(unix, feature = "unix"))]
+pub use unix::UnixAccepted;

@@ -7,7 +7,7 @@ use syn::Index;
 use syn::spanned::Spanned;
 
 use crate::attr::{Kind, ParamStyle};
-use crate::model::{Method, ReturnKind, RpcTrait};
+use crate::model::{Arg, Method, ReturnKind, RpcTrait, Special};
 
 pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
     let p = private(t);
@@ -86,10 +86,29 @@ fn method(t: &RpcTrait, m: &Method) -> TokenStream {
     let wire_doc = wire_doc(m);
     let sep = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
     let args = m.wire_args().map(|(a, _, _)| {
-        let (ident, ty) = (&a.ident, &a.ty);
+        let ident = &a.ident;
+        let ty = caller_type(t, a);
         quote!(#ident: #ty)
     });
     let (prelude, params) = params(t, m);
+    let specials = specials(t, m);
+    let prelude = quote!(#(#specials)* #prelude);
+    let options = quote!(::core::clone::Clone::clone(&self.options));
+    if let (Kind::Request, ReturnKind::Stream(s)) = (m.kind, &m.ret) {
+        let item = s.ok_item();
+        let err = s.client_err().map_or_else(|| quote!(#p::RpcError), |e| quote!(#e));
+        let request = quote_spanned!(item.span()=> #p::request_stream::<#item, #err, _>);
+        return quote! {
+            #(#cfgs)*
+            #(#docs)*
+            #sep
+            #[doc = #wire_doc]
+            #vis fn #ident(&self, #(#args),*) -> #p::RpcStream<#item, #err> {
+                #prelude
+                #request(&self.handle, #name, #params, #options)
+            }
+        };
+    }
     match m.kind {
         Kind::Notification => quote! {
             #(#cfgs)*
@@ -106,15 +125,22 @@ fn method(t: &RpcTrait, m: &Method) -> TokenStream {
                 ReturnKind::Unit => (quote!(()), quote!(#p::RpcError)),
                 ReturnKind::Value(ty) => (quote!(#ty), quote!(#p::RpcError)),
                 ReturnKind::Result { ok, err } => (quote!(#ok), quote!(#err)),
+                ReturnKind::Stream(_) => unreachable!("streaming requests are expanded above"),
             };
             // Bounds on the result and error types are checked at the user's tokens.
             let (ok_span, err_span) = match &m.ret {
                 ReturnKind::Unit => (ident.span(), ident.span()),
                 ReturnKind::Value(ty) => (ty.span(), ident.span()),
                 ReturnKind::Result { ok, err } => (ok.span(), err.span()),
+                ReturnKind::Stream(_) => unreachable!("streaming requests are expanded above"),
             };
-            let options = quote!(::core::clone::Clone::clone(&self.options));
-            let call = quote!(self.handle.request_raw(#name, #params, #options).await);
+            let call = quote!(self.handle.request_raw(#name, #params, #options));
+            // Reports reach the callback in order, all before the call returns.
+            let call = if m.args.iter().any(|a| matches!(a.special, Special::Progress(_))) {
+                quote!(__progress.drive(#call, __on_progress).await)
+            } else {
+                quote!(#call.await)
+            };
             let errors = quote_spanned!(err_span=> #p::client_result::<#err>);
             let decode = quote_spanned!(ok_span=> #p::decode_result::<#ok, #err>);
             quote! {
@@ -153,6 +179,25 @@ fn wire_doc(m: &Method) -> String {
     if m.kind == Kind::Notification {
         line.push_str("; returns once it is queued");
     }
+    if matches!(m.ret, ReturnKind::Stream(_)) {
+        line.push_str(
+            " when the returned stream is first polled; its result is a stream, pulled with `$/enumerator/next` as \
+             the returned stream is polled (dropped early: `$/enumerator/abort`)",
+        );
+    }
+    for arg in &m.args {
+        match arg.special {
+            Special::Stream(_) => line.push_str(&format!(
+                "; `{}` is offered as a stream the peer pulls until the request is answered",
+                arg.ident
+            )),
+            Special::Progress(_) => line.push_str(&format!(
+                "; `{}` is called with each `$/progress` report, all before the call returns",
+                arg.ident
+            )),
+            Special::None => {}
+        }
+    }
     line.push('.');
     line
 }
@@ -170,7 +215,7 @@ fn params(t: &RpcTrait, m: &Method) -> (TokenStream, TokenStream) {
         return (TokenStream::new(), quote!(&#ident));
     }
     let n = wire.len();
-    let tys = wire.iter().map(|(a, _, _)| &a.ty);
+    let tys = wire.iter().map(|(a, _, _)| wire_type(t, a));
     let idents = wire.iter().map(|(a, _, _)| &a.ident);
     let ser = quote!(#p::serde::ser);
     let body = match m.params {
@@ -225,4 +270,54 @@ fn params(t: &RpcTrait, m: &Method) -> (TokenStream, TokenStream) {
         let __params = __RpcParams(#(&#idents,)*);
     };
     (prelude, quote!(&__params))
+}
+
+/// The type the caller passes for an argument: a local stream for an `RpcStream<T>`, a callback
+/// for a `Progress<T>`, else the type as written.
+fn caller_type(t: &RpcTrait, a: &Arg) -> TokenStream {
+    let p = private(t);
+    match &a.special {
+        Special::Stream(item) => {
+            quote_spanned!(a.ty.span()=> impl #p::Stream<Item = #item> + ::core::marker::Send + 'static)
+        }
+        Special::Progress(value) => {
+            quote_spanned!(a.ty.span()=> impl ::core::ops::FnMut(#value) + ::core::marker::Send)
+        }
+        Special::None => {
+            let ty = &a.ty;
+            quote!(#ty)
+        }
+    }
+}
+
+/// The type that travels for an argument (what the params struct holds).
+fn wire_type(t: &RpcTrait, a: &Arg) -> TokenStream {
+    let p = private(t);
+    match &a.special {
+        Special::Stream(_) => quote!(#p::OfferedStream),
+        Special::Progress(_) => quote!(#p::ProgressToken),
+        Special::None => {
+            let ty = &a.ty;
+            quote!(#ty)
+        }
+    }
+}
+
+/// Statements that turn streams into offers and callbacks into progress tokens (shadowing the
+/// argument with what travels).
+fn specials<'a>(t: &'a RpcTrait, m: &'a Method) -> impl Iterator<Item = TokenStream> + 'a {
+    let p = private(t);
+    m.wire_args().filter_map(move |(a, _, _)| {
+        let ident = &a.ident;
+        match &a.special {
+            Special::Stream(item) => Some(quote_spanned! {item.span()=>
+                let #ident = #p::offer_stream(&self.handle, #ident);
+            }),
+            Special::Progress(value) => Some(quote_spanned! {value.span()=>
+                let __on_progress = #ident;
+                let (#ident, __progress) = self.handle.progress::<#value>();
+            }),
+            Special::None => None,
+        }
+    })
 }

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 
 use super::client::private;
 use crate::attr::{Kind, ParamStyle};
-use crate::model::{Method, ReturnKind, Role, RpcTrait};
+use crate::model::{Method, ReturnKind, Role, RpcTrait, Special, StreamReturn};
 
 pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
     let p = private(t);
@@ -122,8 +122,29 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
             };
         }
     });
-    let call = quote!(<T as #trait_ident>::#method(&*__service, #(#call_args),*).await);
+    let invoke = quote!(<T as #trait_ident>::#method(&*__service, #(#call_args),*));
+    let call = quote!(#invoke.await);
     let primary = &m.name.value;
+    // Streams and progress tokens become their local forms once the params are decoded.
+    let needs_peer =
+        matches!(m.ret, ReturnKind::Stream(_)) || m.args.iter().any(|a| matches!(a.special, Special::Stream(_)));
+    let needs_cx = m.args.iter().any(|a| matches!(a.special, Special::Progress(_)));
+    let captures = match m.kind {
+        Kind::Request => {
+            let peer = needs_peer.then(|| quote!(let __stream_peer = ::core::clone::Clone::clone(__request.peer());));
+            let cx = needs_cx.then(|| quote!(let __stream_cx = __request.context();));
+            quote!(#peer #cx)
+        }
+        Kind::Notification => TokenStream::new(),
+    };
+    let conversions = m.wire_args().zip(&wire_vars).filter_map(|((a, _, _), var)| match &a.special {
+        Special::Stream(_) => Some(quote_spanned!(a.ty.span()=> let #var = #p::open_stream(&__stream_peer, #var);)),
+        Special::Progress(_) => {
+            Some(quote_spanned!(a.ty.span()=> let #var = #p::Progress::for_request(&__stream_cx, #var);))
+        }
+        Special::None => None,
+    });
+    let conversions = quote!(#(#conversions)*);
     let aliases = m.aliases.iter().map(|a| &a.value);
 
     match m.kind {
@@ -149,6 +170,7 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                         };
                     }
                 }
+                ReturnKind::Stream(s) => stream_respond(t, s, &invoke),
             };
             quote! {{
                 #decode
@@ -156,10 +178,12 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                 let __handler = move |__request: #p::Request, __reply: #p::Responder| {
                     let __service = ::core::clone::Clone::clone(&__service);
                     let __decoded = __decode(__request.params());
+                    #captures
                     #contexts
                     async move {
                         match __decoded {
                             ::core::result::Result::Ok((#(#wire_vars,)*)) => {
+                                #conversions
                                 #respond
                             }
                             ::core::result::Result::Err(__error) => {
@@ -201,7 +225,18 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
 fn decode_fn(t: &RpcTrait, m: &Method) -> TokenStream {
     let p = private(t);
     let wire: Vec<_> = m.wire_args().collect();
-    let tys = wire.iter().map(|(a, _, _)| &a.ty);
+    // What travels for a stream is its enumerable object; for progress, a token or `null`.
+    let tys: Vec<_> = wire
+        .iter()
+        .map(|(a, _, _)| match &a.special {
+            Special::Stream(_) => quote!(#p::Enumerable),
+            Special::Progress(_) => quote!(::core::option::Option<#p::ProgressToken>),
+            Special::None => {
+                let ty = &a.ty;
+                quote!(#ty)
+            }
+        })
+        .collect();
     let body = if let (ParamStyle::Object, [(arg, _, _)]) = (m.params, wire.as_slice()) {
         let ty = &arg.ty;
         quote_spanned! {ty.span()=>
@@ -209,10 +244,11 @@ fn decode_fn(t: &RpcTrait, m: &Method) -> TokenStream {
         }
     } else {
         let keys = wire.iter().map(|(_, key, _)| key);
-        let args = wire.iter().enumerate().map(|(i, (a, _, _))| {
-            let ty = &a.ty;
-            quote_spanned!(ty.span()=> __reader.arg::<#ty>(#i)?)
-        });
+        let args = wire
+            .iter()
+            .zip(&tys)
+            .enumerate()
+            .map(|(i, ((a, _, _), wire_ty))| quote_spanned!(a.ty.span()=> __reader.arg::<#wire_ty>(#i)?));
         quote! {
             let __reader = #p::ParamsReader::new(__params, &[#(#keys),*])?;
             ::core::result::Result::Ok((#(#args,)*))
@@ -225,5 +261,39 @@ fn decode_fn(t: &RpcTrait, m: &Method) -> TokenStream {
         ) -> ::core::result::Result<(#(#tys,)*), #p::ErrorObject> {
             #body
         }
+    }
+}
+
+/// Run a streaming method until it has its stream (inside a generator that owns the service, so
+/// the stream may borrow it), then answer with the stream's enumerable object.
+fn stream_respond(t: &RpcTrait, s: &StreamReturn, invoke: &TokenStream) -> TokenStream {
+    let p = private(t);
+    let item = &s.item;
+    let outer_err = s.outer_err.as_ref().map_or_else(|| quote!(#p::RpcError), |e| quote!(#e));
+    let call = if s.is_async { quote!(#invoke.await) } else { quote!(#invoke) };
+    let produce = if s.outer_err.is_some() {
+        quote! {
+            match #call {
+                ::core::result::Result::Ok(__stream) => __y.start(__stream).await,
+                ::core::result::Result::Err(__error) => __y.fail(__error).await,
+            }
+        }
+    } else {
+        quote!(__y.start(#call).await;)
+    };
+    // Spanned at the item type: a missing `Serialize` is reported there.
+    let reply = match &s.fallible {
+        Some((ok, item_err)) => quote_spanned! {ok.span()=>
+            #p::reply_try_stream::<#ok, #item_err, #outer_err>(__reply, __stream_peer, __body).await;
+        },
+        None => quote_spanned! {item.span()=>
+            #p::reply_stream::<#item, #outer_err>(__reply, __stream_peer, __body).await;
+        },
+    };
+    quote! {
+        let __body = #p::generate::<#p::Begin<#item, #outer_err>, _, _>(move |__y| async move {
+            #produce
+        });
+        #reply
     }
 }

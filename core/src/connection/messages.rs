@@ -1,0 +1,171 @@
+//! The message-level seam: a connection over a transport that delimits messages itself
+//! (WebSocket, a channel, a message queue). Inbound, a stream of [`Frame`]s (what a byte-stream
+//! decoder yields too); outbound, one body per message into a [`Sink`].
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Sink, SinkExt, Stream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::outbound::{FLUSH_TIMEOUT, OutFrame};
+use super::reader::EofReason;
+use super::shared::Shared;
+use super::{Builder, CloseKind, CloseReason, Connection, Direction, trace};
+use crate::framing::{Frame, FrameError};
+
+/// Messages fed to the sink before it is flushed (when more are queued at once).
+const BATCH_BYTES: usize = 64 * 1024;
+
+impl Builder {
+    /// Start over a message-oriented transport: `incoming` yields one [`Frame::Message`] per
+    /// inbound JSON-RPC message (or batch), `outgoing` takes one body per outbound message.
+    ///
+    /// The [framing](Builder::framing) setting does not apply; the size limit does: outbound
+    /// bodies over [`Builder::max_message_size`] are refused before they reach the sink, and the
+    /// transport should refuse larger inbound ones ([`FrameError::TooLarge`]). The stream
+    /// ending is the peer's EOF; an error ends the connection ([`FrameError::Io`] as a stream
+    /// error, any other variant as the peer's protocol violation). Several bodies may be fed
+    /// before the sink is flushed; when the connection ends the sink is closed.
+    ///
+    /// The WebSocket transport (feature `websocket`) is built on this. Here two connections talk
+    /// over channels:
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use futures::{SinkExt, StreamExt, channel::mpsc};
+    /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router, framing::Frame};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (to_server, server_rx) = mpsc::channel::<Vec<u8>>(16);
+    /// let (to_client, client_rx) = mpsc::channel::<Vec<u8>>(16);
+    /// let frames = |rx: mpsc::Receiver<Vec<u8>>| rx.map(|body| Ok(Frame::Message(BytesMut::from(&body[..]))));
+    ///
+    /// let _server = Connection::builder()
+    ///     .serve(Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) }))
+    ///     .connect_messages(frames(server_rx), to_client.sink_map_err(std::io::Error::other));
+    /// let client = Connection::builder().connect_messages(frames(client_rx), to_server.sink_map_err(std::io::Error::other));
+    /// let sum: i64 = client.request("add", (40, 2)).await?;
+    /// assert_eq!(sum, 42);
+    /// # Ok(()) }
+    /// ```
+    pub fn connect_messages<St, Si>(self, incoming: St, outgoing: Si) -> Connection
+    where
+        St: Stream<Item = Result<Frame, FrameError>> + Send + Unpin + 'static,
+        Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
+    {
+        self.start_messages(incoming, |_| outgoing, None).0
+    }
+
+    /// [`Builder::connect_messages`] for transports that need the connection's state to build
+    /// their sink (to say why in a closing frame) or know why the peer went away.
+    pub(crate) fn start_messages<St, Si, F>(
+        self,
+        incoming: St,
+        outgoing: F,
+        eof_reason: Option<EofReason>,
+    ) -> (Connection, Arc<Shared>)
+    where
+        St: Stream<Item = Result<Frame, FrameError>> + Send + Unpin + 'static,
+        Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
+        F: FnOnce(&Arc<Shared>) -> Si,
+    {
+        self.start_with(incoming, eof_reason, move |rx, shared, tracker, done| {
+            let sink = outgoing(&shared);
+            run_message_writer(sink, rx, shared, tracker, done)
+        })
+    }
+}
+
+/// The writer task of a message transport: the byte writer's loop (same order, same drain on
+/// close, same flush timeout) with one sink item per message instead of framed bytes.
+async fn run_message_writer<Si>(
+    mut sink: Si,
+    mut rx: mpsc::UnboundedReceiver<OutFrame>,
+    shared: Arc<Shared>,
+    handlers: TaskTracker,
+    done: CancellationToken,
+) where
+    Si: Sink<Vec<u8>, Error = io::Error> + Unpin,
+{
+    let stop = shared.shutdown.clone();
+    let give_up = async {
+        stop.cancelled().await;
+        tokio::time::sleep(FLUSH_TIMEOUT).await;
+    };
+    tokio::pin!(give_up);
+    let mut handlers_done = std::pin::pin!(async {
+        stop.cancelled().await;
+        handlers.close();
+        handlers.wait().await;
+    });
+    let mut handlers_finished = false;
+
+    'outer: loop {
+        let first = tokio::select! {
+            biased;
+            frame = rx.recv() => match frame {
+                Some(frame) => frame,
+                None => break,
+            },
+            _ = &mut handlers_done, if !handlers_finished => {
+                handlers_finished = true;
+                if rx.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            _ = &mut give_up => break,
+        };
+        let mut next = Some(first);
+        let mut fed = 0;
+        while let Some(mut frame) = next.take() {
+            trace::message(&shared, Direction::Outgoing, &frame.body);
+            shared.outbound.taken(&frame);
+            let body = std::mem::take(&mut frame.body);
+            fed += body.len();
+            let res = tokio::select! {
+                biased;
+                res = sink.feed(body) => res,
+                _ = &mut give_up => break 'outer,
+            };
+            if let Err(e) = res {
+                return writer_failed(sink, &shared, e, &done).await;
+            }
+            // The budget share is released once the sink has taken the message.
+            drop(frame);
+            if fed < BATCH_BYTES {
+                next = rx.try_recv().ok();
+            }
+        }
+        let res = tokio::select! {
+            biased;
+            res = sink.flush() => res,
+            _ = &mut give_up => break,
+        };
+        if let Err(e) = res {
+            return writer_failed(sink, &shared, e, &done).await;
+        }
+        if handlers_finished && rx.is_empty() {
+            break;
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_millis(500), sink.close()).await;
+    shared.finish();
+    done.cancel();
+}
+
+/// Writing failed: end the connection, and still try to close the sink (a message transport may
+/// have a closing handshake to finish, say a WebSocket whose peer closed first).
+async fn writer_failed<Si>(mut sink: Si, shared: &Shared, e: io::Error, done: &CancellationToken)
+where
+    Si: Sink<Vec<u8>, Error = io::Error> + Unpin,
+{
+    shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
+    let _ = tokio::time::timeout(Duration::from_millis(500), sink.close()).await;
+    shared.finish();
+    done.cancel();
+}

@@ -1,0 +1,382 @@
+//! Serving many peers: one [`Connection`] per accepted peer of a [`Listener`], each served the
+//! same router (or its own, built per connection), with a connection limit, broadcast and
+//! graceful shutdown.
+//!
+//! ```
+//! use std::time::Duration;
+//! use jsonrpc_duplex_core::{Connection, ErrorObject, Router, server::Server};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder()
+//!     .max_connections(100)
+//!     .serve_with(|peer| {
+//!         // Per-connection state; `peer.handle()` calls this client back.
+//!         let id = peer.id();
+//!         Router::new().method("whoami", move |(): (), _| async move { Ok::<_, ErrorObject>(id) })
+//!     })
+//!     .bind_tcp("127.0.0.1:0")
+//!     .await?;
+//! let addr = server.local_addr().and_then(|a| a.socket_addr()).expect("a TCP address");
+//!
+//! let client = Connection::builder()
+//!     .serve(Router::new().notification("news", |(text,): (String,), _| async move { println!("{text}") }))
+//!     .connect_tcp(addr)
+//!     .await?;
+//! let id: u64 = client.request("whoami", ()).await?;
+//! assert_eq!(id, 0);
+//!
+//! let sent = server.broadcast("news", ["the server says hello"])?;
+//! assert_eq!(sent.queued, 1);
+//! let report = server.shutdown(Duration::from_secs(5)).await;
+//! assert_eq!(report.unfinished, 0);
+//! # Ok(()) }
+//! ```
+//!
+//! Isolation: every peer has its own tasks and its own bounded queues (see
+//! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes, refusals and
+//! connections run in their own tasks, handshakes and refusals bounded in time); a peer that
+//! sends garbage, stops reading or dies affects its own connection only, and
+//! [`Server::broadcast`] never waits for a peer that does not read.
+
+mod gate;
+mod peer;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use peer::{Broadcast, Peer, ServerHandle, ServerStats};
+
+use self::gate::Gate;
+use self::peer::Inner;
+use crate::connection::FLUSH_TIMEOUT;
+use crate::message::{ErrorObject, codes};
+use crate::transport::{Accepted, Listener, PeerAddr};
+use crate::{Builder, CloseKind, CloseReason, Connection, Router};
+
+/// Default for [`ServerBuilder::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Default for [`ServerBuilder::broadcast_timeout`].
+pub const DEFAULT_BROADCAST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Builds a router for one connection.
+type PeerFactory = Arc<dyn Fn(&Peer) -> Router + Send + Sync>;
+
+/// Configures a [`Server`]; start it with [`ServerBuilder::listen`] or a `bind_*` method.
+pub struct ServerBuilder {
+    connection: Builder,
+    factory: Option<PeerFactory>,
+    max_connections: usize,
+    broadcast_timeout: Duration,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("connection", &self.connection)
+            .field("per_connection_factory", &self.factory.is_some())
+            .field("max_connections", &self.max_connections)
+            .field("broadcast_timeout", &self.broadcast_timeout)
+            .finish()
+    }
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        ServerBuilder::new(Connection::builder())
+    }
+}
+
+impl ServerBuilder {
+    /// Every connection starts from a clone of `connection`: its framing, limits, cancel
+    /// protocol and the services it serves.
+    pub fn new(connection: Builder) -> Self {
+        ServerBuilder {
+            connection,
+            factory: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            broadcast_timeout: DEFAULT_BROADCAST_TIMEOUT,
+        }
+    }
+
+    /// Serve a router (or a generated dispatcher) on every connection; shared by all of them.
+    ///
+    /// # Panics
+    /// If it registers a method already served (see [`Builder::serve`]).
+    pub fn serve(mut self, service: impl Into<Router>) -> Self {
+        self.connection = self.connection.serve(service);
+        self
+    }
+
+    /// Serve a router built for each connection as it starts: per-connection state, which may
+    /// keep [`Peer::handle`] to call that client back (and [`Peer::server`] to reach the
+    /// others). Runs before the connection reads its first message. Combines with
+    /// [`ServerBuilder::serve`]; a method both register closes each connection at its start
+    /// ([`CloseKind::FatalError`] naming the method). Calling it again replaces the factory.
+    pub fn serve_with<F, S>(mut self, factory: F) -> Self
+    where
+        F: Fn(&Peer) -> S + Send + Sync + 'static,
+        S: Into<Router>,
+    {
+        self.factory = Some(Arc::new(move |peer| factory(peer).into()));
+        self
+    }
+
+    /// How many connections may be open at once, handshakes included ([`DEFAULT_MAX_CONNECTIONS`]).
+    /// A peer beyond it is accepted and turned away at once (counted in
+    /// [`ServerStats::refused`]) with a `-32005` error response with id `null` (an HTTP 503 on
+    /// a WebSocket handshake). Mind the process's file descriptor limit (`ulimit -n`): each
+    /// connection holds one.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// How long a broadcast may wait for a peer whose outbound queue is full
+    /// ([`DEFAULT_BROADCAST_TIMEOUT`]); a peer that has not made room by then is disconnected
+    /// rather than silently missing the message.
+    pub fn broadcast_timeout(mut self, timeout: Duration) -> Self {
+        self.broadcast_timeout = timeout;
+        self
+    }
+
+    /// Bind a TCP listener (with a backlog of
+    /// [`LISTEN_BACKLOG`](crate::transport::LISTEN_BACKLOG)) and serve it.
+    #[cfg(feature = "tcp")]
+    pub async fn bind_tcp(self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Server> {
+        Ok(self.listen(crate::transport::bind_tcp(addr).await?))
+    }
+
+    /// Bind a Unix domain socket at `path` and serve it. The socket file is not removed when
+    /// the server stops.
+    #[cfg(all(unix, feature = "unix"))]
+    pub fn bind_unix(self, path: impl AsRef<std::path::Path>) -> std::io::Result<Server> {
+        Ok(self.listen(tokio::net::UnixListener::bind(path)?))
+    }
+
+    /// Bind a TCP listener for WebSocket peers (see [`ServerBuilder::bind_tcp`]) and serve it.
+    #[cfg(feature = "websocket")]
+    pub async fn bind_websocket(self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Server> {
+        Ok(self.listen(crate::transport::websocket::WebSocketListener::bind(addr).await?))
+    }
+
+    /// Serve every peer `listener` accepts. Must be called inside a tokio runtime.
+    pub fn listen<L: Listener>(self, listener: L) -> Server {
+        let gate = Arc::new(Gate::default());
+        let inner = Arc::new(Inner {
+            peers: Mutex::new(Default::default()),
+            next_id: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            stats: Default::default(),
+            max_connections: self.max_connections,
+            broadcast_timeout: self.broadcast_timeout,
+            local_addr: listener.listen_addr().ok(),
+            stop_accepting: CancellationToken::new(),
+            close_all: CancellationToken::new(),
+            gate: gate.clone(),
+            tasks: TaskTracker::new(),
+            accepting: TaskTracker::new(),
+        });
+        let template = self.connection.layer(gate.layer());
+        inner.accepting.spawn(accept_loop(listener, inner.clone(), template, self.factory));
+        inner.accepting.close();
+        Server { inner }
+    }
+}
+
+/// Serves every peer of a listener; see the [module docs](self).
+///
+/// Dropping the `Server` stops accepting and closes every connection without waiting; use
+/// [`Server::shutdown`] to let requests in flight finish first.
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local_addr", &self.inner.local_addr)
+            .field("stats", &self.inner.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Server::shutdown`] did.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Request handlers still running at the deadline (then cancelled: their requests were
+    /// answered `-32800`).
+    pub unfinished: usize,
+    /// Connections open when the server stopped accepting (all closed since).
+    pub closed_connections: usize,
+    /// How long the shutdown took.
+    pub elapsed: Duration,
+    /// The counters at the end.
+    pub stats: ServerStats,
+}
+
+impl Server {
+    /// Configure a server whose connections start from [`Connection::builder`]; see
+    /// [`ServerBuilder::new`] to start from your own builder.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// A cloneable handle for broadcasts, counters and the list of peers (also reachable from
+    /// handlers through [`Peer::server`]). It does not keep the server running.
+    pub fn handle(&self) -> ServerHandle {
+        ServerHandle { inner: Arc::downgrade(&self.inner) }
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> Option<&PeerAddr> {
+        self.inner.local_addr.as_ref()
+    }
+
+    /// Send a notification to every live connection; see [`ServerHandle::broadcast`].
+    pub fn broadcast(&self, method: &str, params: impl serde::Serialize) -> Result<Broadcast, crate::Error> {
+        self.inner.broadcast(&self.inner, method, &params)
+    }
+
+    /// The live connections.
+    pub fn peers(&self) -> Vec<Peer> {
+        self.inner.peers()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> ServerStats {
+        self.inner.stats()
+    }
+
+    /// Stop gracefully: stop accepting (new peers are refused by the OS), answer requests that
+    /// arrive from now on with `-32000` "the server is shutting down", wait up to `grace` for
+    /// the request handlers already running, then close every connection (queued messages are
+    /// flushed; handlers still running are cancelled and their requests answered `-32800`).
+    /// Every request read is answered; calls the server made to its peers fail with
+    /// [`Error::ConnectionLost`](crate::Error::ConnectionLost).
+    pub async fn shutdown(self, grace: Duration) -> ShutdownReport {
+        let start = Instant::now();
+        let inner = &self.inner;
+        inner.stop_accepting.cancel();
+        inner.gate.drain();
+        inner.accepting.wait().await;
+        let closed_connections = inner.active.load(Ordering::Acquire);
+        tracing::debug!(target: crate::LOG_TARGET, connections = closed_connections, "server draining");
+        let _ = tokio::time::timeout(grace, inner.gate.idle()).await;
+        let unfinished = inner.gate.running();
+        inner.close_all.cancel();
+        inner.tasks.close();
+        // Each connection's close is bounded by its flush timeout; refusals and handshakes by theirs.
+        let _ = tokio::time::timeout(FLUSH_TIMEOUT + Duration::from_secs(1), inner.tasks.wait()).await;
+        ShutdownReport { unfinished, closed_connections, elapsed: start.elapsed(), stats: inner.stats() }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.inner.stop_accepting.cancel();
+        self.inner.close_all.cancel();
+    }
+}
+
+/// Accept until told to stop; every peer is handed to its own task at once.
+async fn accept_loop<L: Listener>(mut listener: L, inner: Arc<Inner>, template: Builder, factory: Option<PeerFactory>) {
+    const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = inner.stop_accepting.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let accepted = match accepted {
+            Ok(a) => {
+                backoff = FIRST_BACKOFF;
+                a
+            }
+            Err(e) => {
+                // Out of file descriptors, a peer that reset before accept, …: the listener
+                // stays usable; back off so a persistent error does not spin.
+                inner.stats.accept_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(target: crate::LOG_TARGET, error = %e, ?backoff, "accepting a peer failed");
+                tokio::select! {
+                    _ = inner.stop_accepting.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let addr = accepted.peer_addr();
+        if inner.active.fetch_add(1, Ordering::AcqRel) >= inner.max_connections {
+            inner.active.fetch_sub(1, Ordering::AcqRel);
+            inner.stats.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(target: crate::LOG_TARGET, peer = %addr, max = inner.max_connections, "peer refused: connection limit");
+            let error = ErrorObject::new(
+                codes::SERVER_BUSY,
+                format!("the server is at its limit of {} connections", inner.max_connections),
+            );
+            inner.tasks.spawn(accepted.refuse(template.clone(), error));
+            continue;
+        }
+        inner.stats.accepted.fetch_add(1, Ordering::Relaxed);
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut builder = template.clone();
+        if let Some(factory) = &factory {
+            let factory = factory.clone();
+            let server = ServerHandle { inner: Arc::downgrade(&inner) };
+            let addr = addr.clone();
+            builder = builder
+                .serve_with(move |handle| factory(&Peer { id, addr: addr.clone(), handle, server: server.clone() }));
+        }
+        inner.tasks.spawn(serve_peer(accepted, id, addr, builder, inner.clone()));
+    }
+    tracing::debug!(target: crate::LOG_TARGET, "server stopped accepting");
+}
+
+/// Counts a connection as open until dropped.
+struct Active(Arc<Inner>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One peer's life: handshake, serve, close.
+async fn serve_peer<A: Accepted>(accepted: A, id: u64, addr: PeerAddr, builder: Builder, inner: Arc<Inner>) {
+    let _active = Active(inner.clone());
+    let started = tokio::select! {
+        biased;
+        _ = inner.close_all.cancelled() => return,
+        started = accepted.start(builder) => started,
+    };
+    let conn = match started {
+        Ok(conn) => conn,
+        Err(e) => {
+            inner.stats.failed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(target: crate::LOG_TARGET, peer = %addr, error = %e, "connection did not start");
+            return;
+        }
+    };
+    let server = ServerHandle { inner: Arc::downgrade(&inner) };
+    inner.insert(Peer { id, addr: addr.clone(), handle: conn.handle(), server });
+    tracing::debug!(target: crate::LOG_TARGET, peer = %addr, id, "connection open");
+    let ended = tokio::select! {
+        reason = conn.closed() => Some(reason),
+        _ = inner.close_all.cancelled() => None,
+    };
+    inner.remove(id);
+    if ended.is_none() {
+        conn.handle().shared.close(CloseReason::new(CloseKind::LocallyClosed, "the server is shutting down"));
+    }
+    // Waits for the flush (bounded by the connection's flush timeout) so that the socket is
+    // closed when the connection stops counting against the limit.
+    let reason = conn.close().await;
+    inner.stats.closed.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(target: crate::LOG_TARGET, peer = %addr, id, %reason, "connection closed");
+}
