@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use jsonrpc_duplex::{CallOptions, CancelProtocol, CancellationToken, Connection, Framing};
 use protocol::*;
 use tokio::process::Command;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 /// The bound of `initialize` and `session/new`.
 const STEP: Duration = Duration::from_secs(30);
@@ -110,8 +110,6 @@ struct ConsoleEditor {
     turn_cancelled: CancellationToken,
     read_only: bool,
     started: Instant,
-    /// Counts the `session/update`s handled (see `settle`).
-    updates: watch::Sender<u64>,
 }
 
 impl ConsoleEditor {
@@ -122,7 +120,6 @@ impl ConsoleEditor {
 
 impl Editor for ConsoleEditor {
     async fn session_update(&self, notification: SessionNotification) {
-        self.updates.send_modify(|n| *n += 1);
         match notification.update {
             SessionUpdate::AgentMessageChunk(chunk) => self.print(&format!("agent │ {}", text_of(&chunk.content))),
             SessionUpdate::AgentThoughtChunk(chunk) => self.print(&format!("think │ {}", text_of(&chunk.content))),
@@ -313,13 +310,11 @@ async fn run(options: Options) -> Result<StopReason, String> {
         stop: stop.clone(),
     };
     tokio::spawn(dialog(dialog_rx, user, started));
-    let (updates, mut handled) = watch::channel(0);
     let editor = ConsoleEditor {
         dialog: dialog_tx,
         turn_cancelled: turn_cancelled.clone(),
         read_only: options.read_only,
         started,
-        updates,
     };
 
     let mut command = Command::new(&options.agent[0]);
@@ -374,31 +369,17 @@ async fn run(options: Options) -> Result<StopReason, String> {
         })
     };
     let prompt = PromptRequest { session_id, prompt: vec![ContentBlock::text(&options.prompt)] };
-    let turn = agent.with_options(CallOptions::new().timeout(options.timeout));
+    // The agent sends all of a turn's `session/update`s before its answer: `after_notifications`
+    // makes the call return only once they have all been handled (printed) here.
+    let turn = agent.with_options(CallOptions::new().timeout(options.timeout).after_notifications());
     let response = turn.prompt(prompt).await.map_err(|e| format!("session/prompt: {}", describe(&e)))?;
     canceller.abort();
-    settle(&mut handled).await;
     print(format!("stop reason: {}", wire_name(&response.stop_reason)));
 
     // ACP has no shutdown request: closing the agent's stdin ends it.
     let reason = conn.close().await;
     tracing::debug!("connection closed: {reason}");
     Ok(response.stop_reason)
-}
-
-/// Wait until no `session/update` has been handled for a moment (at most 2 s).
-///
-/// The agent sends all of a turn's updates before its answer to `session/prompt`, and they are
-/// read in that order; but the connection hands an answer to its caller as soon as it is read,
-/// while the notifications read before it may still wait in the ordered lane of inbound
-/// notifications. Closing the connection at once would drop them. (A framework gap: there is no
-/// way yet to wait for the notifications read before an answer.)
-async fn settle(handled: &mut watch::Receiver<u64>) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while tokio::time::timeout_at(deadline, tokio::time::timeout(Duration::from_millis(100), handled.changed()))
-        .await
-        .is_ok_and(|quiet| quiet.is_ok_and(|changed| changed.is_ok()))
-    {}
 }
 
 #[tokio::main]

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Handle;
+use super::settle::on_lane;
 use super::shared::{InboundCall, Shared};
 use crate::handler::{Batch, Notification, ReplySlot, Request, Responder, Route, Router, supervised};
 use crate::message::{ErrorObject, Id};
@@ -43,7 +44,10 @@ impl Dispatcher {
         // (the queue then ends when the reader drops its sender).
         let shutdown = self.shared.handlers.clone();
         let read_ahead = self.shared.config.limits.read_ahead.max(1);
+        let mut taken = 0u64;
         loop {
+            // Everything taken so far is handled: notifications ran to completion, requests started.
+            self.shared.settle.set_handled(taken);
             let item = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
@@ -55,6 +59,7 @@ impl Dispatcher {
             if self.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
                 self.shared.space.notify_one();
             }
+            taken += 1;
             match item {
                 Inbound::Notification { method, params } => {
                     if !self.notification(method, params).await {
@@ -62,6 +67,9 @@ impl Dispatcher {
                     }
                 }
                 Inbound::Request { id, method, params, call, batch } => {
+                    // A request counts as handled once taken: a call awaiting the lane must not
+                    // wait for a concurrency slot that its own caller may be holding.
+                    self.shared.settle.set_handled(taken);
                     let slot = ReplySlot::new(self.shared.clone(), id.clone(), Some(call.clone()), batch, false);
                     if call.cancel.is_cancelled() {
                         slot.answer_unanswered(&call.cancel, "cancelled before it started");
@@ -106,7 +114,8 @@ impl Dispatcher {
                     let cancel = call.cancel.clone();
                     let mut task = Box::pin(async move {
                         let end =
-                            supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;
+                            supervise(handler, Some(&slot), false, &cancel, |payload| answer_panic(&slot, &payload))
+                                .await;
                         // A handler that finished may have handed its responder to another task:
                         // only a cancelled one is answered here.
                         if end == End::Cancelled {
@@ -114,7 +123,8 @@ impl Dispatcher {
                         }
                         drop(permit);
                     });
-                    if futures::poll!(task.as_mut()).is_pending() {
+                    let first = std::future::poll_fn(|cx| Poll::Ready(on_lane(|| task.as_mut().poll(cx)))).await;
+                    if first.is_pending() {
                         self.tracker.spawn(task);
                     }
                 }
@@ -169,7 +179,7 @@ impl Dispatcher {
             }
         };
         let shutdown = self.shared.handlers.clone();
-        let end = supervise(fut, None, &shutdown, |payload| {
+        let end = supervise(fut, None, true, &shutdown, |payload| {
             tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
         })
         .await;
@@ -221,6 +231,7 @@ enum End {
 async fn supervise(
     fut: HandlerFuture,
     slot: Option<&Arc<ReplySlot>>,
+    lane: bool,
     cancel: &CancellationToken,
     on_panic: impl FnOnce(Box<dyn Any + Send>),
 ) -> End {
@@ -230,7 +241,9 @@ async fn supervise(
     tokio::pin!(cancelled);
     let end = std::future::poll_fn(|cx| {
         if let Some(f) = fut.as_mut() {
-            match supervised(slot, || std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx)))) {
+            let mut poll = || supervised(slot, || std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx))));
+            let polled = if lane { on_lane(poll) } else { poll() };
+            match polled {
                 Ok(Poll::Ready(())) => return Poll::Ready(End::Finished),
                 Ok(Poll::Pending) => {}
                 Err(payload) => {

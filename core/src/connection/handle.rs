@@ -29,6 +29,9 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Cancel the call when this fires.
     pub cancel: Option<CancellationToken>,
+    /// Resolve only after this side has handled every notification the peer sent before its
+    /// answer (see [`CallOptions::after_notifications`]).
+    pub after_notifications: bool,
 }
 
 impl CallOptions {
@@ -44,6 +47,19 @@ impl CallOptions {
     /// Set a cancellation token.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+    /// Resolve only after this side's handlers have handled every notification the peer sent
+    /// before its answer (each notification handler run to completion).
+    ///
+    /// Answers bypass the ordered dispatch lane, so that a handler awaiting a call to the peer
+    /// never deadlocks it; without this option a call may return while notifications that
+    /// arrived just before its answer (an ACP agent's last `session/update`s before
+    /// `session/prompt` returns) are still queued. A call made from a handler running on the
+    /// lane itself (a notification handler, or a request handler before its first `.await`)
+    /// does not wait, since it would wait for itself.
+    pub fn after_notifications(mut self) -> Self {
+        self.after_notifications = true;
         self
     }
 }
@@ -208,7 +224,7 @@ impl Handle {
             biased;
             outcome = &mut rx => {
                 guard.active = false;
-                return self.flatten(outcome);
+                return self.settled(outcome, &options).await;
             }
             _ = cancelled => {}
             _ = &mut expired => {
@@ -227,7 +243,7 @@ impl Handle {
             biased;
             outcome = &mut rx => {
                 guard.active = false;
-                match self.flatten(outcome) {
+                match self.settled(outcome, &options).await {
                     Err(Error::Remote(e)) if e.code == codes::REQUEST_CANCELLED => Err(Error::Cancelled),
                     other => other,
                 }
@@ -239,8 +255,17 @@ impl Handle {
         }
     }
 
-    fn flatten(&self, outcome: Result<Outcome, oneshot::error::RecvError>) -> Result<Box<RawValue>, Error> {
-        outcome.unwrap_or_else(|_| Err(Error::ConnectionLost(self.shared.lost())))
+    /// The answer, once the notifications read before it are handled if the call asked for that.
+    async fn settled(
+        &self,
+        outcome: Result<Outcome, oneshot::error::RecvError>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let (result, read_before) = outcome.unwrap_or_else(|_| (Err(Error::ConnectionLost(self.shared.lost())), 0));
+        if options.after_notifications && !super::settle::is_on_lane() {
+            self.shared.settle.wait(read_before, &self.shared.handlers).await;
+        }
+        result
     }
 
     fn check_size(&self, buf: &[u8]) -> Result<(), Error> {

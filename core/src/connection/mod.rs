@@ -8,6 +8,7 @@ mod handle;
 mod messages;
 mod outbound;
 mod pending;
+mod settle;
 mod reader;
 pub(crate) mod shared;
 mod trace;

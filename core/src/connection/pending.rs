@@ -9,8 +9,9 @@ use tokio::sync::{Notify, oneshot};
 use super::{CloseReason, Error};
 use crate::message::ErrorObject;
 
-/// What a waiting call receives.
-pub(crate) type Outcome = Result<Box<RawValue>, Error>;
+/// What a waiting call receives: the answer, and how many inbound messages had been handed to
+/// the dispatcher when it was read (so the caller may wait until those are handled).
+pub(crate) type Outcome = (Result<Box<RawValue>, Error>, u64);
 
 /// How many abandoned ids are remembered so that their late answers are absorbed quietly.
 const ABANDONED_MEMORY: usize = 4096;
@@ -65,12 +66,12 @@ impl Pending {
         self.lock().calls.len()
     }
 
-    pub(crate) fn complete(&self, id: u64, outcome: Result<Box<RawValue>, ErrorObject>) -> Delivery {
+    pub(crate) fn complete(&self, id: u64, outcome: Result<Box<RawValue>, ErrorObject>, read_before: u64) -> Delivery {
         let mut inner = self.lock();
         if let Some(tx) = inner.calls.remove(&id) {
             drop(inner);
             // The receiver may be gone if the caller is being dropped right now: same as abandoned.
-            return match tx.send(outcome.map_err(Error::Remote)) {
+            return match tx.send((outcome.map_err(Error::Remote), read_before)) {
                 Ok(()) => Delivery::Delivered,
                 Err(_) => Delivery::Abandoned,
             };
@@ -103,7 +104,7 @@ impl Pending {
             std::mem::take(&mut inner.calls)
         };
         for (_, tx) in calls {
-            let _ = tx.send(Err(Error::ConnectionLost(reason.clone())));
+            let _ = tx.send((Err(Error::ConnectionLost(reason.clone())), 0));
         }
     }
 }

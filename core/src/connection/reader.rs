@@ -118,7 +118,7 @@ impl Reader {
                     // Before the caller wakes: its argument streams end and its progress
                     // receivers stop here, after every report read before this answer.
                     self.shared.release_call(n);
-                    self.shared.pending.complete(n, outcome)
+                    self.shared.pending.complete(n, outcome, self.shared.settle.enqueued())
                 });
                 match delivery {
                     Delivery::Delivered => {}
@@ -248,6 +248,7 @@ impl Reader {
             }
         }
         self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        self.shared.settle.on_enqueue();
         if self.queue.send(item).is_err() {
             // The dispatcher is gone (it only stops when the connection closes): never leave
             // the connection half alive with calls waiting on it.

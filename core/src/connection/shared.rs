@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) queued: AtomicUsize,
     /// Signalled when the dispatcher takes a message (room for a paused reader).
     pub(crate) space: Notify,
+    /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
+    pub(crate) settle: super::settle::Settle,
     reason: watch::Sender<Option<CloseReason>>,
 }
 
@@ -61,6 +63,7 @@ impl Shared {
             finished: CancellationToken::new(),
             queued: AtomicUsize::new(0),
             space: Notify::new(),
+            settle: Default::default(),
             reason: watch::Sender::new(None),
         }
     }
