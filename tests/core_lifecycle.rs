@@ -381,6 +381,21 @@ mod os {
     }
 
     #[tokio::test]
+    async fn closing_waits_until_the_child_has_exited() {
+        let file = pid_file("close-waits");
+        let _ = std::fs::remove_file(&file);
+        let mut cmd = tokio::process::Command::new("sh");
+        // On EOF the child takes a moment, leaves its mark, then exits by itself.
+        cmd.args(["-c", &format!("cat > /dev/null; sleep 0.2; echo done > {}", file.display())]);
+        let conn = Connection::builder().spawn_child(cmd).unwrap();
+        let reason = within(conn.close()).await;
+        assert_eq!(reason.kind, CloseKind::LocallyClosed);
+        let mark = std::fs::read_to_string(&file).expect("close() returned before the child finished");
+        assert_eq!(mark.trim(), "done");
+        let _ = std::fs::remove_file(file);
+    }
+
+    #[tokio::test]
     async fn dropping_the_connection_kills_a_child_that_ignores_eof() {
         let file = pid_file("sleep");
         let mut cmd = tokio::process::Command::new("sh");

@@ -8,8 +8,8 @@ mod handle;
 mod messages;
 mod outbound;
 mod pending;
-mod settle;
 mod reader;
+mod settle;
 pub(crate) mod shared;
 mod trace;
 
@@ -274,7 +274,7 @@ impl Builder {
             Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone() };
         tracker.spawn(dispatcher.run(queue_rx));
         tokio::spawn(writer(out_rx, shared.clone(), tracker, done.clone()));
-        (Connection { handle, done }, shared)
+        (Connection { handle, done, transport_done: None }, shared)
     }
 }
 
@@ -305,6 +305,8 @@ impl Builder {
 pub struct Connection {
     handle: Handle,
     done: CancellationToken,
+    /// Fires when the transport's own end is over (a child process has exited or been killed).
+    transport_done: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -333,10 +335,21 @@ impl Connection {
     ///
     /// If the connection has ended already (say the peer closed its side), this waits for the
     /// same flush: after the peer's EOF that includes the answers to requests already read.
+    ///
+    /// Over a child process this also waits for the child to exit (it sees EOF on its stdin), or
+    /// to be killed once its grace period is over, so that it is reaped before this returns.
     pub async fn close(self) -> CloseReason {
         self.handle.close();
         self.done.cancelled().await;
+        if let Some(transport_done) = &self.transport_done {
+            transport_done.cancelled().await;
+        }
         self.handle.shared.closed().await
+    }
+
+    /// Make [`Connection::close`] also wait for the transport's own end.
+    pub(crate) fn set_transport_done(&mut self, token: CancellationToken) {
+        self.transport_done = Some(token);
     }
 }
 

@@ -10,6 +10,7 @@ use futures::FutureExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr, Command};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use crate::connection::shared::Shared;
 use crate::{Builder, CloseKind, CloseReason, Connection};
@@ -70,8 +71,13 @@ impl Builder {
             tokio::time::timeout(Duration::from_secs(2), status_rx).await.ok().and_then(Result::ok)
         }
         .boxed();
-        let (conn, shared) = self.start(stdout, stdin, Some(eof_reason));
-        tokio::spawn(watch_child(child, shared, status_tx, options));
+        let (mut conn, shared) = self.start(stdout, stdin, Some(eof_reason));
+        let exited = CancellationToken::new();
+        conn.set_transport_done(exited.clone());
+        tokio::spawn(async move {
+            watch_child(child, shared, status_tx, options).await;
+            exited.cancel();
+        });
         Ok(conn)
     }
 }
@@ -83,6 +89,7 @@ async fn forward_stderr(stderr: ChildStderr, pid: u32) {
     }
 }
 
+/// Bind the child's life to the connection's; returns once the child has exited or been killed.
 async fn watch_child(mut child: Child, shared: Arc<Shared>, status_tx: oneshot::Sender<String>, options: ChildOptions) {
     tokio::select! {
         status = child.wait() => {
@@ -91,12 +98,16 @@ async fn watch_child(mut child: Child, shared: Arc<Shared>, status_tx: oneshot::
                 Err(e) => format!("waiting for the child process failed: {e}"),
             };
             let _ = status_tx.send(why.clone());
-            tokio::select! {
-                _ = shared.shutdown.cancelled() => {}
-                _ = tokio::time::sleep(options.stdout_grace) => {
-                    shared.close(CloseReason::new(CloseKind::RemoteClosed, format!("{why}, but its stdout stayed open")));
+            // The child is gone; its stdout may still be held open by a grandchild. Watch that
+            // on a task of its own so that `close()` need not wait for it.
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = shared.shutdown.cancelled() => {}
+                    _ = tokio::time::sleep(options.stdout_grace) => {
+                        shared.close(CloseReason::new(CloseKind::RemoteClosed, format!("{why}, but its stdout stayed open")));
+                    }
                 }
-            }
+            });
         }
         _ = shared.shutdown.cancelled() => {
             // The writer flushes and closes the child's stdin (within its own flush timeout); a
