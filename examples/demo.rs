@@ -2,9 +2,12 @@
 //! over stdio (`demo --server`) and talks to it, each side through the client and server that
 //! `#[rpc]` generates from a trait.
 //!
-//! It shows typed calls, a notification, a server→client call that the client answers later from
-//! another task, a cancelled slow call, a timed-out call, a typed error, calls that fail (unknown
-//! method, invalid params), and the child exiting, which ends the connection.
+//! It shows typed calls, notifications both ways, a server→client call that the client answers
+//! later from another task, a streamed result (read to its end, and dropped early), progress
+//! reports arriving before their call's answer, a cancelled slow call, a timed-out call, a typed
+//! error, calls that fail (unknown method, invalid params), and the child exiting, which ends the
+//! connection. Where it helps, it prints the raw messages (`-->` sent, `<--` received), which the
+//! connection logs at TRACE on [`WIRE_TARGET`].
 //!
 //! ```text
 //! cargo run --example demo
@@ -12,11 +15,13 @@
 
 use std::process::ExitCode;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, Connection, ErrorObject, Handle, Id, RpcError, RpcErrorType, rpc,
+    CallOptions, CancellationToken, ClientError, Connection, ErrorObject, Handle, Id, Progress, RpcError, RpcErrorType,
+    WIRE_TARGET, rpc,
 };
 use serde::{Deserialize, Serialize};
 use tokio::process::Command;
@@ -36,16 +41,26 @@ pub trait Backend {
     #[method(params = "named")]
     async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError>;
 
-    /// How many notes arrived, the last one, and the server's pid.
+    /// How many notes arrived, the last one, the server's pid and its open streams.
     async fn stats(&self) -> Stats;
 
-    /// Leave a note; a notification, so it has no answer.
+    /// Leave a note; a notification, so it has no answer. The server acknowledges it with a
+    /// notification of its own, through `operator`, a client of the peer's [`Operator`] trait.
     #[notification(params = "object")]
-    async fn note(&self, note: Note);
+    async fn note(&self, note: Note, #[context] operator: OperatorClient);
 
     /// Deploy to `target` once the operator (the other side) approves. `operator` is not a param:
     /// it is a client of the peer's [`Operator`] trait, to call it back mid-request.
     async fn deploy(&self, target: String, #[context] operator: OperatorClient) -> Result<String, DeployError>;
+
+    /// `from`, `from - 1`, …, `1`, one every 50 ms, pulled by the caller item by item.
+    fn countdown(&self, from: u32) -> impl Stream<Item = u32> + Send;
+
+    /// 1, 2, 3, … without end: the caller takes what it wants and drops the rest.
+    fn naturals(&self) -> impl Stream<Item = u64> + Send;
+
+    /// Build `target` in three stages, reporting each as it starts, then answer with the artifact.
+    async fn build(&self, target: String, progress: Progress<Stage>) -> String;
 
     /// Wait `ms` milliseconds, unless the caller cancels (the core then answers `-32800`).
     async fn sleep(&self, ms: u64, cancel: CancellationToken) -> Result<String, RpcError>;
@@ -55,12 +70,16 @@ pub trait Backend {
     async fn exit(&self, #[context] peer: Handle);
 }
 
-/// What the client (this process) answers while the server handles a request.
+/// What the client (this process) offers the server.
 #[rpc(params = "object")]
 pub trait Operator {
     /// May the server go ahead? `id` is the server's id for this request.
     #[method(name = "client/confirm")]
     async fn confirm(&self, question: Question, #[context] id: Id) -> Result<Answer, RpcError>;
+
+    /// Something the server wants the operator to know; a notification.
+    #[notification(name = "client/notice")]
+    async fn notice(&self, notice: Note);
 }
 
 /// A trait the server does not serve: its client shows how a call to a missing method comes back.
@@ -80,13 +99,26 @@ pub struct Stats {
     pub last_note: Option<String>,
     /// The server's process id.
     pub pid: u32,
+    /// Streams the server is still generating.
+    pub open_streams: u64,
 }
 
-/// The params of `note`.
+/// The params of `note` and `client/notice`.
 #[derive(Serialize, Deserialize)]
 pub struct Note {
     /// What it says.
     pub text: String,
+}
+
+/// A progress report of `build`.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct Stage {
+    /// This stage's number, from 1.
+    pub step: u32,
+    /// How many stages there are.
+    pub of: u32,
+    /// What it does.
+    pub name: String,
 }
 
 /// The params of `client/confirm`.
@@ -164,6 +196,23 @@ impl RpcErrorType for DeployError {
 struct BackendImpl {
     notes: AtomicU64,
     last_note: Mutex<Option<String>>,
+    open_streams: AtomicU64,
+}
+
+/// Counts a stream as open, in the server's `open_streams`, until the stream is dropped.
+struct OpenStream<'a>(&'a AtomicU64);
+
+impl<'a> OpenStream<'a> {
+    fn new(open_streams: &'a AtomicU64) -> Self {
+        open_streams.fetch_add(1, Ordering::SeqCst);
+        OpenStream(open_streams)
+    }
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Backend for BackendImpl {
@@ -176,12 +225,17 @@ impl Backend for BackendImpl {
             notes: self.notes.load(Ordering::SeqCst),
             last_note: self.last_note.lock().expect("not poisoned").clone(),
             pid: std::process::id(),
+            open_streams: self.open_streams.load(Ordering::SeqCst),
         }
     }
 
-    async fn note(&self, note: Note) {
-        self.notes.fetch_add(1, Ordering::SeqCst);
+    async fn note(&self, note: Note, operator: OperatorClient) {
+        let count = self.notes.fetch_add(1, Ordering::SeqCst) + 1;
+        let text = format!("note #{count} received: {:?}", note.text);
         *self.last_note.lock().expect("not poisoned") = Some(note.text);
+        // A notification back; the connection is the only thing that could fail, and then there
+        // is no one to tell.
+        let _ = operator.notice(Note { text }).await;
     }
 
     async fn deploy(&self, target: String, operator: OperatorClient) -> Result<String, DeployError> {
@@ -193,6 +247,27 @@ impl Backend for BackendImpl {
         } else {
             Err(DeployError::Declined { target, by: answer.by })
         }
+    }
+
+    fn countdown(&self, from: u32) -> impl Stream<Item = u32> + Send {
+        futures::stream::iter((1..=from).rev()).then(|n| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            n
+        })
+    }
+
+    fn naturals(&self) -> impl Stream<Item = u64> + Send {
+        let open = OpenStream::new(&self.open_streams);
+        futures::stream::unfold((1, open), |(n, open)| async move { Some((n, (n + 1, open))) })
+    }
+
+    async fn build(&self, target: String, progress: Progress<Stage>) -> String {
+        let stages = ["compile", "test", "package"];
+        for (name, step) in stages.into_iter().zip(1..) {
+            let _ = progress.report(Stage { step, of: stages.len() as u32, name: name.into() }).await;
+            tokio::time::sleep(Duration::from_millis(100)).await; // the stage's work
+        }
+        format!("{target}.tar.gz")
     }
 
     async fn sleep(&self, ms: u64, cancel: CancellationToken) -> Result<String, RpcError> {
@@ -229,7 +304,7 @@ struct Pending {
 }
 
 /// Serves `client/confirm` by handing each question to the desk, another task, and waiting for
-/// its answer.
+/// its answer; prints the server's notices.
 struct OperatorImpl {
     desk: mpsc::Sender<Pending>,
 }
@@ -239,6 +314,10 @@ impl Operator for OperatorImpl {
         let (answer, answered) = oneshot::channel();
         self.desk.send(Pending { question, id, answer }).await.map_err(|_| RpcError::internal("the desk is closed"))?;
         answered.await.map_err(|_| RpcError::internal("the desk dropped the question"))
+    }
+
+    async fn notice(&self, notice: Note) {
+        println!("   client: notice from the server: {}", notice.text);
     }
 }
 
@@ -252,45 +331,194 @@ async fn desk(mut questions: mpsc::Receiver<Pending>) {
     }
 }
 
-async fn step<T>(what: &str, fut: impl std::future::Future<Output = T>) -> Result<T, String> {
+/// Whether the raw messages are printed (see [`install_wire_printer`]).
+static SHOW_WIRE: AtomicBool = AtomicBool::new(false);
+
+/// Print the connection's raw traffic, which it logs at TRACE on [`WIRE_TARGET`] as
+/// `--> {..}` (sent) and `<-- {..}` (received), while [`SHOW_WIRE`] is set.
+fn install_wire_printer() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(format!("{WIRE_TARGET}=trace")))
+        .without_time()
+        .with_level(false)
+        .with_target(false)
+        .with_ansi(false)
+        .with_writer(|| WireLine)
+        .init();
+}
+
+/// Writes one formatted wire message, indented, to stdout while [`SHOW_WIRE`] is set.
+struct WireLine;
+
+impl std::io::Write for WireLine {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        if SHOW_WIRE.load(Ordering::SeqCst) {
+            let mut out = std::io::stdout().lock();
+            out.write_all(b"      ")?;
+            out.write_all(line)?;
+        }
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
+
+/// Run `fut` with the raw messages printed.
+async fn on_the_wire<T>(fut: impl Future<Output = T>) -> T {
+    SHOW_WIRE.store(true, Ordering::SeqCst);
+    let out = fut.await;
+    SHOW_WIRE.store(false, Ordering::SeqCst);
+    out
+}
+
+async fn step<T>(what: &str, fut: impl Future<Output = T>) -> Result<T, String> {
     tokio::time::timeout(STEP_TIMEOUT, fut).await.map_err(|_| format!("{what}: no answer within {STEP_TIMEOUT:?}"))
 }
 
-async fn run_client() -> Result<(), String> {
+async fn stats(backend: &BackendClient) -> Result<Stats, String> {
+    step("stats", backend.stats()).await?.map_err(|e| format!("stats failed: {e}"))
+}
+
+fn section(title: &str) {
+    println!("\n{title}");
+}
+
+/// Spawn this program as the server, serving [`Operator`] on the connection.
+fn connect() -> Result<Connection, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.arg("--server");
     let (questions, inbox) = mpsc::channel(8);
     tokio::spawn(desk(inbox));
-    let conn = Connection::builder()
+    Connection::builder()
         .serve(OperatorServer::new(OperatorImpl { desk: questions }))
         .spawn_child(cmd)
-        .map_err(|e| format!("spawning the server failed: {e}"))?;
+        .map_err(|e| format!("spawning the server failed: {e}"))
+}
+
+async fn run_client() -> Result<(), String> {
+    install_wire_printer();
+    let conn = connect()?;
     let backend = BackendClient::new(conn.handle());
     println!("jsonrpc-duplex demo: this process (pid {}) spawned itself with --server;", std::process::id());
     println!("the two talk JSON-RPC 2.0 over the child's stdin/stdout (Content-Length framing),");
-    println!("each through the client and server #[rpc] generates from its trait.\n");
+    println!("each through the client and server #[rpc] generates from its trait.");
+    println!("Lines marked --> / <-- are raw messages this process sent / received.");
 
-    println!("1. Typed calls: params and results are Rust types, serialized once.");
+    section("1. Typed calls: params and results are Rust types, serialized once.");
+    typed_calls(&backend).await?;
+    section("2. Notifications both ways: no id, no answer; each side applies them in order.");
+    notifications(&backend).await?;
+    section("3. A server->client call: while handling `deploy`, the server calls `client/confirm` back.");
+    callback(&backend).await?;
+    section("4. A streamed result: `countdown` returns a Stream; the client pulls it as an RpcStream.");
+    streamed_result(&backend).await?;
+    dropped_stream(&backend).await?;
+    section("5. Progress: `build` takes a Progress<Stage>; the client's callback sees each report.");
+    progress(&backend).await?;
+    section("6. Cancellation: a slow call, cancelled by its token after 100 ms ($/cancelRequest on the wire).");
+    cancelled_call(&backend).await?;
+    timed_out_call(&backend).await?;
+    section("7. A typed error: `deploy` returns Result<String, DeployError>; the client gets the DeployError back.");
+    typed_error(&backend).await?;
+    section("8. Bad calls come back as JSON-RPC error objects.");
+    unknown_method(&conn).await?;
+    invalid_params(&backend).await?;
+    section("9. Shutting down: the `exit` notification makes the server close; its exit ends the connection.");
+    shutdown(conn, &backend).await?;
+    println!("\ndone.");
+    Ok(())
+}
+
+async fn typed_calls(backend: &BackendClient) -> Result<(), String> {
     let sum = step("add", backend.add(2, 40)).await?.map_err(|e| format!("add failed: {e}"))?;
     println!("   add(2, 40) -> {sum}   (on the wire: \"params\":{{\"a\":2,\"b\":40}})");
-    let stats = step("stats", backend.stats()).await?.map_err(|e| format!("stats failed: {e}"))?;
-    println!("   stats() -> {stats:?}  (the server's pid)\n");
+    println!("   stats() -> {:?}", stats(backend).await?);
+    Ok(())
+}
 
-    println!("2. A notification: no id, no answer; the server applies it before later messages.");
-    backend.note(Note { text: "hello from the client".into() }).await.map_err(|e| e.to_string())?;
-    let stats = step("stats", backend.stats()).await?.map_err(|e| format!("stats failed: {e}"))?;
+/// The client's `note` goes out; the server's `client/notice` comes back to [`OperatorImpl`].
+async fn notifications(backend: &BackendClient) -> Result<(), String> {
+    // `note` returns once the message is queued; the `stats` call after it shows that the server
+    // applied it. The server sends its notice while handling the note, so before that answer;
+    // `after_notifications` makes the call return only once the notice has been handled here.
+    let settled = backend.with_options(CallOptions::new().after_notifications());
+    let stats = on_the_wire(async {
+        backend.note(Note { text: "hello from the client".into() }).await.map_err(|e| e.to_string())?;
+        stats(&settled).await
+    })
+    .await?;
     println!(
-        "   sent note \"hello from the client\"; stats now -> notes: {}, last: {:?}\n",
+        "   stats() with after_notifications -> notes: {}, last: {:?} (returned once the notice was handled)",
         stats.notes, stats.last_note
     );
+    Ok(())
+}
 
-    println!("3. A server->client call: while handling `deploy`, the server calls `client/confirm` back.");
+async fn callback(backend: &BackendClient) -> Result<(), String> {
     let started = Instant::now();
     let outcome = step("deploy", backend.deploy("staging".into())).await?.map_err(|e| format!("deploy failed: {e}"))?;
-    println!("   deploy(\"staging\") -> {outcome:?} after {} ms\n", started.elapsed().as_millis());
+    println!("   deploy(\"staging\") -> {outcome:?} after {} ms", started.elapsed().as_millis());
+    Ok(())
+}
 
-    println!("4. Cancellation: a slow call, cancelled by its token after 100 ms ($/cancelRequest on the wire).");
+/// Each item is one `$/enumerator/next` request, answered when the server has produced it.
+async fn streamed_result(backend: &BackendClient) -> Result<(), String> {
+    let items = on_the_wire(async {
+        let mut countdown = backend.countdown(3);
+        let mut items = Vec::new();
+        while let Some(item) = step("countdown", countdown.next()).await? {
+            let n = item.map_err(|e| format!("countdown failed: {e}"))?;
+            println!("   client: got {n}");
+            items.push(n);
+        }
+        Ok::<_, String>(items)
+    })
+    .await?;
+    println!("   countdown(3) -> {items:?}: one $/enumerator/next per item, the last answered \"finished\":true");
+    Ok(())
+}
+
+/// Dropping an [`RpcStream`](jsonrpc_duplex::RpcStream) early sends `$/enumerator/abort`: the
+/// server drops its (here endless) stream.
+async fn dropped_stream(backend: &BackendClient) -> Result<(), String> {
+    let mut naturals = backend.naturals();
+    let mut taken = Vec::new();
+    while taken.len() < 3 {
+        match step("naturals", naturals.next()).await? {
+            Some(item) => taken.push(item.map_err(|e| format!("naturals failed: {e}"))?),
+            None => return Err("naturals: the endless stream ended".into()),
+        }
+    }
+    let open = stats(backend).await?.open_streams;
+    println!("   naturals() is endless: took {taken:?}; the server has {open} stream open. Dropping it:");
+    // The abort goes out before the `stats` request, and the server handles it on arrival.
+    let open = on_the_wire(async {
+        drop(naturals);
+        stats(backend).await
+    })
+    .await?
+    .open_streams;
+    println!("   the server dropped its stream: {open} open");
+    Ok(())
+}
+
+/// Every report reaches the callback before the call returns.
+async fn progress(backend: &BackendClient) -> Result<(), String> {
+    let started = Instant::now();
+    let report = move |stage: Stage| {
+        let ms = started.elapsed().as_millis();
+        println!("   client: progress {}/{} {} ({ms} ms)", stage.step, stage.of, stage.name);
+    };
+    let artifact = on_the_wire(step("build", backend.build("staging".into(), report))).await?;
+    let artifact = artifact.map_err(|e| format!("build failed: {e}"))?;
+    println!("   build(\"staging\") -> {artifact:?} after {} ms", started.elapsed().as_millis());
+    Ok(())
+}
+
+async fn cancelled_call(backend: &BackendClient) -> Result<(), String> {
     let token = CancellationToken::new();
     let canceller = token.clone();
     tokio::spawn(async move {
@@ -306,6 +534,10 @@ async fn run_client() -> Result<(), String> {
         ),
         other => return Err(format!("sleep: expected Err(Cancelled), got {other:?}")),
     }
+    Ok(())
+}
+
+async fn timed_out_call(backend: &BackendClient) -> Result<(), String> {
     let started = Instant::now();
     let hasty = backend.with_options(CallOptions::new().timeout(Duration::from_millis(100)));
     let outcome = step("sleep", hasty.sleep(10_000)).await?;
@@ -316,9 +548,10 @@ async fn run_client() -> Result<(), String> {
         ),
         other => return Err(format!("sleep: expected Err(Timeout), got {other:?}")),
     }
-    println!();
+    Ok(())
+}
 
-    println!("5. A typed error: `deploy` returns Result<String, DeployError>; the client gets the DeployError back.");
+async fn typed_error(backend: &BackendClient) -> Result<(), String> {
     let outcome = step("deploy", backend.deploy("production".into())).await?;
     match &outcome {
         Err(ClientError::Method(e @ DeployError::Declined { .. })) => {
@@ -328,12 +561,13 @@ async fn run_client() -> Result<(), String> {
         }
         other => return Err(format!("deploy: expected Err(Method(Declined)), got {other:?}")),
     }
-    println!();
+    Ok(())
+}
 
-    println!("6. Bad calls come back as JSON-RPC error objects.");
-    // A client of a trait the server does not serve. `restart` declares no error type, so its
-    // errors are `RpcError`, which takes any error object: the -32601 is `Method(RpcError)`.
-    // (A method with a typed error such as `DeployError` would get `Remote(ErrorObject)` instead.)
+/// A client of a trait the server does not serve. `restart` declares no error type, so its
+/// errors are `RpcError`, which takes any error object: the -32601 is `Method(RpcError)`.
+/// (A method with a typed error such as `DeployError` would get `Remote(ErrorObject)` instead.)
+async fn unknown_method(conn: &Connection) -> Result<(), String> {
     let admin = AdminClient::new(conn.handle());
     let outcome = step("admin/restart", admin.restart()).await?;
     match &outcome {
@@ -342,8 +576,12 @@ async fn run_client() -> Result<(), String> {
         }
         other => return Err(format!("admin/restart: expected -32601, got {other:?}")),
     }
-    // A typed client cannot send strings to `add(i64, i64)`; the connection's handle, under every
-    // generated client, can.
+    Ok(())
+}
+
+/// A typed client cannot send strings to `add(i64, i64)`; the connection's handle, under every
+/// generated client, can.
+async fn invalid_params(backend: &BackendClient) -> Result<(), String> {
     let outcome: Result<i64, _> = step("add", backend.handle().request("add", ["two", "forty"])).await?;
     match outcome.as_ref().map_err(jsonrpc_duplex::Error::as_remote) {
         Err(Some(e)) if e.code == -32602 => {
@@ -351,14 +589,14 @@ async fn run_client() -> Result<(), String> {
         }
         _ => return Err(format!("add: expected -32602, got {outcome:?}")),
     }
-    println!();
+    Ok(())
+}
 
-    println!("7. Shutting down: the `exit` notification makes the server close; its exit ends the connection.");
+async fn shutdown(conn: Connection, backend: &BackendClient) -> Result<(), String> {
     backend.exit().await.map_err(|e| e.to_string())?;
     let reason = step("exit", conn.closed()).await?;
     println!("   connection closed: {reason}");
     conn.close().await;
-    println!("\ndone.");
     Ok(())
 }
 
