@@ -10,11 +10,14 @@
 //! Needs `node` (>= 20) and `npm` on the `PATH`; `npm ci` runs once when `node_modules` is
 //! missing. Every run is bounded, so a hang fails in seconds.
 
-use std::path::{Path, PathBuf};
+#[path = "support/interop.rs"]
+mod interop;
+
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use interop::example;
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -26,90 +29,12 @@ const RUN: Duration = Duration::from_secs(30);
 // ---------------------------------------------------------------------------------------------
 
 fn acp_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("interop").join("acp")
+    interop::interop_dir("acp")
 }
 
-/// Run a blocking command with a deadline; `Err` says what went wrong.
-fn run_bounded(cmd: &mut std::process::Command, what: &str, limit: Duration) -> Result<(), String> {
-    let mut child = cmd.stdin(Stdio::null()).spawn().map_err(|e| format!("{what}: cannot start: {e}"))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("{what} failed ({status})")),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what} did not finish within {limit:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(format!("{what}: waiting failed: {e}")),
-        }
-    }
-}
-
-/// Checks for node and runs `npm ci` once per test binary when `node_modules` is missing.
+/// Node is on the `PATH` and the ACP SDK is installed (`npm ci` runs once if it is not).
 fn node_ready() {
-    static READY: OnceLock<Result<(), String>> = OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let version = std::process::Command::new("node")
-            .arg("--version")
-            .output()
-            .map_err(|e| format!("the ACP interop tests need node (>= 20) on the PATH, but it cannot be run: {e}"))?;
-        if !version.status.success() {
-            return Err(format!("`node --version` failed ({})", version.status));
-        }
-        let dir = acp_dir();
-        let installed = |name: &str| dir.join("node_modules").join(name).join("package.json").is_file();
-        if installed("@agentclientprotocol/sdk") && installed("zod") {
-            return Ok(());
-        }
-        run_bounded(
-            std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir),
-            &format!("`npm ci` in {}", dir.display()),
-            Duration::from_secs(180),
-        )
-    });
-    if let Err(e) = ready {
-        panic!("{e}");
-    }
-}
-
-/// An example binary next to this test binary (`target/<profile>/examples/`), built on demand
-/// when this test binary was built alone (`cargo test --test interop_acp`).
-fn example(name: &'static str) -> PathBuf {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test binary>
-    let profile_dir = exe.parent().and_then(Path::parent).expect("a test binary in target/<profile>/deps");
-    let path = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let built = BUILT.get_or_init(|| {
-        let wanted = ["acp_agent", "acp_client"];
-        if wanted
-            .iter()
-            .all(|n| profile_dir.join("examples").join(format!("{n}{}", std::env::consts::EXE_SUFFIX)).is_file())
-        {
-            return Ok(());
-        }
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => "dev".to_owned(),
-            Some(other) => other.to_owned(),
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        run_bounded(
-            std::process::Command::new(cargo)
-                .args(["build", "--example", "acp_agent", "--example", "acp_client", "--profile", &profile])
-                .current_dir(env!("CARGO_MANIFEST_DIR")),
-            "building the acp_agent and acp_client examples",
-            Duration::from_secs(600),
-        )
-        .map_err(|e| format!("{e}; build them with `cargo build --example acp_agent --example acp_client`"))
-    });
-    if let Err(e) = built {
-        panic!("{e}");
-    }
-    assert!(path.is_file(), "the {name} example is not at {}", path.display());
-    path
+    interop::npm_ready("acp", &["@agentclientprotocol/sdk", "zod"]);
 }
 
 /// A scratch directory with a `notes.txt`, removed on drop.

@@ -12,10 +12,13 @@
 //! Needs `node` (>= 20) and `npm`, and `python3` (>= 3.9, with `venv`), on the `PATH`. Every run
 //! is bounded, so a hang fails in seconds.
 
+#[path = "support/interop.rs"]
+mod interop;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::process::Command;
 
@@ -23,36 +26,11 @@ use tokio::process::Command;
 const RUN: Duration = Duration::from_secs(60);
 
 fn lsp_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("interop").join("lsp")
+    interop::interop_dir("lsp")
 }
 
 fn fixture() -> PathBuf {
     lsp_dir().join("fixture").join("greet.py")
-}
-
-/// `target/<profile>/` of this test binary (`target/<profile>/deps/<test binary>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent().and_then(Path::parent).expect("a test binary in target/<profile>/deps").to_owned()
-}
-
-/// Run a blocking command with a deadline; `Err` says what went wrong.
-fn run_bounded(cmd: &mut std::process::Command, what: &str, limit: Duration) -> Result<(), String> {
-    let mut child = cmd.stdin(Stdio::null()).spawn().map_err(|e| format!("{what}: cannot start: {e}"))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("{what} failed ({status})")),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what} did not finish within {limit:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(format!("{what}: waiting failed: {e}")),
-        }
-    }
 }
 
 fn ready(cell: &'static OnceLock<Result<PathBuf, String>>, install: fn() -> Result<PathBuf, String>) -> PathBuf {
@@ -64,25 +42,7 @@ fn ready(cell: &'static OnceLock<Result<PathBuf, String>>, install: fn() -> Resu
 
 /// pyright's language server script, after `npm ci` if needed.
 fn pyright() -> PathBuf {
-    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    ready(&READY, || {
-        let version = std::process::Command::new("node").arg("--version").output().map_err(|e| {
-            format!("the pyright interop test needs node (>= 20) on the PATH, but it cannot be run: {e}")
-        })?;
-        if !version.status.success() {
-            return Err(format!("`node --version` failed ({})", version.status));
-        }
-        let dir = lsp_dir();
-        let script = dir.join("node_modules").join("pyright").join("langserver.index.js");
-        if !script.is_file() {
-            run_bounded(
-                std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir),
-                &format!("`npm ci` in {}", dir.display()),
-                Duration::from_secs(180),
-            )?;
-        }
-        if script.is_file() { Ok(script) } else { Err(format!("no {} after `npm ci`", script.display())) }
-    })
+    interop::npm_ready("lsp", &["pyright"]).join("node_modules").join("pyright").join("langserver.index.js")
 }
 
 /// The `pylsp` executable of a venv under `target/`, made (or remade) when the pinned
@@ -92,7 +52,7 @@ fn pylsp() -> PathBuf {
     ready(&READY, || {
         let requirements = lsp_dir().join("requirements.txt");
         let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-        let target = profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
+        let target = interop::profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
         let venv = target.join("interop-lsp").join("pylsp-venv");
         let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
         let pylsp = bin.join(format!("pylsp{}", std::env::consts::EXE_SUFFIX));
@@ -101,12 +61,12 @@ fn pylsp() -> PathBuf {
             return Ok(pylsp);
         }
         let _ = std::fs::remove_dir_all(&venv);
-        run_bounded(
+        interop::run_bounded(
             std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
             "`python3 -m venv` (the pylsp interop test needs python3 with venv on the PATH)",
             Duration::from_secs(120),
         )?;
-        run_bounded(
+        interop::run_bounded(
             std::process::Command::new(bin.join("pip"))
                 .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
                 .arg(&requirements),
@@ -118,35 +78,9 @@ fn pylsp() -> PathBuf {
     })
 }
 
-/// The `lsp_client` example, built on demand when this test binary was built alone.
-fn lsp_client() -> PathBuf {
-    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    ready(&READY, || {
-        let profile_dir = profile_dir();
-        let path = profile_dir.join("examples").join(format!("lsp_client{}", std::env::consts::EXE_SUFFIX));
-        if path.is_file() {
-            return Ok(path);
-        }
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => "dev".to_owned(),
-            Some(other) => other.to_owned(),
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        run_bounded(
-            std::process::Command::new(cargo)
-                .args(["build", "--example", "lsp_client", "--profile", &profile])
-                .current_dir(env!("CARGO_MANIFEST_DIR")),
-            "building the lsp_client example",
-            Duration::from_secs(600),
-        )
-        .map_err(|e| format!("{e}; build it with `cargo build --example lsp_client`"))?;
-        if path.is_file() { Ok(path) } else { Err(format!("the lsp_client example is not at {}", path.display())) }
-    })
-}
-
 /// Run `lsp_client -- <server…> -- greet.py 9 24` and return its output; it must succeed.
 async fn hover_with(server: &[&std::ffi::OsStr]) -> String {
-    let mut cmd = Command::new(lsp_client());
+    let mut cmd = Command::new(interop::example("lsp_client"));
     cmd.arg("--").args(server).arg("--").arg(fixture()).args(["9", "24"]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let output = tokio::time::timeout(RUN, cmd.output())

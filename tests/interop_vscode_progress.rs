@@ -9,6 +9,8 @@
 //!
 //! Needs `node` (>= 18); `npm ci` runs once when `node_modules` is missing. Every wait is bounded.
 
+#[path = "support/interop.rs"]
+mod interop;
 #[path = "support/node.rs"]
 mod node;
 

@@ -11,6 +11,8 @@
 //! bounded.
 #![cfg(feature = "websocket")]
 
+#[path = "support/interop.rs"]
+mod interop;
 mod net_common;
 
 use std::path::{Path, PathBuf};
@@ -25,52 +27,12 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
 
 fn ws_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("interop").join("ws")
+    interop::interop_dir("ws")
 }
 
-/// Run a blocking command with a deadline.
-fn run_bounded(cmd: &mut std::process::Command, what: &str, limit: Duration) -> Result<(), String> {
-    let mut child = cmd.stdin(Stdio::null()).spawn().map_err(|e| format!("{what}: cannot start: {e}"))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("{what} failed ({status})")),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what} did not finish within {limit:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(format!("{what}: waiting failed: {e}")),
-        }
-    }
-}
-
-/// Checks for node and runs `npm ci` once per test binary when `node_modules` is missing.
+/// Node is on the `PATH` and `ws` is installed (`npm ci` runs once if it is not).
 fn node_ready() {
-    static READY: OnceLock<Result<(), String>> = OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let version = std::process::Command::new("node")
-            .arg("--version")
-            .output()
-            .map_err(|e| format!("the WebSocket interop tests need node (>= 18) on the PATH: {e}"))?;
-        if !version.status.success() {
-            return Err(format!("`node --version` failed ({})", version.status));
-        }
-        let dir = ws_dir();
-        if dir.join("node_modules").join("ws").join("package.json").is_file() {
-            return Ok(());
-        }
-        run_bounded(
-            std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir),
-            &format!("`npm ci` in {}", dir.display()),
-            Duration::from_secs(180),
-        )
-    });
-    if let Err(e) = ready {
-        panic!("{e}");
-    }
+    interop::npm_ready("ws", &["ws"]);
 }
 
 fn node(args: &[&str]) -> Command {

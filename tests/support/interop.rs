@@ -1,0 +1,103 @@
+//! Setup shared by the interop tests: third-party peers installed from committed lockfiles when
+//! missing (once per test binary), example binaries built on demand, bounded commands.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// `tests/interop/<name>`.
+pub(crate) fn interop_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("interop").join(name)
+}
+
+/// `target/<profile>/` of this test binary (which lives in `target/<profile>/deps/`).
+pub(crate) fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent().and_then(Path::parent).expect("a test binary in target/<profile>/deps").to_owned()
+}
+
+/// Run a blocking command with a deadline; `Err` says what went wrong.
+pub(crate) fn run_bounded(cmd: &mut std::process::Command, what: &str, limit: Duration) -> Result<(), String> {
+    let mut child = cmd.stdin(Stdio::null()).spawn().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("{what} failed ({status})")),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{what} did not finish within {limit:?}"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("{what}: waiting failed: {e}")),
+        }
+    }
+}
+
+/// Run `init` once per `key` in this test binary and panic with its error, if any, every time.
+fn once<T: Clone + Send + 'static>(key: &str, init: impl FnOnce() -> Result<T, String>) -> T {
+    static DONE: OnceLock<Mutex<HashMap<String, Box<dyn std::any::Any + Send>>>> = OnceLock::new();
+    let mut done = DONE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let entry = done.entry(key.to_owned()).or_insert_with(|| Box::new(init()));
+    match entry.downcast_ref::<Result<T, String>>() {
+        Some(Ok(value)) => value.clone(),
+        Some(Err(e)) => panic!("{e}"),
+        None => panic!("setup step {key:?} used with two result types"),
+    }
+}
+
+/// Node is on the `PATH` and `tests/interop/<dir>` has `packages` installed: `npm ci` from its
+/// committed lockfile runs when one is missing.
+pub(crate) fn npm_ready(dir: &str, packages: &[&str]) -> PathBuf {
+    once(&format!("npm {dir}"), || {
+        let version = std::process::Command::new("node").arg("--version").output().map_err(|e| {
+            format!("the interop tests need node (>= 20) and npm on the PATH, but node cannot be run: {e}")
+        })?;
+        if !version.status.success() {
+            return Err(format!("`node --version` failed ({})", version.status));
+        }
+        let path = interop_dir(dir);
+        let installed = |name: &str| path.join("node_modules").join(name).join("package.json").is_file();
+        if !packages.iter().all(|p| installed(p)) {
+            run_bounded(
+                std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&path),
+                &format!("`npm ci` in {}", path.display()),
+                Duration::from_secs(180),
+            )?;
+        }
+        match packages.iter().find(|p| !installed(p)) {
+            Some(missing) => Err(format!("{missing} is not installed in {} after `npm ci`", path.display())),
+            None => Ok(path),
+        }
+    })
+}
+
+/// An example binary next to this test binary (`target/<profile>/examples/`), built on demand
+/// when this test binary was built alone (`cargo test --test …`; `cargo test` builds examples).
+pub(crate) fn example(name: &str) -> PathBuf {
+    once(&format!("example {name}"), || {
+        let profile_dir = profile_dir();
+        let path = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        if path.is_file() {
+            return Ok(path);
+        }
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev".to_owned(),
+            Some(other) => other.to_owned(),
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "--example", name, "--profile", &profile]);
+        run_bounded(
+            build.current_dir(env!("CARGO_MANIFEST_DIR")),
+            &format!("building the {name} example"),
+            Duration::from_secs(600),
+        )
+        .map_err(|e| format!("{e}; build it with `cargo build --example {name}`"))?;
+        if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
+    })
+}
