@@ -15,10 +15,10 @@
 mod interop;
 mod net_common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use jsonrpc_duplex::server::Server;
 use jsonrpc_duplex::{CloseKind, Connection, Handle};
