@@ -1,4 +1,11 @@
-//! Shared pieces of the benchmark harness: timing, medians, and the table printer.
+//! Shared pieces of the benchmark harness: timing, medians, and the table printer; and the
+//! contenders of `benches/compare.rs`, one module each.
+
+pub mod alloc;
+pub mod handwritten;
+pub mod harness;
+pub mod ours;
+pub mod peers;
 
 use std::time::{Duration, Instant};
 

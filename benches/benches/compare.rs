@@ -1,0 +1,492 @@
+//! jsonrpc-duplex next to its peers and to a hand-written loop, every contender in this one
+//! process, interleaved (each repetition runs every contender before the next repetition
+//! starts), medians of 5 repetitions after a warm-up:
+//!
+//! - A: sequential round trips (`add`), one caller: p50/p99 latency, calls/s, and heap
+//!   allocations per call (both ends, every task);
+//! - B: 64 calls in flight: calls/s;
+//! - C: 100,000 one-way notifications until the receiver has handled all: msgs/s;
+//! - D: echo of a 1 MiB string: MB/s, the payload counted both ways;
+//! - E: a 1,000,000-item stream pulled to its end: items/s (where supported);
+//! - F: 10,000 idle connected pairs, each after one call: heap bytes per pair, both ends.
+//!
+//! Tables: the headline (in-memory duplex, Content-Length, with jsonrpsee on its own WebSocket
+//! transport beside it), the other link/framing combinations, and WebSocket on loopback.
+//!
+//! `cargo bench -p jsonrpc-duplex-benches --bench compare`
+//!
+//! Environment: `COMPARE_QUICK=1` divides every size by 10; `COMPARE_ONLY=headline,duplex-nl,
+//! unix-cl,unix-nl,ws` picks tables; `COMPARE_PROFILE=N` runs only scenario A through `#[rpc]`
+//! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jsonrpc_duplex::Framing;
+use jsonrpc_duplex_benches::alloc::Counting;
+use jsonrpc_duplex_benches::handwritten::Handwritten;
+use jsonrpc_duplex_benches::harness::{Link, Live, Runner, Sequential, Tally, median, payload};
+use jsonrpc_duplex_benches::ours::{Api, Ours, Transport};
+use jsonrpc_duplex_benches::peers::async_lsp::AsyncLsp;
+use jsonrpc_duplex_benches::peers::jsonrpsee::Jsonrpsee;
+use jsonrpc_duplex_benches::peers::tower_lsp::TowerLsp;
+use tokio::runtime::Runtime;
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const REPS: usize = 5;
+
+#[derive(Clone, Copy)]
+struct Sizes {
+    sequential: usize,
+    in_flight: usize,
+    width: usize,
+    notifications: usize,
+    echo_len: usize,
+    echoes: usize,
+    items: u64,
+    idle: usize,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Self {
+        let d = if quick { 10 } else { 1 };
+        Sizes {
+            sequential: 20_000 / d,
+            in_flight: 64_000 / d,
+            width: 64,
+            notifications: 100_000 / d,
+            echo_len: 1 << 20,
+            echoes: 40 / d.min(4),
+            items: 1_000_000 / d as u64,
+            idle: 10_000 / d,
+        }
+    }
+
+    /// The warm-up repetition's sizes.
+    fn warm_up(self) -> Self {
+        Sizes {
+            sequential: self.sequential / 4,
+            in_flight: self.in_flight / 4,
+            notifications: self.notifications / 4,
+            echoes: (self.echoes / 4).max(1),
+            items: self.items / 10,
+            ..self
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Ours,
+    Handwritten,
+    Peer,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Better {
+    Lower,
+    Higher,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Micros,
+    Rate,
+    Plain,
+    Bytes,
+}
+
+const ROWS: [(&str, Better, Unit); 9] = [
+    ("A sequential: p50 latency", Better::Lower, Unit::Micros),
+    ("A sequential: p99 latency", Better::Lower, Unit::Micros),
+    ("A sequential: calls/s", Better::Higher, Unit::Rate),
+    ("A sequential: heap allocations per call", Better::Lower, Unit::Plain),
+    ("B 64 in flight: calls/s", Better::Higher, Unit::Rate),
+    ("C notifications: msgs/s", Better::Higher, Unit::Rate),
+    ("D echo 1 MiB: MB/s (both ways)", Better::Higher, Unit::Plain),
+    ("E stream of 1,000,000: items/s", Better::Higher, Unit::Rate),
+    ("F idle pair: heap bytes each", Better::Lower, Unit::Bytes),
+];
+
+struct Column {
+    role: Role,
+    runner: Box<dyn Runner>,
+    /// Per row, one sample per repetition (None: not supported or not run).
+    samples: Vec<Vec<Option<f64>>>,
+    /// Pairs opened for F.
+    idle: usize,
+}
+
+struct Table {
+    key: &'static str,
+    title: String,
+    notes: Vec<String>,
+    columns: Vec<Column>,
+    streams: bool,
+    idle: bool,
+}
+
+fn column(role: Role, runner: Box<dyn Runner>, idle: usize) -> Column {
+    Column { role, runner, samples: vec![Vec::new(); ROWS.len()], idle }
+}
+
+fn ours(rt: &Runtime, name: &str, api: Api, transport: Transport, sizes: Sizes) -> Column {
+    let tally = Tally::new();
+    let contender = rt.block_on(Ours::new(api, transport, tally.clone()));
+    let idle = if transport == Transport::WebSocket { tcp_idle_pairs(sizes.idle) } else { sizes.idle };
+    column(Role::Ours, Live::start(rt, name, contender, tally), idle)
+}
+
+fn handwritten(rt: &Runtime, link: Link, framing: Framing, sizes: Sizes) -> Column {
+    let tally = Tally::new();
+    let contender = Handwritten { link, framing, tally: tally.clone() };
+    column(Role::Handwritten, Live::start(rt, "hand-written", contender, tally), sizes.idle)
+}
+
+fn async_lsp(rt: &Runtime, link: Link, sizes: Sizes) -> Column {
+    let tally = Tally::new();
+    column(Role::Peer, Live::start(rt, "async-lsp 0.2", AsyncLsp { link, tally: tally.clone() }, tally), sizes.idle)
+}
+
+fn tower_lsp(rt: &Runtime, link: Link, sizes: Sizes) -> Column {
+    let tally = Tally::new();
+    let contender = TowerLsp { link, tally: tally.clone() };
+    column(Role::Peer, Live::start(rt, "tower-lsp-server 0.23 ¹", contender, tally), sizes.idle)
+}
+
+fn jsonrpsee(rt: &Runtime, sizes: Sizes) -> Column {
+    let tally = Tally::new();
+    let contender = rt.block_on(Jsonrpsee::new(tally.clone(), sizes.items as usize));
+    column(Role::Peer, Live::start(rt, "jsonrpsee 0.26 (WebSocket) ²", contender, tally), tcp_idle_pairs(sizes.idle))
+}
+
+/// Connected pairs for F over loopback TCP: two descriptors each, within the open-files limit.
+fn tcp_idle_pairs(wanted: usize) -> usize {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let limit = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1024);
+    wanted.min(limit.saturating_sub(512) / 2)
+}
+
+fn tables(rt: &Runtime, sizes: Sizes, only: &[String]) -> Vec<Table> {
+    let wanted = |key: &str| only.is_empty() || only.iter().any(|o| o == key);
+    let mut tables = Vec::new();
+    let cl = Framing::ContentLength;
+    let nl = Framing::NewlineDelimited;
+    let footnotes = vec![
+        "¹ tower-lsp-server has no client side: its client end is the hand-written client (after the `initialize` handshake it requires); default settings (4 requests at once).".to_owned(),
+        "² jsonrpsee runs over its own transport, WebSocket on loopback TCP (both ends in this process), not over the duplex; its ratio to the hand-written loop compares across transports.".to_owned(),
+    ];
+    if wanted("headline") {
+        let link = Link::Duplex;
+        let tcp_pairs = tcp_idle_pairs(sizes.idle);
+        let mut notes = footnotes.clone();
+        if tcp_pairs < sizes.idle {
+            notes.push(format!(
+                "F for jsonrpsee: {tcp_pairs} pairs (two descriptors each within the open-files limit)."
+            ));
+        }
+        tables.push(Table {
+            key: "headline",
+            title: format!("{}, Content-Length framing", link.label()),
+            notes,
+            columns: vec![
+                ours(rt, "ours #[rpc]", Api::Macro, Transport::Link(link, cl), sizes),
+                ours(rt, "ours core API", Api::Core, Transport::Link(link, cl), sizes),
+                handwritten(rt, link, cl, sizes),
+                async_lsp(rt, link, sizes),
+                tower_lsp(rt, link, sizes),
+                jsonrpsee(rt, sizes),
+            ],
+            streams: true,
+            idle: true,
+        });
+    }
+    for (key, link, framing) in
+        [("duplex-nl", Link::Duplex, nl), ("unix-cl", Link::UnixPair, cl), ("unix-nl", Link::UnixPair, nl)]
+    {
+        if !wanted(key) {
+            continue;
+        }
+        let framing_name = if framing == cl { "Content-Length" } else { "newline-delimited" };
+        let mut columns = vec![
+            ours(rt, "ours #[rpc]", Api::Macro, Transport::Link(link, framing), sizes),
+            ours(rt, "ours core API", Api::Core, Transport::Link(link, framing), sizes),
+            handwritten(rt, link, framing, sizes),
+        ];
+        let mut notes = Vec::new();
+        if framing == cl {
+            columns.push(async_lsp(rt, link, sizes));
+            columns.push(tower_lsp(rt, link, sizes));
+            notes.push(footnotes[0].clone());
+        } else {
+            notes.push("async-lsp and tower-lsp-server speak Content-Length only.".to_owned());
+        }
+        notes.push("E and F are measured in the headline table only.".to_owned());
+        tables.push(Table {
+            key,
+            title: format!("{}, {framing_name} framing", link.label()),
+            notes,
+            columns,
+            streams: false,
+            idle: false,
+        });
+    }
+    if wanted("ws") {
+        let tcp_pairs = tcp_idle_pairs(sizes.idle);
+        let mut notes = vec![
+            "Like for like on jsonrpsee's transport: one message per WebSocket text frame, both ends in this process. No hand-written column here.".to_owned(),
+        ];
+        if tcp_pairs < sizes.idle {
+            notes.push(format!("F: {tcp_pairs} pairs (two descriptors each within the open-files limit)."));
+        }
+        tables.push(Table {
+            key: "ws",
+            title: "WebSocket on loopback TCP".to_owned(),
+            notes,
+            columns: vec![
+                ours(rt, "ours #[rpc] (WebSocket)", Api::Macro, Transport::WebSocket, sizes),
+                ours(rt, "ours core API (WebSocket)", Api::Core, Transport::WebSocket, sizes),
+                jsonrpsee(rt, sizes),
+            ],
+            streams: true,
+            idle: true,
+        });
+    }
+    tables
+}
+
+fn record(col: &mut Column, row: usize, keep: bool, value: Option<f64>) {
+    if keep {
+        col.samples[row].push(value);
+    }
+}
+
+fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
+    for rep in 0..=REPS {
+        let keep = rep > 0;
+        let s = if keep { sizes } else { sizes.warm_up() };
+        for col in &mut table.columns {
+            let a: Sequential = col.runner.sequential(rt, s.sequential);
+            record(col, 0, keep, Some(a.p50.as_secs_f64() * 1e6));
+            record(col, 1, keep, Some(a.p99.as_secs_f64() * 1e6));
+            record(col, 2, keep, Some(a.per_sec));
+            record(col, 3, keep, Some(a.allocs_per_call));
+        }
+        for col in &mut table.columns {
+            let b = col.runner.in_flight(rt, s.in_flight, s.width);
+            record(col, 4, keep, Some(b));
+        }
+        for col in &mut table.columns {
+            let c = col.runner.notifications(rt, s.notifications);
+            record(col, 5, keep, Some(c));
+        }
+        for col in &mut table.columns {
+            let d = col.runner.echo(rt, text.clone(), s.echoes);
+            record(col, 6, keep, Some(d));
+        }
+        if table.streams {
+            for col in &mut table.columns {
+                let e = col.runner.stream(rt, s.items);
+                record(col, 7, keep, e);
+            }
+        }
+        if table.idle && keep {
+            for col in &mut table.columns {
+                let f = col.runner.idle(rt, col.idle);
+                record(col, 8, keep, Some(f));
+            }
+        }
+        if rep == 0 {
+            eprint!("[{}] warm-up", table.key);
+        } else {
+            eprint!(" {rep}");
+        }
+    }
+    eprintln!();
+}
+
+fn fmt_value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Micros => {
+            if v < 10.0 {
+                format!("{v:.1} µs")
+            } else {
+                format!("{v:.0} µs")
+            }
+        }
+        Unit::Rate => {
+            if v >= 1e6 {
+                format!("{:.2}M", v / 1e6)
+            } else if v >= 1e3 {
+                format!("{:.0}k", v / 1e3)
+            } else {
+                format!("{v:.0}")
+            }
+        }
+        Unit::Plain => {
+            if v < 100.0 {
+                format!("{v:.1}")
+            } else {
+                format!("{v:.0}")
+            }
+        }
+        Unit::Bytes => {
+            if v >= 10.0 * 1024.0 {
+                format!("{:.0} KiB", v / 1024.0)
+            } else if v >= 1024.0 {
+                format!("{:.1} KiB", v / 1024.0)
+            } else {
+                format!("{v:.0} B")
+            }
+        }
+    }
+}
+
+fn print(table: &Table, load: (String, String), elapsed: Duration) {
+    println!("\n### {}\n", table.title);
+    print!("| scenario |");
+    for col in &table.columns {
+        print!(" {} |", col.runner.name());
+    }
+    println!();
+    print!("|---|");
+    for _ in &table.columns {
+        print!("---:|");
+    }
+    println!();
+    for (row, (label, better, unit)) in ROWS.iter().enumerate() {
+        if row == 7 && !table.streams || row == 8 && !table.idle {
+            continue;
+        }
+        let medians: Vec<Option<f64>> = table
+            .columns
+            .iter()
+            .map(|c| {
+                let s: Vec<f64> = c.samples[row].iter().filter_map(|v| *v).collect();
+                (s.len() == c.samples[row].len() && !s.is_empty()).then(|| median(s))
+            })
+            .collect();
+        let hw = table.columns.iter().zip(&medians).find(|(c, _)| c.role == Role::Handwritten).and_then(|(_, m)| *m);
+        let peers = table.columns.iter().zip(&medians).filter(|(c, _)| c.role == Role::Peer).filter_map(|(_, m)| *m);
+        let best_peer = match better {
+            Better::Higher => peers.fold(None, |b: Option<f64>, v| Some(b.map_or(v, |b| b.max(v)))),
+            Better::Lower => peers.fold(None, |b: Option<f64>, v| Some(b.map_or(v, |b| b.min(v)))),
+        };
+        let ratio =
+            |v: f64, r: Option<f64>| r.filter(|r| *r > 0.0).map_or("–".to_owned(), |r| format!("{:.2}", v / r));
+        print!("| {label} |");
+        for m in &medians {
+            match m {
+                Some(v) => print!(" {} ({}, {}) |", fmt_value(*unit, *v), ratio(*v, hw), ratio(*v, best_peer)),
+                None => print!(" n/a |"),
+            }
+        }
+        println!();
+    }
+    println!();
+    println!(
+        "Medians of {REPS} interleaved repetitions after a warm-up. In brackets: ÷ hand-written loop, ÷ best peer \
+         (the best of async-lsp, tower-lsp-server, jsonrpsee on that row; for latency, allocations and bytes lower is better, \
+         for the rest higher). Ours: default settings, streams with batches of 1000 and read-ahead 4000. n/a: not supported."
+    );
+    for note in &table.notes {
+        println!("{note}");
+    }
+    println!(
+        "Run: 2 tokio worker threads, both ends in this process; load average {} before, {} after; {:.0} s.",
+        load.0,
+        load.1,
+        elapsed.as_secs_f64()
+    );
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// `COMPARE_PROFILE=N`: only scenario A, N calls, for one contender
+/// (`COMPARE_PROFILE_WHO=rpc|core|hw`, default `rpc`) over one link
+/// (`COMPARE_PROFILE_LINK=duplex|unix`, default `duplex`), Content-Length framing; with
+/// `COMPARE_PROFILE_SCENARIO=idle`, scenario F with N pairs instead.
+fn profile(rt: &Runtime, n: usize) {
+    let who = std::env::var("COMPARE_PROFILE_WHO").unwrap_or_else(|_| "rpc".to_owned());
+    let link = match std::env::var("COMPARE_PROFILE_LINK").as_deref() {
+        Ok("unix") => Link::UnixPair,
+        _ => Link::Duplex,
+    };
+    let framing = Framing::ContentLength;
+    let tally = Tally::new();
+    let runner = match who.as_str() {
+        "hw" => Live::start(rt, "hand-written", Handwritten { link, framing, tally: tally.clone() }, tally),
+        "core" => {
+            let contender = rt.block_on(Ours::new(Api::Core, Transport::Link(link, framing), tally.clone()));
+            Live::start(rt, "ours core API", contender, tally)
+        }
+        _ => {
+            let contender = rt.block_on(Ours::new(Api::Macro, Transport::Link(link, framing), tally.clone()));
+            Live::start(rt, "ours #[rpc]", contender, tally)
+        }
+    };
+    if std::env::var("COMPARE_PROFILE_SCENARIO").as_deref() == Ok("idle") {
+        let bytes = runner.idle(rt, n);
+        println!("{}, {}: {n} idle pairs, {bytes:.0} heap bytes each", runner.name(), link.label());
+        return;
+    }
+    let _ = runner.sequential(rt, n / 10);
+    let a = runner.sequential(rt, n);
+    println!(
+        "{}, {}, Content-Length, {n} sequential calls: p50 {:.2} µs, p99 {:.2} µs, {:.0} calls/s, {:.1} allocations and {:.0} bytes per call",
+        runner.name(),
+        link.label(),
+        a.p50.as_secs_f64() * 1e6,
+        a.p99.as_secs_f64() * 1e6,
+        a.per_sec,
+        a.allocs_per_call,
+        a.bytes_per_call
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    if let Some(n) = std::env::var("COMPARE_PROFILE").ok().and_then(|v| v.parse().ok()) {
+        return profile(&rt, n);
+    }
+    let quick = std::env::var("COMPARE_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let only: Vec<String> = std::env::var("COMPARE_ONLY")
+        .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    let sizes = Sizes::new(quick);
+    let text: Arc<str> = payload(sizes.echo_len).into();
+    println!(
+        "## jsonrpc-duplex and its peers{} (cores: {}, load average at start: {})",
+        if quick { " (COMPARE_QUICK: sizes ÷ 10)" } else { "" },
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        loadavg()
+    );
+    let start = Instant::now();
+    let tables = tables(&rt, sizes, &only);
+    for mut table in tables {
+        let before = loadavg();
+        let t = Instant::now();
+        measure(&rt, &mut table, sizes, &text);
+        print(&table, (before, loadavg()), t.elapsed());
+        rt.block_on(async move {
+            drop(table);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        });
+    }
+    println!("\nTotal {:.0} s.", start.elapsed().as_secs_f64());
+}

@@ -1,0 +1,199 @@
+//! jsonrpc-duplex itself, two ways: through `#[rpc]` (generated client and server) and through
+//! the raw core API (`Handle::request`/`notify`/`request_stream` against a hand-built `Router`).
+
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use jsonrpc_duplex::server::{Server, ServerBuilder};
+use jsonrpc_duplex::transport::PeerAddr;
+use jsonrpc_duplex::{
+    Builder, CallOptions, Connection, ErrorObject, Framing, Handle, Router, RpcError, StreamSettings, rpc,
+};
+
+use crate::harness::{Client, Contender, Link, Tally};
+
+/// The service measured through generated code.
+#[rpc]
+pub trait Bench {
+    /// `a + b`.
+    async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError>;
+    /// The same text back.
+    async fn echo(&self, text: String) -> Result<String, RpcError>;
+    /// Count one tick.
+    #[notification]
+    async fn tick(&self, seq: u64);
+    /// `0..n`.
+    fn numbers(&self, n: u64) -> impl Stream<Item = u64> + Send;
+}
+
+struct Service(Arc<Tally>);
+
+impl Bench for Service {
+    async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError> {
+        Ok(a + b)
+    }
+    async fn echo(&self, text: String) -> Result<String, RpcError> {
+        Ok(text)
+    }
+    async fn tick(&self, _seq: u64) {
+        self.0.hit()
+    }
+    fn numbers(&self, n: u64) -> impl Stream<Item = u64> + Send {
+        futures::stream::iter(0..n)
+    }
+}
+
+/// The same four methods on a hand-built core `Router`.
+fn core_router(tally: Arc<Tally>) -> Router {
+    Router::new()
+        .method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) })
+        .method("echo", |(text,): (String,), _| async move { Ok::<_, ErrorObject>(text) })
+        .notification("tick", move |(_seq,): (u64,), _| {
+            tally.hit();
+            async {}
+        })
+        .request_raw("numbers", |req, reply| async move {
+            match req.decode_params::<(u64,)>() {
+                Ok((n,)) => reply.ok(req.peer().offer_stream(futures::stream::iter(0..n))),
+                Err(e) => reply.err(e),
+            };
+        })
+}
+
+/// Which API the client and server are written against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `#[rpc]`: `BenchClient` and `BenchServer`.
+    Macro,
+    /// `Handle` and `Router`.
+    Core,
+}
+
+/// Where the pair talks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A byte link, with a framing.
+    Link(Link, Framing),
+    /// WebSocket on loopback TCP (feature `websocket`): one shared server, a client per pair.
+    WebSocket,
+}
+
+/// Streams are pulled in batches with read-ahead (StreamJsonRpc's defaults, one item per
+/// `$/enumerator/next`, make E a round-trip benchmark instead).
+pub fn stream_settings() -> StreamSettings {
+    StreamSettings::new().min_batch_size(1000).max_read_ahead(4000)
+}
+
+/// Our contender.
+pub struct Ours {
+    api: Api,
+    transport: Transport,
+    tally: Arc<Tally>,
+    /// The WebSocket server and its URL.
+    ws: Option<(Server, String)>,
+}
+
+impl Ours {
+    /// A contender (inside the runtime: a WebSocket server starts listening).
+    pub async fn new(api: Api, transport: Transport, tally: Arc<Tally>) -> Self {
+        let mut ours = Ours { api, transport, tally, ws: None };
+        if transport == Transport::WebSocket {
+            let server = ServerBuilder::new(ours.server_builder())
+                .max_connections(100_000)
+                .bind_websocket("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = server.local_addr().and_then(PeerAddr::socket_addr).expect("a TCP address");
+            ours.ws = Some((server, format!("ws://{addr}/")));
+        }
+        ours
+    }
+
+    fn server_builder(&self) -> Builder {
+        let builder = Connection::builder().stream_settings(stream_settings());
+        let builder = match self.transport {
+            Transport::Link(_, framing) => builder.framing(framing),
+            Transport::WebSocket => builder,
+        };
+        match self.api {
+            Api::Macro => builder.serve(BenchServer::new(Service(self.tally.clone()))),
+            Api::Core => builder.serve(core_router(self.tally.clone())),
+        }
+    }
+}
+
+/// Our client end, either API.
+pub enum OursClient {
+    /// Generated.
+    Macro(BenchClient, Connection),
+    /// Raw.
+    Core(Handle, Connection),
+}
+
+impl Client for OursClient {
+    async fn add(&self, a: i64, b: i64) -> i64 {
+        match self {
+            OursClient::Macro(c, _) => c.add(a, b).await.expect("add"),
+            OursClient::Core(h, _) => h.request("add", (a, b)).await.expect("add"),
+        }
+    }
+    async fn echo(&self, text: &str) -> usize {
+        match self {
+            // The generated client takes its arguments by value: the copy is part of its cost.
+            OursClient::Macro(c, _) => c.echo(text.to_owned()).await.expect("echo").len(),
+            OursClient::Core(h, _) => h.request::<String>("echo", (text,)).await.expect("echo").len(),
+        }
+    }
+    async fn tick(&self, seq: u64) {
+        match self {
+            OursClient::Macro(c, _) => c.tick(seq).await.expect("tick"),
+            OursClient::Core(h, _) => h.notify("tick", (seq,)).await.expect("tick"),
+        }
+    }
+    const STREAMS: bool = true;
+    async fn stream(&self, n: u64) -> u64 {
+        let mut count = 0;
+        match self {
+            OursClient::Macro(c, _) => {
+                let mut items = c.numbers(n);
+                while let Some(item) = items.next().await {
+                    assert_eq!(item.expect("an item"), count);
+                    count += 1;
+                }
+            }
+            OursClient::Core(h, _) => {
+                let mut items = h.request_stream::<u64>("numbers", (n,), CallOptions::new());
+                while let Some(item) = items.next().await {
+                    assert_eq!(item.expect("an item"), count);
+                    count += 1;
+                }
+            }
+        }
+        count
+    }
+}
+
+impl Contender for Ours {
+    type Client = OursClient;
+    /// The server end (None over WebSocket: the shared server holds it).
+    type Guard = Option<Connection>;
+
+    async fn open(&self) -> (OursClient, Option<Connection>) {
+        let (client, server) = match self.transport {
+            Transport::Link(link, framing) => {
+                let (a, b) = link.pair();
+                let server = self.server_builder().connect_io(b);
+                (Connection::builder().framing(framing).connect_io(a), Some(server))
+            }
+            Transport::WebSocket => {
+                let (_, url) = self.ws.as_ref().expect("a WebSocket server");
+                (Connection::builder().connect_websocket(url.as_str()).await.expect("connect"), None)
+            }
+        };
+        let client = match self.api {
+            Api::Macro => OursClient::Macro(BenchClient::new(client.handle()), client),
+            Api::Core => OursClient::Core(client.handle(), client),
+        };
+        (client, server)
+    }
+}
