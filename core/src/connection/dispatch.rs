@@ -45,12 +45,15 @@ impl Dispatcher {
         let shutdown = self.shared.handlers.clone();
         let read_ahead = self.shared.config.limits.read_ahead.max(1);
         let mut taken = 0u64;
+        // One cancellation future for the whole loop (a new one per message costs a registration).
+        let stopped = shutdown.cancelled();
+        tokio::pin!(stopped);
         loop {
             // Everything taken so far is handled: notifications ran to completion, requests started.
             self.shared.settle.set_handled(taken);
             let item = tokio::select! {
                 biased;
-                _ = shutdown.cancelled() => break,
+                _ = &mut stopped => break,
                 item = rx.recv() => match item {
                     Some(item) => item,
                     None => break,

@@ -228,7 +228,7 @@ impl Builder {
     {
         let read_codec = self.config.framing.codec(self.config.limits.frame);
         let write_codec = self.config.framing.codec(self.config.limits.frame);
-        let frames = FramedRead::with_capacity(reader, read_codec, 16 * 1024);
+        let frames = FramedRead::with_capacity(reader, read_codec, 8 * 1024);
         self.start_with(frames, eof_reason, move |out_rx, shared, tracker, done| {
             outbound::run_writer(writer, out_rx, write_codec, shared, tracker, done)
         })

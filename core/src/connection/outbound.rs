@@ -28,6 +28,8 @@ pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 const DIRECT_WRITE: usize = 32 * 1024;
 /// Several small queued messages are coalesced into one write up to this size.
 const BATCH_BYTES: usize = 64 * 1024;
+/// The write buffer's size when a connection starts, and what it shrinks back to after a burst.
+pub(crate) const IDLE_BUFFER: usize = 4 * 1024;
 
 pub(crate) struct OutFrame {
     pub(crate) body: Vec<u8>,
@@ -96,15 +98,22 @@ impl Outbound {
     /// Wait until the responses queued without budget fit in the budget again (or the queue
     /// closes): a peer that does not read our answers stops us from taking on more work.
     pub(crate) async fn wait_room(&self) {
+        if self.has_room() {
+            return;
+        }
         loop {
             let drained = self.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
-            if self.unbudgeted.load(Ordering::Acquire) <= self.budget_max || self.closed.load(Ordering::Acquire) {
+            if self.has_room() {
                 return;
             }
             drained.await;
         }
+    }
+
+    fn has_room(&self) -> bool {
+        self.unbudgeted.load(Ordering::Acquire) <= self.budget_max || self.closed.load(Ordering::Acquire)
     }
 
     /// The writer took `frame` off the queue.
@@ -134,7 +143,8 @@ pub(crate) async fn run_writer<W: AsyncWrite + Unpin>(
     handlers: TaskTracker,
     done: CancellationToken,
 ) {
-    let mut buf = BytesMut::with_capacity(BATCH_BYTES);
+    // Small while idle (an idle connection should cost little); it grows to a batch under load.
+    let mut buf = BytesMut::with_capacity(IDLE_BUFFER);
     let stop = shared.shutdown.clone();
     let give_up = async {
         stop.cancelled().await;

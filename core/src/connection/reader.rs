@@ -32,10 +32,13 @@ impl Reader {
         S: Stream<Item = Result<Frame, FrameError>> + Unpin,
     {
         let shutdown = self.shared.shutdown.clone();
+        // One cancellation future for the whole loop (a new one per message costs a registration).
+        let stopped = shutdown.cancelled();
+        tokio::pin!(stopped);
         loop {
             let next = tokio::select! {
                 biased;
-                _ = shutdown.cancelled() => return,
+                _ = &mut stopped => return,
                 next = frames.next() => next,
             };
             match next {
