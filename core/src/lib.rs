@@ -19,6 +19,7 @@
 pub mod connection;
 pub mod framing;
 pub mod handler;
+mod id_hash;
 pub mod message;
 pub mod progress;
 mod scope;

@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, oneshot};
 
 use super::{CloseReason, Error};
+use crate::id_hash::IdBuild;
 use crate::message::ErrorObject;
 
 /// What a waiting call receives: the answer, and how many inbound messages had been handed to
@@ -18,9 +19,9 @@ const ABANDONED_MEMORY: usize = 4096;
 
 #[derive(Default)]
 struct Inner {
-    calls: HashMap<u64, oneshot::Sender<Outcome>>,
+    calls: HashMap<u64, oneshot::Sender<Outcome>, IdBuild>,
     /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules).
-    abandoned: HashSet<u64>,
+    abandoned: HashSet<u64, IdBuild>,
     abandoned_order: VecDeque<u64>,
     closed: Option<CloseReason>,
 }

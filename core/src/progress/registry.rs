@@ -9,15 +9,16 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use crate::connection::{CloseReason, Error};
+use crate::id_hash::IdBuild;
 
 /// One report as it reaches a receiver: the raw value, or why no more will come.
 pub(crate) type Report = Result<Box<RawValue>, Error>;
 
 #[derive(Default)]
 struct Inner {
-    live: HashMap<u64, mpsc::UnboundedSender<Report>>,
+    live: HashMap<u64, mpsc::UnboundedSender<Report>, IdBuild>,
     /// Our request id → the tokens in its params.
-    owned: HashMap<u64, Vec<u64>>,
+    owned: HashMap<u64, Vec<u64>, IdBuild>,
     closed: Option<CloseReason>,
 }
 

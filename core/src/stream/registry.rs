@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::producer::Producer;
+use crate::id_hash::IdBuild;
 
 #[derive(Default)]
 struct Inner {
-    live: HashMap<u64, Arc<Producer>>,
+    live: HashMap<u64, Arc<Producer>, IdBuild>,
     /// Our request id → the tokens of the streams in its params.
-    owned: HashMap<u64, Vec<u64>>,
+    owned: HashMap<u64, Vec<u64>, IdBuild>,
     closed: bool,
 }
 
