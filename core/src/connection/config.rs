@@ -92,11 +92,12 @@ pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
 ///
 /// | limit | default | at the limit |
 /// |---|---|---|
-/// | `frame.max_message_size` | 64 MiB | inbound: `Content-Length` refused before allocating, connection closed (`RemoteProtocolViolation`); newline: line discarded, `-32600` sent, stream goes on. Outbound: the call fails with [`Error::MessageTooLarge`](super::Error::MessageTooLarge) |
+/// | `frame.max_message_size` | 64 MiB | inbound: `Content-Length` refused before allocating, connection closed (`RemoteProtocolViolation`); newline: line discarded, `-32600` sent, stream goes on. Outbound: the call fails with [`Error::MessageTooLarge`](super::Error::MessageTooLarge); an answer over it is replaced by `-32603` naming its size |
 /// | `frame.max_header_size` | 8 KiB | connection closed (`RemoteProtocolViolation`) |
 /// | `max_concurrent_requests` | 1024 | further requests wait in arrival order (the reader keeps reading) |
 /// | `read_ahead` | 1024 messages (at least 1) | the reader stops reading until dispatch catches up, unless an outbound call is pending (then it reads on, so that answers are never stuck behind a flood) |
 /// | `max_buffered_inbound` | 65,536 messages | reading on past `read_ahead` for a pending call: connection closed (`RemoteProtocolViolation`) |
+/// | JSON nesting depth (not a setting) | none while framing and routing; 128 when decoding into a type | the frame parser keeps params, results, ids and unknown members as raw text and skips them without recursion, so any depth is read without touching the stack; decoding deeper than serde_json's limit of 128 fails: params are answered `-32602` (`recursion limit exceeded`), a result fails the call with [`Error::Deserialize`](super::Error::Deserialize) |
 /// | `outbound_buffer` | 8 MiB | `request`/`notify` wait until the writer drains; responses never wait, but while more than this many bytes of them are unwritten no new inbound request is started and no error answer is queued (so a peer that does not read its answers is paused, through `read_ahead`) |
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {

@@ -348,6 +348,7 @@ impl Connection {
     }
 
     /// Make [`Connection::close`] also wait for the transport's own end.
+    #[cfg_attr(not(feature = "process"), allow(dead_code))]
     pub(crate) fn set_transport_done(&mut self, token: CancellationToken) {
         self.transport_done = Some(token);
     }

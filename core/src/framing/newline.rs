@@ -43,8 +43,13 @@ pub(super) fn flatten(body: &mut [u8]) {
     }
 }
 
+/// Drop the line's `\n` and one `\r` before it (more would make the verdict on an over-long
+/// line depend on how the bytes arrive; any other `\r` is JSON whitespace).
 fn trim_line(mut line: BytesMut) -> BytesMut {
-    while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+    if line.last() == Some(&b'\n') {
+        line.truncate(line.len() - 1);
+    }
+    if line.last() == Some(&b'\r') {
         line.truncate(line.len() - 1);
     }
     line
@@ -74,11 +79,12 @@ impl Decoder for NewlineCodec {
                 return Ok(Some(Frame::Discarded { limit: max }));
             }
             let line = trim_line(line);
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+            // Length first: an over-long line is discarded before its end is seen, blank or not.
             if line.len() > max {
                 return Ok(Some(Frame::Discarded { limit: max }));
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
             return Ok(Some(Frame::Message(line)));
         }
@@ -95,11 +101,11 @@ impl Decoder for NewlineCodec {
         self.scanned = 0;
         // A last line without its newline is still a message.
         let rest = trim_line(src.split());
-        if rest.iter().all(u8::is_ascii_whitespace) {
-            return Ok(None);
-        }
         if rest.len() > self.limits.max_message_size {
             return Ok(Some(Frame::Discarded { limit: self.limits.max_message_size }));
+        }
+        if rest.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
         }
         Ok(Some(Frame::Message(rest)))
     }

@@ -38,8 +38,13 @@ pub struct ErrorObject {
     /// A short description.
     pub message: String,
     /// Optional structured detail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present_data")]
     pub data: Option<Box<RawValue>>,
+}
+
+/// `"data": null` is data (the raw `null`, sent on as it came), not an absent member.
+fn present_data<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 impl PartialEq for ErrorObject {

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed corpus under fuzz/seeds/ (committed; re-run after editing).
+
+Every target reads its first byte as a control byte (decoders: chunk sizes; connection: bit 0 is
+the framing, 0 = Content-Length, 1 = newline, the rest chunk sizes), then the peer's bytes."""
+import json, os, shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def cl(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+def nl(body: bytes) -> bytes:
+    return body + b"\n"
+
+REQ = b'{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}'
+REQ_S = b'{"jsonrpc":"2.0","id":"a","method":"echo","params":{"x":[1,{"y":null}]}}'
+NOTE = b'{"jsonrpc":"2.0","method":"note","params":{"n":1}}'
+RESP = b'{"jsonrpc":"2.0","id":0,"result":{"ok":true}}'
+ERR = b'{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"no","data":[1]}}'
+BATCH = b'[' + REQ + b',' + NOTE + b',{"jsonrpc":"2.0","id":2,"method":"add","params":[3,4]},5]'
+CANCEL = b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}'
+WAIT = b'{"jsonrpc":"2.0","id":7,"method":"wait"}'
+CALLBACK = b'{"jsonrpc":"2.0","id":8,"method":"callback"}'
+COUNT = b'{"jsonrpc":"2.0","id":9,"method":"count","params":[2]}'
+NEXT = b'{"jsonrpc":"2.0","id":10,"method":"$/enumerator/next","params":[0]}'
+ABORT = b'{"jsonrpc":"2.0","method":"$/enumerator/abort","params":[0]}'
+PANIC = b'{"jsonrpc":"2.0","id":11,"method":"panic"}'
+PROGRESS = b'{"jsonrpc":"2.0","method":"$/progress","params":{"token":0,"value":1}}'
+DEEP = b'{"jsonrpc":"2.0","id":12,"method":"echo","params":' + b"[" * 300 + b"]" * 300 + b"}"
+BAD_UTF8 = b'{"jsonrpc":"2.0","id":13,"method":"echo","params":["\xff\xfe"]}'
+NOT_JSON = b'{"jsonrpc":"2.0","id":'
+EMPTY_BATCH = b"[]"
+MESSAGES = [REQ, REQ_S, NOTE, RESP, ERR, BATCH, CANCEL, WAIT, CALLBACK, COUNT, NEXT, ABORT, PANIC, PROGRESS, DEEP,
+            BAD_UTF8, NOT_JSON, EMPTY_BATCH]
+
+def write(target: str, name: str, data: bytes):
+    d = os.path.join(HERE, "seeds", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+shutil.rmtree(os.path.join(HERE, "seeds"), ignore_errors=True)
+
+# Content-Length decoder (limits: 100-byte messages, 64-byte header blocks).
+write("frame_content_length", "valid", b"\x30" + cl(b"{}") + cl(b"[1]"))
+write("frame_content_length", "headers", b"\x11" + b"content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}")
+write("frame_content_length", "truncated_body", b"\x00" + b"Content-Length: 10\r\n\r\n{\"a\"")
+write("frame_content_length", "truncated_header", b"\x00" + b"Content-Len")
+write("frame_content_length", "huge_length", b"\x00" + b"Content-Length: 99999999999999999999\r\n\r\n{")
+write("frame_content_length", "over_limit", b"\x00" + b"Content-Length: 101\r\n\r\n" + b"x" * 101)
+write("frame_content_length", "at_limit", b"\x00" + cl(b"y" * 100))
+write("frame_content_length", "long_header", b"\x00" + b"X-Long: " + b"a" * 60 + b"\r\n\r\n")
+write("frame_content_length", "lf_only", b"\x00" + b"Content-Length: 2\n\n{}")
+write("frame_content_length", "conflict", b"\x00" + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}")
+write("frame_content_length", "charset", b"\x00" + b"Content-Length: 2\r\nContent-Type: x; charset=latin1\r\n\r\n{}")
+write("frame_content_length", "invalid_utf8", b"\x00" + cl(b'["\xff"]'))
+
+# Newline decoder (limit: 100-byte lines).
+write("frame_newline", "valid", b"\x30" + nl(b"{}") + b"\r\n\n" + nl(b"[1]") + b"  \n" + b'{"a":1}')
+write("frame_newline", "crlf", b"\x21" + b"{}\r\n[2]\r\n")
+write("frame_newline", "over_limit", b"\x00" + b"x" * 150 + b"\n{}\n")
+write("frame_newline", "at_limit", b"\x00" + b"y" * 100 + b"\r\n" + b"z" * 101 + b"\n")
+write("frame_newline", "blank_long", b"\x00" + b" " * 120 + b"\n{}\n")
+write("frame_newline", "invalid_utf8", b"\x00" + b'["\xff"]\n')
+write("frame_newline", "no_final_newline", b"\x00" + b"{}\n[1]")
+
+# Message parsing (no control byte: the input is one frame body).
+for i, m in enumerate(MESSAGES):
+    write("parse_message", "m%02d" % i, m)
+write("parse_message", "deep_object", b'{"a":' * 200 + b"1" + b"}" * 200)
+write("parse_message", "bom", b"\xef\xbb\xbf" + REQ)
+write("parse_message", "null_id", b'{"jsonrpc":"2.0","id":null,"method":"m"}')
+write("parse_message", "both", b'{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}')
+write("parse_message", "bad_error", b'{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}')
+write("parse_message", "float_id", b'{"jsonrpc":"2.0","id":1.5e3,"method":"m"}')
+
+# The whole connection: one stream per framing with everything, and a few pathologies.
+everything = [REQ, REQ_S, NOTE, RESP, ERR, BATCH, WAIT, CANCEL, CALLBACK, COUNT, NEXT, NEXT, ABORT, PANIC, PROGRESS,
+              DEEP, BAD_UTF8, NOT_JSON, EMPTY_BATCH, REQ]
+write("connection", "cl_everything", b"\xf0" + b"".join(cl(m) for m in everything))
+write("connection", "nl_everything", b"\xf1" + b"".join(nl(m) for m in everything))
+write("connection", "cl_huge_length", b"\x00" + cl(REQ) + b"Content-Length: 1073741824\r\n\r\n{")
+write("connection", "cl_truncated", b"\x00" + cl(REQ) + b"Content-Length: 50\r\n\r\n{\"jsonrpc\"")
+write("connection", "nl_over_limit", b"\x01" + b"[" * 5000 + b"\n" + nl(REQ))
+write("connection", "cl_flood", b"\x00" + cl(CALLBACK) + b"".join(cl(NOTE) for _ in range(80)))
+write("connection", "nl_flood_requests", b"\x01" + b"".join(nl(b'{"jsonrpc":"2.0","id":%d,"method":"wait"}' % i) for i in range(40)))
+write("connection", "nl_duplicate_ids", b"\x01" + nl(WAIT) + nl(WAIT) + nl(CANCEL))
+write("connection", "cl_stream", b"\x20" + cl(COUNT) + b"".join(cl(b'{"jsonrpc":"2.0","id":%d,"method":"$/enumerator/next","params":[%d]}' % (20 + i, i % 2)) for i in range(6)))
