@@ -14,14 +14,13 @@ mod interop;
 #[path = "support/node.rs"]
 mod node;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jsonrpc_duplex::{
     CallOptions, CancellationToken, CloseKind, Connection, Error, ErrorObject, Id, RequestContext, Router, codes,
 };
-use node::{STEP, conformance_peer, node_dir, node_ready, within};
+use node::{STEP, node_dir, node_ready, run_client_script, within};
 use serde_json::{Value, json};
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -39,32 +38,7 @@ fn init_tracing() {
 #[tokio::test]
 async fn vscode_client_drives_conformance_peer() {
     init_tracing();
-    node_ready();
-    let peer = conformance_peer();
-    let mut cmd = Command::new("node");
-    cmd.arg("vscode_client.js")
-        .arg(&peer)
-        .current_dir(node_dir())
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("vscode_client.js did not finish within 60 s")
-        .expect("node vscode_client.js could not be run");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    let summary: Value = serde_json::from_str(line).unwrap_or_else(|e| {
-        panic!("no JSON summary from vscode_client.js ({e})\nstdout:\n{stdout}\nstderr:\n{stderr}")
-    });
-    assert!(
-        output.status.success() && summary["ok"] == json!(true),
-        "vscode_client.js failed ({}):\n{}\nstderr:\n{stderr}",
-        output.status,
-        serde_json::to_string_pretty(&summary).unwrap_or_default()
-    );
-    let checks: Vec<&str> = summary["checks"].as_array().expect("checks").iter().filter_map(Value::as_str).collect();
+    let (summary, checks) = run_client_script("vscode_client.js").await;
     for expected in [
         "echo (first request, id 0)",
         "echo with string ids",
@@ -82,7 +56,7 @@ async fn vscode_client_drives_conformance_peer() {
         "panic -> -32603, connection survives",
         "exit 0 on EOF",
     ] {
-        assert!(checks.contains(&expected), "check {expected:?} missing from {summary}");
+        assert!(checks.iter().any(|c| c == expected), "check {expected:?} missing from {summary}");
     }
     assert_eq!(summary["ticks"], json!(25));
 }

@@ -30,3 +30,36 @@ pub(crate) async fn within<T>(what: &str, fut: impl std::future::Future<Output =
         Err(_) => panic!("{what}: nothing within {STEP:?}"),
     }
 }
+
+/// Run `node <script> <conformance_peer>` in `tests/interop/node` (at most 60 s), require its
+/// last line to be a JSON summary with `"ok": true`, and return it with the names of the checks it
+/// passed.
+pub(crate) async fn run_client_script(script: &str) -> (serde_json::Value, Vec<String>) {
+    use serde_json::{Value, json};
+    node_ready();
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(script)
+        .arg(conformance_peer())
+        .current_dir(node_dir())
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish within 60 s"))
+        .unwrap_or_else(|e| panic!("node {script} could not be run: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let summary: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("no JSON summary from {script} ({e})\nstdout:\n{stdout}\nstderr:\n{stderr}"));
+    assert!(
+        output.status.success() && summary["ok"] == json!(true),
+        "{script} failed ({}):\n{}\nstderr:\n{stderr}",
+        output.status,
+        serde_json::to_string_pretty(&summary).unwrap_or_default()
+    );
+    let checks = summary["checks"].as_array().expect("checks").iter().filter_map(Value::as_str).map(str::to_owned);
+    let checks = checks.collect();
+    (summary, checks)
+}
