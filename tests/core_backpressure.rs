@@ -287,3 +287,51 @@ async fn a_peer_flooding_garbage_without_reading_our_errors_is_paused() {
     peer.put_writer(within(flood).await.unwrap());
     assert!(!conn.is_closed());
 }
+
+#[tokio::test]
+async fn calls_beyond_max_pending_calls_wait_for_a_slot_and_are_sent_when_one_frees() {
+    let limits = Limits { max_pending_calls: 2, ..Limits::default() };
+    let (conn, mut peer) = pair(Connection::builder().limits(limits), Framing::ContentLength);
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            let h = conn.handle();
+            tokio::spawn(async move { h.request::<i64>("slow", [i]).await })
+        })
+        .collect();
+    // Two calls take the two slots and go out; the third waits, unsent.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let frame = within(peer.recv()).await;
+        ids.push(frame["id"].as_u64().expect("a request id"));
+    }
+    peer.expect_silence(Duration::from_millis(100)).await;
+    // One answer frees a slot: the third call is sent.
+    peer.send_json(json!({"jsonrpc":"2.0","id":ids[0],"result":10})).await;
+    let third = within(peer.recv()).await;
+    assert_eq!(third["method"], "slow");
+    peer.send_json(json!({"jsonrpc":"2.0","id":ids[1],"result":11})).await;
+    peer.send_json(json!({"jsonrpc":"2.0","id":third["id"],"result":12})).await;
+    let mut results = Vec::new();
+    for call in calls {
+        results.push(within(call).await.unwrap().unwrap());
+    }
+    results.sort();
+    assert_eq!(results, vec![10, 11, 12]);
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_a_slot_fails_when_the_connection_closes() {
+    let limits = Limits { max_pending_calls: 1, ..Limits::default() };
+    let (conn, peer) = pair(Connection::builder().limits(limits), Framing::ContentLength);
+    let h = conn.handle();
+    let first = tokio::spawn({
+        let h = h.clone();
+        async move { h.request::<i64>("slow", [1]).await }
+    });
+    within(peer.recv()).await;
+    let second = tokio::spawn(async move { h.request::<i64>("slow", [2]).await });
+    peer.expect_silence(Duration::from_millis(50)).await;
+    conn.handle().close();
+    assert!(matches!(within(first).await.unwrap(), Err(Error::ConnectionLost(_))));
+    assert!(matches!(within(second).await.unwrap(), Err(Error::ConnectionLost(_))));
+}

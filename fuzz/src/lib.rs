@@ -245,6 +245,7 @@ pub fn small_limits() -> jsonrpc_duplex_core::Limits {
         read_ahead: 8,
         max_buffered_inbound: 64,
         outbound_buffer: 4096,
+        max_pending_calls: 16,
         max_trace_len: 256,
     }
 }

@@ -85,6 +85,8 @@ pub const DEFAULT_READ_AHEAD: usize = 1024;
 pub const DEFAULT_MAX_BUFFERED_INBOUND: usize = 65_536;
 /// Default for [`Limits::outbound_buffer`].
 pub const DEFAULT_OUTBOUND_BUFFER: usize = 8 * 1024 * 1024;
+/// Default for [`Limits::max_pending_calls`].
+pub const DEFAULT_MAX_PENDING_CALLS: usize = 65_536;
 /// Default for [`Limits::max_trace_len`].
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
 
@@ -98,6 +100,7 @@ pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
 /// | `read_ahead` | 1024 messages (at least 1) | the reader stops reading until dispatch catches up, unless an outbound call is pending (then it reads on, so that answers are never stuck behind a flood) |
 /// | `max_buffered_inbound` | 65,536 messages | reading on past `read_ahead` for a pending call: connection closed (`RemoteProtocolViolation`) |
 /// | JSON nesting depth (not a setting) | none while framing and routing; 128 when decoding into a type | the frame parser keeps params, results, ids and unknown members as raw text and skips them without recursion, so any depth is read without touching the stack; decoding deeper than serde_json's limit of 128 fails: params are answered `-32602` (`recursion limit exceeded`), a result fails the call with [`Error::Deserialize`](super::Error::Deserialize) |
+/// | `max_pending_calls` | 65,536 | a further outbound call waits (before it is numbered or sent) until one of ours is answered or given up |
 /// | `outbound_buffer` | 8 MiB | `request`/`notify` wait until the writer drains; responses never wait, but while more than this many bytes of them are unwritten no new inbound request is started and no error answer is queued (so a peer that does not read its answers is paused, through `read_ahead`) |
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -113,6 +116,8 @@ pub struct Limits {
     /// Bytes queued for the writer before senders wait (requests, notifications) or new work
     /// waits (responses).
     pub outbound_buffer: usize,
+    /// Outbound calls awaiting their answers at once; a further call waits for a slot.
+    pub max_pending_calls: usize,
     /// Longest message text logged at TRACE before truncation.
     pub max_trace_len: usize,
 }
@@ -125,6 +130,7 @@ impl Default for Limits {
             read_ahead: DEFAULT_READ_AHEAD,
             max_buffered_inbound: DEFAULT_MAX_BUFFERED_INBOUND,
             outbound_buffer: DEFAULT_OUTBOUND_BUFFER,
+            max_pending_calls: DEFAULT_MAX_PENDING_CALLS,
             max_trace_len: DEFAULT_MAX_TRACE_LEN,
         }
     }

@@ -189,6 +189,15 @@ impl Handle {
     /// Send a request encoded by [`Handle::encode_call`] and wait for its answer.
     pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: CallOptions) -> Result<Box<RawValue>, Error> {
         let shared = &*self.shared;
+        // Held until this call ends (answered, failed or given up): at most
+        // `Limits::max_pending_calls` calls await answers at once.
+        let _slot = match shared.pending.slot().await {
+            Ok(slot) => slot,
+            Err(e) => {
+                shared.release_call(id);
+                return Err(e);
+            }
+        };
         let mut rx = match shared.pending.register(id) {
             Ok(rx) => rx,
             Err(e) => {

@@ -1,10 +1,10 @@
 //! Where replies are matched to calls: our outbound request ids → the waiting callers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::{CloseReason, Error};
 use crate::id_hash::IdBuild;
@@ -36,14 +36,37 @@ pub(crate) enum Delivery {
     Unknown,
 }
 
-#[derive(Default)]
 pub(crate) struct Pending {
     inner: Mutex<Inner>,
     /// Wakes a paused reader when a call starts (it must read on to find the answer).
     pub(crate) call_started: Notify,
+    /// One permit per call awaiting its answer (`Limits::max_pending_calls`).
+    slots: Arc<Semaphore>,
 }
 
 impl Pending {
+    pub(crate) fn new(max_pending_calls: usize) -> Self {
+        Pending {
+            inner: Mutex::default(),
+            call_started: Notify::new(),
+            slots: Arc::new(Semaphore::new(max_pending_calls.clamp(1, Semaphore::MAX_PERMITS))),
+        }
+    }
+
+    /// Wait for room for one more call; the permit is its slot until dropped.
+    pub(crate) async fn slot(&self) -> Result<OwnedSemaphorePermit, Error> {
+        match self.slots.clone().acquire_owned().await {
+            Ok(permit) => Ok(permit),
+            Err(_) => {
+                let reason = self.lock().closed.clone();
+                Err(Error::ConnectionLost(
+                    reason
+                        .unwrap_or_else(|| CloseReason::new(super::CloseKind::FatalError, "the connection is closed")),
+                ))
+            }
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic while holding this lock cannot leave the maps inconsistent (every critical
         // section is a single map operation), so a poisoned lock is still usable.
@@ -97,6 +120,7 @@ impl Pending {
 
     /// Fail every waiting call and refuse new ones.
     pub(crate) fn close(&self, reason: &CloseReason) {
+        self.slots.close();
         let calls = {
             let mut inner = self.lock();
             if inner.closed.is_none() {

@@ -50,10 +50,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(config: Config, outbound: Outbound) -> Self {
+        let pending = Pending::new(config.limits.max_pending_calls);
         Shared {
             config,
             next_id: AtomicU64::new(0),
-            pending: Pending::default(),
+            pending,
             outbound,
             producers: crate::stream::Producers::default(),
             progress: crate::progress::Receivers::default(),
