@@ -7,14 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use super::outbound::{FLUSH_TIMEOUT, OutFrame};
+use super::outbound::Drain;
 use super::reader::EofReason;
 use super::shared::Shared;
-use super::{Builder, CloseKind, CloseReason, Connection, Direction, trace};
+use super::{Builder, CloseKind, CloseReason, Connection};
 use crate::framing::{Frame, FrameError};
 
 /// Messages fed to the sink before it is flushed (when more are queued at once).
@@ -75,86 +73,45 @@ impl Builder {
     {
         self.start_with(incoming, eof_reason, move |rx, shared, tracker, done| {
             let sink = outgoing(&shared);
-            run_message_writer(sink, rx, shared, tracker, done)
+            run_message_writer(sink, Drain::new(rx, shared, tracker), done)
         })
     }
 }
 
 /// The writer task of a message transport: the byte writer's loop (same order, same drain on
 /// close, same flush timeout) with one sink item per message instead of framed bytes.
-async fn run_message_writer<Si>(
-    mut sink: Si,
-    mut rx: mpsc::UnboundedReceiver<OutFrame>,
-    shared: Arc<Shared>,
-    handlers: TaskTracker,
-    done: CancellationToken,
-) where
+async fn run_message_writer<Si>(mut sink: Si, mut drain: Drain, done: CancellationToken)
+where
     Si: Sink<Vec<u8>, Error = io::Error> + Unpin,
 {
-    let stop = shared.shutdown.clone();
-    let give_up = async {
-        stop.cancelled().await;
-        tokio::time::sleep(FLUSH_TIMEOUT).await;
-    };
-    tokio::pin!(give_up);
-    let mut handlers_done = std::pin::pin!(async {
-        stop.cancelled().await;
-        handlers.close();
-        handlers.wait().await;
-    });
-    let mut handlers_finished = false;
-
-    'outer: loop {
-        let first = tokio::select! {
-            biased;
-            frame = rx.recv() => match frame {
-                Some(frame) => frame,
-                None => break,
-            },
-            _ = &mut handlers_done, if !handlers_finished => {
-                handlers_finished = true;
-                if rx.is_empty() {
-                    break;
-                }
-                continue;
-            }
-            _ = &mut give_up => break,
-        };
+    'outer: while let Some(first) = drain.next().await {
         let mut next = Some(first);
         let mut fed = 0;
         while let Some(mut frame) = next.take() {
-            trace::message(&shared, Direction::Outgoing, &frame.body);
-            shared.outbound.taken(&frame);
             let body = std::mem::take(&mut frame.body);
             fed += body.len();
-            let res = tokio::select! {
-                biased;
-                res = sink.feed(body) => res,
-                _ = &mut give_up => break 'outer,
-            };
-            if let Err(e) = res {
-                return writer_failed(sink, &shared, e, &done).await;
+            match drain.write(sink.feed(body)).await {
+                None => break 'outer,
+                Some(Err(e)) => return writer_failed(sink, drain.shared(), e, &done).await,
+                Some(Ok(())) => {}
             }
             // The budget share is released once the sink has taken the message.
             drop(frame);
             if fed < BATCH_BYTES {
-                next = rx.try_recv().ok();
+                next = drain.try_next();
             }
         }
-        let res = tokio::select! {
-            biased;
-            res = sink.flush() => res,
-            _ = &mut give_up => break,
-        };
-        if let Err(e) = res {
-            return writer_failed(sink, &shared, e, &done).await;
+        match drain.write(sink.flush()).await {
+            None => break,
+            Some(Err(e)) => return writer_failed(sink, drain.shared(), e, &done).await,
+            Some(Ok(())) => {}
         }
-        if handlers_finished && rx.is_empty() {
+        if drain.finished() {
             break;
         }
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), sink.close()).await;
-    shared.finish();
+    drain.shared().finish();
     done.cancel();
 }
 

@@ -230,7 +230,7 @@ impl Builder {
         let write_codec = self.config.framing.codec(self.config.limits.frame);
         let frames = FramedRead::with_capacity(reader, read_codec, 8 * 1024);
         self.start_with(frames, eof_reason, move |out_rx, shared, tracker, done| {
-            outbound::run_writer(writer, out_rx, write_codec, shared, tracker, done)
+            outbound::run_writer(writer, outbound::Drain::new(out_rx, shared, tracker), write_codec, done)
         })
     }
 

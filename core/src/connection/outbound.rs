@@ -133,61 +133,103 @@ impl Outbound {
     }
 }
 
+/// The writer's side of the queue, shared by the byte writer and the message writer: frames in
+/// order while the connection lives, then the final drain when it stops (wait for the handlers
+/// still running, write what they answered, give up after [`FLUSH_TIMEOUT`]).
+pub(crate) struct Drain {
+    rx: mpsc::UnboundedReceiver<OutFrame>,
+    shared: Arc<Shared>,
+    give_up: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    handlers_done: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    handlers_finished: bool,
+}
+
+impl Drain {
+    pub(crate) fn new(rx: mpsc::UnboundedReceiver<OutFrame>, shared: Arc<Shared>, handlers: TaskTracker) -> Self {
+        let stop = shared.shutdown.clone();
+        let give_up = Box::pin(async move {
+            stop.cancelled().await;
+            tokio::time::sleep(FLUSH_TIMEOUT).await;
+        });
+        let stop = shared.shutdown.clone();
+        let handlers_done = Box::pin(async move {
+            stop.cancelled().await;
+            handlers.close();
+            handlers.wait().await;
+        });
+        Drain { rx, shared, give_up, handlers_done, handlers_finished: false }
+    }
+
+    /// The next frame to write (waiting for one), or `None` when the writer should stop: the
+    /// connection ended and everything was drained, or the drain gave up.
+    pub(crate) async fn next(&mut self) -> Option<OutFrame> {
+        loop {
+            let frame = tokio::select! {
+                biased;
+                frame = self.rx.recv() => frame,
+                _ = &mut self.handlers_done, if !self.handlers_finished => {
+                    self.handlers_finished = true;
+                    if self.rx.is_empty() {
+                        return None;
+                    }
+                    continue;
+                }
+                _ = &mut self.give_up => None,
+            };
+            return frame.map(|frame| self.took(frame));
+        }
+    }
+
+    /// Another frame that is already queued, to batch with the last one.
+    pub(crate) fn try_next(&mut self) -> Option<OutFrame> {
+        self.rx.try_recv().ok().map(|frame| self.took(frame))
+    }
+
+    fn took(&self, frame: OutFrame) -> OutFrame {
+        trace::message(&self.shared, Direction::Outgoing, &frame.body);
+        self.shared.outbound.taken(&frame);
+        frame
+    }
+
+    /// Run one write, unless the drain gives up first (`None`).
+    pub(crate) async fn write<T>(&mut self, write: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            res = write => Some(res),
+            _ = &mut self.give_up => None,
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The connection ended and nothing is left to write.
+    pub(crate) fn finished(&self) -> bool {
+        self.handlers_finished && self.rx.is_empty()
+    }
+}
+
 /// Write queued messages until the connection stops; then flush what is left (waiting for the
 /// handlers still running, within [`FLUSH_TIMEOUT`]) and shut the write side down.
 pub(crate) async fn run_writer<W: AsyncWrite + Unpin>(
     mut io: W,
-    mut rx: mpsc::UnboundedReceiver<OutFrame>,
+    mut drain: Drain,
     codec: FrameCodec,
-    shared: Arc<Shared>,
-    handlers: TaskTracker,
     done: CancellationToken,
 ) {
     // Small while idle (an idle connection should cost little); it grows to a batch under load.
     let mut buf = BytesMut::with_capacity(IDLE_BUFFER);
-    let stop = shared.shutdown.clone();
-    let give_up = async {
-        stop.cancelled().await;
-        tokio::time::sleep(FLUSH_TIMEOUT).await;
-    };
-    tokio::pin!(give_up);
-    let mut handlers_done = std::pin::pin!(async {
-        stop.cancelled().await;
-        handlers.close();
-        handlers.wait().await;
-    });
-    let mut handlers_finished = false;
-
-    'outer: loop {
-        let first = tokio::select! {
-            biased;
-            frame = rx.recv() => match frame {
-                Some(frame) => frame,
-                None => break,
-            },
-            _ = &mut handlers_done, if !handlers_finished => {
-                handlers_finished = true;
-                if rx.is_empty() {
-                    break;
-                }
-                continue;
-            }
-            _ = &mut give_up => break,
-        };
+    'outer: while let Some(first) = drain.next().await {
         let mut next = Some(first);
         while let Some(mut frame) = next.take() {
-            trace::message(&shared, Direction::Outgoing, &frame.body);
-            shared.outbound.taken(&frame);
             if frame.body.len() >= DIRECT_WRITE {
                 codec.prepare_body(&mut frame.body);
                 codec.encode_prefix(frame.body.len(), &mut buf);
-                let res = tokio::select! {
-                    biased;
-                    res = write_parts(&mut io, &mut buf, &frame.body) => res,
-                    _ = &mut give_up => break 'outer,
-                };
-                if let Err(e) = res {
-                    return writer_failed(&shared, e, &done);
+                match drain.write(write_parts(&mut io, &mut buf, &frame.body)).await {
+                    None => break 'outer,
+                    Some(Err(e)) => return writer_failed(drain.shared(), e, &done),
+                    Some(Ok(())) => {}
                 }
                 codec.encode_suffix(&mut buf);
             } else {
@@ -195,23 +237,20 @@ pub(crate) async fn run_writer<W: AsyncWrite + Unpin>(
             }
             drop(frame);
             if buf.len() < BATCH_BYTES {
-                next = rx.try_recv().ok();
+                next = drain.try_next();
             }
         }
-        let res = tokio::select! {
-            biased;
-            res = flush(&mut io, &mut buf) => res,
-            _ = &mut give_up => break,
-        };
-        if let Err(e) = res {
-            return writer_failed(&shared, e, &done);
+        match drain.write(flush(&mut io, &mut buf)).await {
+            None => break,
+            Some(Err(e)) => return writer_failed(drain.shared(), e, &done),
+            Some(Ok(())) => {}
         }
-        if handlers_finished && rx.is_empty() {
+        if drain.finished() {
             break;
         }
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), io.shutdown()).await;
-    shared.finish();
+    drain.shared().finish();
     done.cancel();
 }
 
