@@ -2,6 +2,9 @@
 //! the same order, however the bytes are cut into chunks on the way (fed to the decoder chunk
 //! by chunk, as a transport's reads would), with nothing left over at EOF.
 
+#[path = "support/arb_json.rs"]
+mod arb_json;
+
 use bytes::BytesMut;
 use jsonrpc_duplex::framing::{Frame, FrameCodec, FrameLimits, Framing};
 use proptest::prelude::*;
@@ -36,25 +39,8 @@ fn decode_chunked(framing: Framing, bytes: &[u8], sizes: &[usize]) -> Vec<BytesM
     out
 }
 
-/// Any JSON value, a few levels deep, with strings that need escaping.
 fn json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        // Floats with a short decimal form (serde_json's default float parsing is exact for them).
-        any::<i32>().prop_map(|n| Value::from(f64::from(n) / 8.0)),
-        any::<String>().prop_map(Value::String),
-        "[\"\\\\\n\r\t\u{0}\u{1f}\u{2028}é😀 ]{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(any::<String>(), inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    arb_json::json(4, 48, 6)
 }
 
 fn chunk_sizes() -> impl Strategy<Value = Vec<usize>> {

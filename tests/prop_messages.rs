@@ -8,6 +8,9 @@
 //! - A raw peer sends requests with ids of both types (strings of any text, integers, numbers
 //!   with fractions) and gets each id back exactly once with the answer to its own request.
 
+#[path = "support/arb_json.rs"]
+mod arb_json;
+
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,22 +59,7 @@ fn chunked<R>(inner: R, sizes: &[usize]) -> ChunkedReader<R> {
 }
 
 fn json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<i32>().prop_map(|n| Value::from(f64::from(n) / 4.0)),
-        any::<String>().prop_map(Value::String),
-        "[\"\\\\\n\r\t\u{0}\u{1f}é😀 ]{0,8}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(any::<String>(), inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    arb_json::json(3, 24, 4)
 }
 
 /// Params as JSON-RPC allows them: absent, an array or an object.
