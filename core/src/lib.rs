@@ -16,6 +16,7 @@
 //! Raw traffic is logged at TRACE on the target [`WIRE_TARGET`]; protocol problems at WARN/DEBUG
 //! on [`LOG_TARGET`].
 
+mod call_bindings;
 pub mod connection;
 pub mod framing;
 pub mod handler;

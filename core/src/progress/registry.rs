@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use crate::call_bindings::CallBindings;
 use crate::connection::{CloseReason, Error};
 use crate::id_hash::IdBuild;
 
@@ -17,8 +18,6 @@ pub(crate) type Report = Result<Box<RawValue>, Error>;
 #[derive(Default)]
 struct Inner {
     live: HashMap<u64, mpsc::UnboundedSender<Report>, IdBuild>,
-    /// Our request id → the tokens in its params.
-    owned: HashMap<u64, Vec<u64>, IdBuild>,
     closed: Option<CloseReason>,
 }
 
@@ -28,7 +27,8 @@ pub(crate) struct Receivers {
     next_token: AtomicU64,
     inner: Mutex<Inner>,
     live_count: AtomicUsize,
-    owned_count: AtomicUsize,
+    /// The tokens in the params of our requests.
+    bindings: CallBindings,
 }
 
 impl Receivers {
@@ -72,10 +72,8 @@ impl Receivers {
     }
 
     pub(crate) fn bind_to_call(&self, token: u64, id: u64) {
-        let mut inner = self.lock();
-        if inner.live.contains_key(&token) {
-            inner.owned.entry(id).or_default().push(token);
-            self.owned_count.fetch_add(1, Ordering::AcqRel);
+        if self.lock().live.contains_key(&token) {
+            self.bindings.bind(id, token);
         }
     }
 
@@ -94,12 +92,11 @@ impl Receivers {
     /// Our request `id` was answered (or given up): the receivers of its tokens end once they
     /// have taken the reports already delivered.
     pub(crate) fn release_call(&self, id: u64) {
-        if self.owned_count.load(Ordering::Acquire) == 0 {
+        let tokens = self.bindings.take(id);
+        if tokens.is_empty() {
             return;
         }
         let mut inner = self.lock();
-        let Some(tokens) = inner.owned.remove(&id) else { return };
-        self.owned_count.fetch_sub(tokens.len(), Ordering::AcqRel);
         for token in tokens {
             self.remove_locked(&mut inner, token);
         }
@@ -112,11 +109,10 @@ impl Receivers {
             if inner.closed.is_none() {
                 inner.closed = Some(reason.clone());
             }
-            inner.owned.clear();
-            self.owned_count.store(0, Ordering::Release);
             self.live_count.store(0, Ordering::Release);
             inner.live.drain().map(|(_, tx)| tx).collect()
         };
+        self.bindings.clear();
         for tx in live {
             let _ = tx.send(Err(Error::ConnectionLost(reason.clone())));
         }

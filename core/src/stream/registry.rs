@@ -2,17 +2,16 @@
 //! (streams passed as arguments die when that request is answered).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::producer::Producer;
+use crate::call_bindings::CallBindings;
 use crate::id_hash::IdBuild;
 
 #[derive(Default)]
 struct Inner {
     live: HashMap<u64, Arc<Producer>, IdBuild>,
-    /// Our request id → the tokens of the streams in its params.
-    owned: HashMap<u64, Vec<u64>, IdBuild>,
     closed: bool,
 }
 
@@ -20,13 +19,13 @@ pub(crate) struct Producers {
     /// StreamJsonRpc numbers its generator tokens from 1, per connection.
     next_token: AtomicU64,
     inner: Mutex<Inner>,
-    /// Entries of `owned`, so that answers to calls without streams skip the lock.
-    owned_count: AtomicUsize,
+    /// The streams in the params of our requests.
+    bindings: CallBindings,
 }
 
 impl Default for Producers {
     fn default() -> Self {
-        Producers { next_token: AtomicU64::new(1), inner: Mutex::default(), owned_count: AtomicUsize::new(0) }
+        Producers { next_token: AtomicU64::new(1), inner: Mutex::default(), bindings: CallBindings::default() }
     }
 }
 
@@ -70,22 +69,19 @@ impl Producers {
 
     /// The stream `token` travels in the params of our request `id`: it ends when `id` is answered.
     pub(crate) fn bind_to_call(&self, token: u64, id: u64) {
-        let mut inner = self.lock();
-        if inner.live.contains_key(&token) {
-            inner.owned.entry(id).or_default().push(token);
-            self.owned_count.fetch_add(1, Ordering::AcqRel);
+        if self.lock().live.contains_key(&token) {
+            self.bindings.bind(id, token);
         }
     }
 
     /// Our request `id` was answered (or given up, or never sent): its argument streams end.
     pub(crate) fn release_call(&self, id: u64) {
-        if self.owned_count.load(Ordering::Acquire) == 0 {
+        let tokens = self.bindings.take(id);
+        if tokens.is_empty() {
             return;
         }
         let disposed: Vec<Arc<Producer>> = {
             let mut inner = self.lock();
-            let Some(tokens) = inner.owned.remove(&id) else { return };
-            self.owned_count.fetch_sub(tokens.len(), Ordering::AcqRel);
             tokens.iter().filter_map(|t| inner.live.remove(t)).collect()
         };
         for p in disposed {
@@ -99,10 +95,9 @@ impl Producers {
         let all: Vec<Arc<Producer>> = {
             let mut inner = self.lock();
             inner.closed = true;
-            self.owned_count.store(0, Ordering::Release);
-            inner.owned.clear();
             inner.live.drain().map(|(_, p)| p).collect()
         };
+        self.bindings.clear();
         for p in all {
             p.dispose();
         }
