@@ -242,11 +242,15 @@ async fn mcp_never_answers_a_cancelled_inbound_request() {
     peer.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}"#).await;
     peer.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#).await;
     assert_eq!(within(fired.recv()).await.unwrap(), json!(2));
-    // Cancelled before it started: it never runs, and is not answered either.
+    // Cancelled right after it arrived (the reader may already have started it): not answered
+    // either. (A request cancelled while still queued never runs: see the test above with a
+    // notification holding the lane.)
     peer.send(r#"{"jsonrpc":"2.0","id":3,"method":"watch"}"#).await;
     peer.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":[3]}"#).await;
     peer.expect_silence(Duration::from_millis(100)).await;
-    assert!(fired.try_recv().is_err());
+    if let Ok(id) = fired.try_recv() {
+        assert_eq!(id, json!(3), "only the cancelled request's handler may report");
+    }
     assert_alive(&mut peer, 4).await;
 }
 

@@ -416,7 +416,8 @@ fn loadavg() -> String {
 /// `COMPARE_PROFILE=N`: only scenario A, N calls, for one contender
 /// (`COMPARE_PROFILE_WHO=rpc|core|hw`, default `rpc`) over one link
 /// (`COMPARE_PROFILE_LINK=duplex|unix`, default `duplex`), Content-Length framing; with
-/// `COMPARE_PROFILE_SCENARIO=idle`, scenario F with N pairs instead.
+/// `COMPARE_PROFILE_SCENARIO=idle`, scenario F with N pairs instead; `inflight`, scenario B;
+/// `notify`, scenario C.
 fn profile(rt: &Runtime, n: usize) {
     let who = std::env::var("COMPARE_PROFILE_WHO").unwrap_or_else(|_| "rpc".to_owned());
     let link = match std::env::var("COMPARE_PROFILE_LINK").as_deref() {
@@ -440,6 +441,21 @@ fn profile(rt: &Runtime, n: usize) {
         let bytes = runner.idle(rt, n);
         println!("{}, {}: {n} idle pairs, {bytes:.0} heap bytes each", runner.name(), link.label());
         return;
+    }
+    match std::env::var("COMPARE_PROFILE_SCENARIO").as_deref() {
+        Ok("inflight") => {
+            let _ = runner.in_flight(rt, n / 10, 64);
+            let per_sec = runner.in_flight(rt, n, 64);
+            println!("{}, {}: {n} calls, 64 in flight: {per_sec:.0} calls/s", runner.name(), link.label());
+            return;
+        }
+        Ok("notify") => {
+            let _ = runner.notifications(rt, n / 10);
+            let per_sec = runner.notifications(rt, n);
+            println!("{}, {}: {n} notifications: {per_sec:.0} msgs/s", runner.name(), link.label());
+            return;
+        }
+        _ => {}
     }
     let _ = runner.sequential(rt, n / 10);
     let a = runner.sequential(rt, n);

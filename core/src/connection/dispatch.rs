@@ -4,17 +4,28 @@
 //! next message is taken (LSP's `didChange` is applied before the `hover` after it). A request's
 //! handler is polled once on the lane — so its synchronous start happens in order — and then runs
 //! as its own task, concurrently with later messages, up to the in-flight limit.
+//!
+//! Nobody owns the lane by default. When the reader reads a message and the lane is free, it
+//! dispatches it itself, right away (a lone request costs no task hop to reach its handler).
+//! Whatever cannot finish in that one step — a notification handler that waits for something, a
+//! request that must wait for a concurrency slot or for the peer to read our answers — is handed
+//! to the dispatcher task together with the lane, and the messages read after it queue behind it
+//! until the task has caught up and lets the lane go. Either way a handler is only ever polled,
+//! never waited for, by the reader.
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::task::Poll;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
+use futures::task::AtomicWaker;
 use serde_json::value::RawValue;
-use tokio::sync::{Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 use super::Handle;
@@ -28,118 +39,318 @@ pub(crate) enum Inbound {
     Notification { method: String, params: Option<Box<RawValue>> },
 }
 
+/// Who works the lane now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Idle,
+    /// The reader, dispatching the message it just read.
+    Reader,
+    /// The dispatcher task, with the messages queued behind what it was handed.
+    Task,
+}
+
+struct Queue {
+    items: VecDeque<Inbound>,
+    owner: Owner,
+    /// A notification handler the reader started and could not finish: the task's first job.
+    current: Option<NotificationJob>,
+    /// The dispatcher task has stopped: nothing is dispatched any more.
+    closed: bool,
+    /// The reader has stopped: nothing more will be offered.
+    input_ended: bool,
+}
+
+/// The lane, shared by the reader and the dispatcher task.
+pub(crate) struct Lane {
+    queue: Mutex<Queue>,
+    task: AtomicWaker,
+    /// Messages taken off the lane so far (for [`super::settle`]).
+    taken: AtomicU64,
+    dispatcher: Dispatcher,
+}
+
+/// The lane is closed; the connection is ending.
+pub(crate) struct LaneClosed;
+
 pub(crate) struct Dispatcher {
     pub(crate) shared: Arc<Shared>,
     pub(crate) router: Router,
     pub(crate) handle: Handle,
     pub(crate) tracker: TaskTracker,
+    pub(crate) permits: Arc<Semaphore>,
 }
 
-type HandlerFuture = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-impl Dispatcher {
-    pub(crate) async fn run(self, mut rx: mpsc::UnboundedReceiver<Inbound>) {
-        let permits = Arc::new(Semaphore::new(self.shared.config.limits.max_concurrent_requests.max(1)));
+/// What became of a message the reader tried to dispatch itself.
+enum Step {
+    Done,
+    /// Give the lane to the task: this notification's handler is still running.
+    Running(NotificationJob),
+    /// Give the lane to the task: this request must wait before it can start.
+    Blocked(Inbound),
+}
+
+impl Lane {
+    pub(crate) fn new(dispatcher: Dispatcher) -> Self {
+        Lane {
+            queue: Mutex::new(Queue {
+                items: VecDeque::new(),
+                owner: Owner::Idle,
+                current: None,
+                closed: false,
+                input_ended: false,
+            }),
+            task: AtomicWaker::new(),
+            taken: AtomicU64::new(0),
+            dispatcher,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The reader hands over a message: dispatched on the spot if the lane is free, else queued
+    /// for the dispatcher task.
+    pub(crate) async fn offer(&self, item: Inbound) -> Result<(), LaneClosed> {
+        {
+            let mut q = self.lock();
+            if q.closed {
+                return Err(LaneClosed);
+            }
+            if q.owner != Owner::Idle {
+                self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
+                q.items.push_back(item);
+                return Ok(());
+            }
+            q.owner = Owner::Reader;
+        }
+        let step = self.step(item).await;
+        let mut q = self.lock();
+        match step {
+            Step::Done => {
+                // Only the reader queues, and it was busy here: nothing can be queued.
+                q.owner = Owner::Idle;
+                return Ok(());
+            }
+            Step::Running(job) => q.current = Some(job),
+            Step::Blocked(item) => {
+                // Not taken after all: the task takes it first.
+                self.taken.fetch_sub(1, Ordering::AcqRel);
+                self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
+                q.items.push_front(item);
+            }
+        }
+        q.owner = Owner::Task;
+        drop(q);
+        self.task.wake();
+        Ok(())
+    }
+
+    /// Dispatch one message from the reader without waiting for anything.
+    async fn step(&self, item: Inbound) -> Step {
+        let d = &self.dispatcher;
+        let taken = self.taken.fetch_add(1, Ordering::AcqRel) + 1;
+        match item {
+            Inbound::Notification { method, params } => {
+                let Some(mut job) = d.notification_job(method, params) else {
+                    d.shared.settle.set_handled(taken);
+                    return Step::Done;
+                };
+                let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut job).poll(cx))).await;
+                match first {
+                    Poll::Ready(_) => {
+                        d.shared.settle.set_handled(taken);
+                        Step::Done
+                    }
+                    Poll::Pending => Step::Running(job),
+                }
+            }
+            Inbound::Request { id, method, params, call, batch } => {
+                if !call.cancel.is_cancelled() && !d.shared.handlers.is_cancelled() {
+                    if !d.shared.outbound.has_room() {
+                        return Step::Blocked(Inbound::Request { id, method, params, call, batch });
+                    }
+                    let Ok(permit) = d.permits.clone().try_acquire_owned() else {
+                        return Step::Blocked(Inbound::Request { id, method, params, call, batch });
+                    };
+                    d.shared.settle.set_handled(taken);
+                    d.start_request(id, method, params, call, batch, permit).await;
+                } else {
+                    d.shared.settle.set_handled(taken);
+                    let slot = ReplySlot::new(d.shared.clone(), id, Some(call.clone()), batch, false);
+                    slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
+                }
+                Step::Done
+            }
+        }
+    }
+
+    /// The reader stopped (after the peer's EOF the messages it read are still dispatched; then
+    /// the task ends).
+    pub(crate) fn input_ended(&self) {
+        self.lock().input_ended = true;
+        self.task.wake();
+    }
+
+    /// The dispatcher task's turn: `true` once it owns the lane, `false` once the reader has
+    /// stopped and everything it offered is done.
+    fn poll_turn(&self, cx: &mut Context<'_>) -> Poll<bool> {
+        self.task.register(cx.waker());
+        let q = self.lock();
+        match q.owner {
+            Owner::Task => Poll::Ready(true),
+            Owner::Idle if q.input_ended => Poll::Ready(false),
+            _ => Poll::Pending,
+        }
+    }
+
+    /// The dispatcher task: work the lane whenever it is handed over, until the connection
+    /// closes; then answer the requests that never started.
+    pub(crate) async fn run(self: Arc<Self>) {
+        let d = &self.dispatcher;
         // Not `shutdown`: after the peer's EOF the messages already read are still dispatched
-        // (the queue then ends when the reader drops its sender).
-        let shutdown = self.shared.handlers.clone();
-        let read_ahead = self.shared.config.limits.read_ahead.max(1);
-        let mut taken = 0u64;
+        // (the reader then stops offering).
+        let shutdown = d.shared.handlers.clone();
+        let read_ahead = d.shared.config.limits.read_ahead.max(1);
         // One cancellation future for the whole loop (a new one per message costs a registration).
         let stopped = shutdown.cancelled();
         tokio::pin!(stopped);
-        loop {
-            // Everything taken so far is handled: notifications ran to completion, requests started.
-            self.shared.settle.set_handled(taken);
-            let item = tokio::select! {
+        'run: loop {
+            tokio::select! {
                 biased;
                 _ = &mut stopped => break,
-                item = rx.recv() => match item {
-                    Some(item) => item,
-                    None => break,
+                owns = std::future::poll_fn(|cx| self.poll_turn(cx)) => if !owns {
+                    break;
                 },
-            };
-            if self.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
-                self.shared.space.notify_one();
             }
-            taken += 1;
-            match item {
-                Inbound::Notification { method, params } => {
-                    if !self.notification(method, params).await {
-                        break;
-                    }
+            let current = self.lock().current.take();
+            if let Some(job) = current {
+                if !job.await {
+                    break;
                 }
-                Inbound::Request { id, method, params, call, batch } => {
-                    // A request counts as handled once taken: a call awaiting the lane must not
-                    // wait for a concurrency slot that its own caller may be holding.
-                    self.shared.settle.set_handled(taken);
-                    let slot = ReplySlot::new(self.shared.clone(), id.clone(), Some(call.clone()), batch, false);
-                    if call.cancel.is_cancelled() {
-                        slot.answer_unanswered(&call.cancel, "cancelled before it started");
-                        continue;
-                    }
-                    // Answers the peer has not read yet hold back new work.
-                    tokio::select! {
-                        biased;
-                        _ = shutdown.cancelled() => {
-                            slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
+                d.shared.settle.set_handled(self.taken.load(Ordering::Acquire));
+            }
+            loop {
+                let item = {
+                    let mut q = self.lock();
+                    match q.items.pop_front() {
+                        Some(item) => item,
+                        None => {
+                            q.owner = Owner::Idle;
                             break;
                         }
-                        _ = self.shared.outbound.wait_room() => {}
                     }
-                    let permit = tokio::select! {
-                        biased;
-                        _ = shutdown.cancelled() => {
-                            slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
-                            break;
-                        }
-                        permit = permits.clone().acquire_owned() => match permit {
-                            Ok(p) => p,
-                            Err(_) => break,
-                        },
-                    };
-                    let responder = Responder::new(slot.clone(), call.cancel.clone());
-                    let request =
-                        Request { id, method, params, cancel: call.cancel.clone(), peer: self.handle.clone() };
-                    // The handler's synchronous part (the closure that builds its future) may
-                    // panic too; it must not take the dispatcher down with it.
-                    let started = supervised(Some(&slot), || {
-                        std::panic::catch_unwind(AssertUnwindSafe(|| self.request_future(request, responder)))
-                    });
-                    let handler = match started {
-                        Ok(Some(handler)) => handler,
-                        Ok(None) => continue,
-                        Err(payload) => {
-                            answer_panic(&slot, &payload);
-                            continue;
-                        }
-                    };
-                    let cancel = call.cancel.clone();
-                    let mut task = Box::pin(async move {
-                        let end =
-                            supervise(handler, Some(&slot), false, &cancel, |payload| answer_panic(&slot, &payload))
-                                .await;
-                        // A handler that finished may have handed its responder to another task:
-                        // only a cancelled one is answered here.
-                        if end == End::Cancelled {
-                            slot.answer_unanswered(&cancel, "cancelled");
-                        }
-                        drop(permit);
-                    });
-                    let first = std::future::poll_fn(|cx| Poll::Ready(on_lane(|| task.as_mut().poll(cx)))).await;
-                    if first.is_pending() {
-                        self.tracker.spawn(task);
-                    }
+                };
+                if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
+                    d.shared.space.notify_one();
                 }
+                let taken = self.taken.fetch_add(1, Ordering::AcqRel) + 1;
+                if !d.dispatch(item, taken, &shutdown).await {
+                    break 'run;
+                }
+                // Everything taken so far is handled: notifications ran to completion, requests started.
+                d.shared.settle.set_handled(taken);
             }
         }
         // The connection is closing: answer what never started.
-        rx.close();
-        while let Ok(item) = rx.try_recv() {
+        let left = {
+            let mut q = self.lock();
+            q.closed = true;
+            q.current = None;
+            std::mem::take(&mut q.items)
+        };
+        for item in left {
             if let Inbound::Request { id, call, batch, .. } = item {
-                let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
+                let slot = ReplySlot::new(d.shared.clone(), id, Some(call.clone()), batch, false);
                 slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
             }
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Dispatch one message on the task, waiting as needed; `false` if the connection closed.
+    async fn dispatch(&self, item: Inbound, taken: u64, shutdown: &CancellationToken) -> bool {
+        match item {
+            Inbound::Notification { method, params } => match self.notification_job(method, params) {
+                Some(job) => job.await,
+                None => true,
+            },
+            Inbound::Request { id, method, params, call, batch } => {
+                // A request counts as handled once taken: a call awaiting the lane must not
+                // wait for a concurrency slot that its own caller may be holding.
+                self.shared.settle.set_handled(taken);
+                let closed = "the connection closed before the request started";
+                if call.cancel.is_cancelled() {
+                    let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
+                    slot.answer_unanswered(&call.cancel, "cancelled before it started");
+                    return true;
+                }
+                // Answers the peer has not read yet hold back new work.
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => {
+                        let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
+                        slot.answer_unanswered(&call.cancel, closed);
+                        return false;
+                    }
+                    _ = self.shared.outbound.wait_room() => {}
+                }
+                let permit = tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => None,
+                    permit = self.permits.clone().acquire_owned() => permit.ok(),
+                };
+                let Some(permit) = permit else {
+                    let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
+                    slot.answer_unanswered(&call.cancel, closed);
+                    return false;
+                };
+                self.start_request(id, method, params, call, batch, permit).await;
+                true
+            }
+        }
+    }
+
+    /// Start a request's handler: its first poll on the lane, the rest as its own task. Resolves
+    /// in one poll.
+    async fn start_request(
+        &self,
+        id: Id,
+        method: String,
+        params: Option<Box<RawValue>>,
+        call: Arc<InboundCall>,
+        batch: Option<Arc<Batch>>,
+        permit: OwnedSemaphorePermit,
+    ) {
+        let slot = ReplySlot::new(self.shared.clone(), id.clone(), Some(call.clone()), batch, false);
+        let responder = Responder::new(slot.clone(), call.cancel.clone());
+        let request = Request { id, method, params, cancel: call.cancel.clone(), peer: self.handle.clone() };
+        // The handler's synchronous part (the closure that builds its future) may panic too; it
+        // must not take the lane down with it.
+        let started = supervised(Some(&slot), || {
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.request_future(request, responder)))
+        });
+        let handler = match started {
+            Ok(Some(handler)) => handler,
+            Ok(None) => return,
+            Err(payload) => return answer_panic(&slot, &payload),
+        };
+        let cancel = call.cancel.clone();
+        let mut task = Box::pin(async move {
+            let end = supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;
+            // A handler that finished may have handed its responder to another task: only a
+            // cancelled one is answered here.
+            if end == End::Cancelled {
+                slot.answer_unanswered(&cancel, "cancelled");
+            }
+            drop(permit);
+        });
+        let first = std::future::poll_fn(|cx| Poll::Ready(on_lane(|| task.as_mut().poll(cx)))).await;
+        if first.is_pending() {
+            self.tracker.spawn(task);
         }
     }
 
@@ -170,23 +381,18 @@ impl Dispatcher {
         }
     }
 
-    /// Run a notification handler to completion; `false` if the connection closed meanwhile.
-    async fn notification(&self, method: String, params: Option<Box<RawValue>>) -> bool {
+    /// A notification's handler, ready to be run to completion on the lane (`None` when nobody
+    /// handles it, or building it panicked).
+    fn notification_job(&self, method: String, params: Option<Box<RawValue>>) -> Option<NotificationJob> {
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(&method, params)));
         let fut = match started {
-            Ok(Some(fut)) => fut,
-            Ok(None) => return true,
+            Ok(fut) => fut?,
             Err(payload) => {
                 tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
-                return true;
+                return None;
             }
         };
-        let shutdown = self.shared.handlers.clone();
-        let end = supervise(fut, None, true, &shutdown, |payload| {
-            tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
-        })
-        .await;
-        end != End::Cancelled
+        Some(NotificationJob { method, fut: Some(fut), stop: self.shared.handlers.clone(), stopped: None })
     }
 
     /// The handler future for a notification, or `None` when nobody handles it.
@@ -221,6 +427,52 @@ impl Dispatcher {
     }
 }
 
+/// A notification handler run to completion on the lane, under panic supervision: `true` when it
+/// finished (or panicked: logged), `false` when the connection closed first (it is dropped).
+/// Movable between polls, so the reader can start it and hand it to the task.
+struct NotificationJob {
+    method: String,
+    fut: Option<HandlerFuture>,
+    stop: CancellationToken,
+    /// Created only if the handler does not finish in its first poll.
+    stopped: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl Future for NotificationJob {
+    type Output = bool;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = &mut *self;
+        if let Some(fut) = this.fut.as_mut() {
+            let polled =
+                on_lane(|| supervised(None, || std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)))));
+            match polled {
+                Ok(Poll::Ready(())) => {
+                    this.fut = None;
+                    return Poll::Ready(true);
+                }
+                Ok(Poll::Pending) => {}
+                Err(payload) => {
+                    this.fut = None;
+                    let method = &this.method;
+                    tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
+                    return Poll::Ready(true);
+                }
+            }
+        }
+        let stop = &this.stop;
+        let stopped = this.stopped.get_or_insert_with(|| Box::pin(stop.clone().cancelled_owned()));
+        match stopped.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                // Dropped here, inside the lane's poll, like a handler that finished.
+                this.fut = None;
+                Poll::Ready(false)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum End {
     Finished,
@@ -228,13 +480,12 @@ enum End {
     Cancelled,
 }
 
-/// Drive a handler until it finishes, panics (reported through `on_panic`; the reply handle of
-/// `slot`, dropped while the panic unwinds, leaves the answer to it) or `cancel` fires (then the
-/// handler is dropped).
+/// Drive a request handler until it finishes, panics (reported through `on_panic`; the reply
+/// handle of `slot`, dropped while the panic unwinds, leaves the answer to it) or `cancel` fires
+/// (then the handler is dropped).
 async fn supervise(
     fut: HandlerFuture,
     slot: Option<&Arc<ReplySlot>>,
-    lane: bool,
     cancel: &CancellationToken,
     on_panic: impl FnOnce(Box<dyn Any + Send>),
 ) -> End {
@@ -244,9 +495,7 @@ async fn supervise(
     tokio::pin!(cancelled);
     let end = std::future::poll_fn(|cx| {
         if let Some(f) = fut.as_mut() {
-            let mut poll = || supervised(slot, || std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx))));
-            let polled = if lane { on_lane(poll) } else { poll() };
-            match polled {
+            match supervised(slot, || std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx)))) {
                 Ok(Poll::Ready(())) => return Poll::Ready(End::Finished),
                 Ok(Poll::Pending) => {}
                 Err(payload) => {

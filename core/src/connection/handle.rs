@@ -206,7 +206,7 @@ impl Handle {
             }
         };
         let mut guard = CallGuard { shared, id, active: true, sent: false };
-        if shared.outbound.send(buf).await.is_err() {
+        if shared.outbound.send_inline(buf).await.is_err() {
             guard.active = false;
             shared.pending.abandon(id);
             shared.release_call(id);

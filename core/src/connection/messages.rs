@@ -2,6 +2,7 @@
 //! (WebSocket, a channel, a message queue). Inbound, a stream of [`Frame`]s (what a byte-stream
 //! decoder yields too); outbound, one body per message into a [`Sink`].
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,47 +72,52 @@ impl Builder {
         Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
         F: FnOnce(&Arc<Shared>) -> Si,
     {
-        self.start_with(incoming, eof_reason, move |rx, shared, tracker, done| {
+        self.start_with(incoming, eof_reason, None, move |shared, tracker, done| {
             let sink = outgoing(&shared);
-            run_message_writer(sink, Drain::new(rx, shared, tracker), done)
+            run_message_writer(sink, Drain::new(shared, tracker), done)
         })
     }
 }
 
 /// The writer task of a message transport: the byte writer's loop (same order, same drain on
-/// close, same flush timeout) with one sink item per message instead of framed bytes.
+/// close, same flush timeout) with one sink item per message instead of framed bytes. Only this
+/// task writes here (a sink cannot be written one poll at a time from a caller's task).
 async fn run_message_writer<Si>(mut sink: Si, mut drain: Drain, done: CancellationToken)
 where
     Si: Sink<Vec<u8>, Error = io::Error> + Unpin,
 {
-    'outer: while let Some(first) = drain.next().await {
-        let mut next = Some(first);
+    let shared = drain.shared().clone();
+    let out = &shared.outbound;
+    let mut batch = VecDeque::new();
+    'outer: while drain.turn().await {
         let mut fed = 0;
-        while let Some(mut frame) = next.take() {
+        loop {
+            let Some(mut frame) = batch.pop_front() else {
+                if fed < BATCH_BYTES && out.take_or_release(&mut batch) {
+                    continue;
+                }
+                break;
+            };
+            out.took(&frame);
             let body = std::mem::take(&mut frame.body);
             fed += body.len();
             match drain.write(sink.feed(body)).await {
                 None => break 'outer,
-                Some(Err(e)) => return writer_failed(sink, drain.shared(), e, &done).await,
+                Some(Err(e)) => return writer_failed(sink, &shared, e, &done).await,
                 Some(Ok(())) => {}
             }
             // The budget share is released once the sink has taken the message.
             drop(frame);
-            if fed < BATCH_BYTES {
-                next = drain.try_next();
-            }
         }
         match drain.write(sink.flush()).await {
             None => break,
-            Some(Err(e)) => return writer_failed(sink, drain.shared(), e, &done).await,
+            Some(Err(e)) => return writer_failed(sink, &shared, e, &done).await,
             Some(Ok(())) => {}
         }
-        if drain.finished() {
-            break;
-        }
+        // Stopped at a batch's size still owning the queue, `turn` goes on at once.
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), sink.close()).await;
-    drain.shared().finish();
+    shared.finish();
     done.cancel();
 }
 

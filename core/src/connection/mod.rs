@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::sync::Semaphore;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -35,7 +35,7 @@ pub(crate) use outbound::FLUSH_TIMEOUT;
 pub(crate) use reader::EofReason;
 
 use self::config::Config;
-use self::dispatch::Dispatcher;
+use self::dispatch::{Dispatcher, Lane};
 use self::outbound::Outbound;
 use self::reader::Reader;
 use self::shared::Shared;
@@ -229,8 +229,9 @@ impl Builder {
         let read_codec = self.config.framing.codec(self.config.limits.frame);
         let write_codec = self.config.framing.codec(self.config.limits.frame);
         let frames = FramedRead::with_capacity(reader, read_codec, 8 * 1024);
-        self.start_with(frames, eof_reason, move |out_rx, shared, tracker, done| {
-            outbound::run_writer(writer, outbound::Drain::new(out_rx, shared, tracker), write_codec, done)
+        let pump: Box<dyn outbound::Pump> = Box::new(outbound::ByteWriter::new(writer, write_codec));
+        self.start_with(frames, eof_reason, Some(pump), move |shared, tracker, done| {
+            outbound::run_writer(outbound::Drain::new(shared, tracker), done)
         })
     }
 
@@ -241,15 +242,16 @@ impl Builder {
         self,
         frames: S,
         eof_reason: Option<EofReason>,
+        pump: Option<Box<dyn outbound::Pump>>,
         writer: F,
     ) -> (Connection, Arc<Shared>)
     where
         S: futures::Stream<Item = Result<crate::framing::Frame, crate::framing::FrameError>> + Send + Unpin + 'static,
-        F: FnOnce(mpsc::UnboundedReceiver<outbound::OutFrame>, Arc<Shared>, TaskTracker, CancellationToken) -> Fut,
+        F: FnOnce(Arc<Shared>, TaskTracker, CancellationToken) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let Builder { config, mut router, factories, layer } = self;
-        let (outbound, out_rx) = Outbound::new(config.limits.outbound_buffer);
+        let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), pump);
         let shared = Arc::new(Shared::new(config, outbound));
         let handle = Handle { shared: shared.clone() };
         for factory in factories {
@@ -266,14 +268,14 @@ impl Builder {
         }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();
-        let (queue_tx, queue_rx) = mpsc::unbounded_channel();
-
-        let reader = Reader { shared: shared.clone(), queue: queue_tx };
-        tracker.spawn(reader.run(frames, eof_reason));
+        let permits = Arc::new(Semaphore::new(shared.config.limits.max_concurrent_requests.max(1)));
         let dispatcher =
-            Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone() };
-        tracker.spawn(dispatcher.run(queue_rx));
-        tokio::spawn(writer(out_rx, shared.clone(), tracker, done.clone()));
+            Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone(), permits };
+        let lane = Arc::new(Lane::new(dispatcher));
+        let reader = Reader { shared: shared.clone(), lane: lane.clone() };
+        tracker.spawn(reader.run(frames, eof_reason));
+        tracker.spawn(lane.run());
+        tokio::spawn(writer(shared.clone(), tracker, done.clone()));
         (Connection { handle, done, transport_done: None }, shared)
     }
 }

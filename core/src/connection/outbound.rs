@@ -1,22 +1,35 @@
-//! The outbound queue and the writer task: one ordered queue per connection.
+//! The outbound queue and who writes it: one ordered queue per connection.
 //!
 //! Requests and notifications take a share of a byte budget before they are queued, so a peer
 //! that stops reading slows callers down instead of growing memory. Responses and cancellations
 //! are queued without waiting (they are bounded by the in-flight request limit, and they must be
 //! sendable from `Drop`). Everything leaves in the order it was queued.
+//!
+//! Nobody is the writer by default. On a byte stream, whoever queues a request or an answer while
+//! nobody writes becomes the writer on the spot: it writes from its own task, without waiting —
+//! one poll of the stream — and keeps writing what others queue meanwhile. What cannot be
+//! written at once (the peer is slow, the pipe is full) is handed to the writer task, which also
+//! writes notifications (so a burst leaves in a few writes) and everything of a message
+//! transport. A lone call thus costs no task hop on the way out, and a write is never left
+//! half done by a caller that goes away: one poll either writes bytes or writes none.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use futures::task::AtomicWaker;
+use tokio::io::AsyncWrite;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::shared::Shared;
-use super::trace;
+use super::trace::Tracer;
 use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameCodec;
 
@@ -42,8 +55,54 @@ pub(crate) struct OutFrame {
 #[derive(Debug)]
 pub(crate) struct Closed;
 
+/// Who writes the queue now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// Nobody: the next to queue something decides.
+    Idle,
+    /// A task that queued something is writing it from its own poll.
+    Inline,
+    /// The writer task.
+    Task,
+    /// The reader, which holds what is queued while it reads more (it writes all of it before
+    /// it waits for input).
+    Held,
+}
+
+struct Queue {
+    frames: VecDeque<OutFrame>,
+    owner: Owner,
+    /// The connection is ending: the writer task takes everything from here on, and an inline
+    /// writer that lets go wakes it (it waits for the queue to be empty and unowned).
+    ending: bool,
+    /// The writer is gone: nothing can be queued any more.
+    dead: bool,
+    /// The reader is working through messages it has read: what would be written inline is
+    /// held for it to write in one go (see [`Outbound::hold`]).
+    held: bool,
+}
+
+/// A byte stream's write side, written by whoever owns the queue.
+pub(crate) trait Pump: Send {
+    /// Write what is queued, taking more from `out` until the queue is empty; then flush and
+    /// give up ownership (`Ready(Ok)`). `Pending` leaves ownership with the caller.
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound) -> Poll<io::Result<()>>;
+    /// Keep an error met by an inline writer for the writer task to report.
+    fn keep_error(&mut self, e: io::Error);
+    /// Shut the write side down.
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
 pub(crate) struct Outbound {
-    tx: mpsc::UnboundedSender<OutFrame>,
+    queue: Mutex<Queue>,
+    /// The writer task, waiting for its turn.
+    task: AtomicWaker,
+    /// The byte writer (`None` on a message transport: only the writer task writes there; and
+    /// once the writer task ended, so that the stream is closed).
+    pump: Mutex<Option<Box<dyn Pump>>>,
+    /// Whether callers may write inline (a byte stream).
+    inline: bool,
+    pub(crate) tracer: Tracer,
     budget: Arc<Semaphore>,
     budget_max: usize,
     /// Set when the connection starts closing: no new requests or notifications.
@@ -57,42 +116,199 @@ pub(crate) struct Outbound {
 }
 
 impl Outbound {
-    pub(crate) fn new(budget_bytes: usize) -> (Self, mpsc::UnboundedReceiver<OutFrame>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+    pub(crate) fn new(budget_bytes: usize, tracer: Tracer, pump: Option<Box<dyn Pump>>) -> Self {
         // `acquire_many` takes a u32.
         let budget_max = budget_bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
-        let out = Outbound {
-            tx,
+        Outbound {
+            queue: Mutex::new(Queue {
+                frames: VecDeque::new(),
+                owner: Owner::Idle,
+                ending: false,
+                dead: false,
+                held: false,
+            }),
+            task: AtomicWaker::new(),
+            inline: pump.is_some(),
+            pump: Mutex::new(pump),
+            tracer,
             budget: Arc::new(Semaphore::new(budget_max)),
             budget_max,
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
-        };
-        (out, rx)
+        }
     }
 
-    /// Queue a request or notification, waiting for room in the byte budget.
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Every critical section leaves the queue consistent; a panic elsewhere cannot break it.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue a notification (or progress report), waiting for room in the byte budget. The
+    /// writer task writes it, batched with what else is queued.
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<(), Closed> {
+        let frame = self.budgeted(body).await?;
+        self.push(frame, false)
+    }
+
+    /// Queue a request, waiting for room in the byte budget, and write it from the calling task
+    /// if nobody is writing.
+    pub(crate) async fn send_inline(&self, body: Vec<u8>) -> Result<(), Closed> {
+        let frame = self.budgeted(body).await?;
+        self.push(frame, true)
+    }
+
+    async fn budgeted(&self, body: Vec<u8>) -> Result<OutFrame, Closed> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Closed);
         }
         let want = body.len().clamp(1, self.budget_max) as u32;
-        let permit = self.budget.clone().acquire_many_owned(want).await.map_err(|_| Closed)?;
+        let permit = match self.budget.clone().try_acquire_many_owned(want) {
+            Ok(permit) => permit,
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                self.budget.clone().acquire_many_owned(want).await.map_err(|_| Closed)?
+            }
+        };
         if self.closed.load(Ordering::Acquire) {
             return Err(Closed);
         }
-        self.tx.send(OutFrame { body, _permit: Some(permit), unbudgeted: 0 }).map_err(|_| Closed)
+        Ok(OutFrame { body, _permit: Some(permit), unbudgeted: 0 })
     }
 
-    /// Queue a response or a cancellation now (callable from `Drop`).
+    /// Queue a response or a cancellation now (callable from `Drop`), and write it from here if
+    /// nobody is writing.
     pub(crate) fn send_now(&self, body: Vec<u8>) -> Result<(), Closed> {
         let n = body.len();
         self.unbudgeted.fetch_add(n, Ordering::AcqRel);
-        self.tx.send(OutFrame { body, _permit: None, unbudgeted: n }).map_err(|_| {
+        self.push(OutFrame { body, _permit: None, unbudgeted: n }, true).inspect_err(|_| {
             self.unbudgeted.fetch_sub(n, Ordering::AcqRel);
-            Closed
         })
+    }
+
+    fn push(&self, frame: OutFrame, inline: bool) -> Result<(), Closed> {
+        let write_here = {
+            let mut q = self.lock();
+            if q.dead {
+                return Err(Closed);
+            }
+            q.frames.push_back(frame);
+            match q.owner {
+                Owner::Idle if inline && !q.ending && self.inline => {
+                    if q.held {
+                        q.owner = Owner::Held;
+                        false
+                    } else {
+                        q.owner = Owner::Inline;
+                        true
+                    }
+                }
+                Owner::Idle => {
+                    q.owner = Owner::Task;
+                    drop(q);
+                    self.task.wake();
+                    false
+                }
+                Owner::Inline | Owner::Task | Owner::Held => false,
+            }
+        };
+        if write_here {
+            self.write_inline();
+        }
+        Ok(())
+    }
+
+    /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
+    /// any error, for the writer task to report) to the writer task.
+    fn write_inline(&self) {
+        let handed = {
+            let mut guard = self.pump.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut() {
+                None => true,
+                Some(pump) => match pump.poll_pump(&mut Context::from_waker(Waker::noop()), self) {
+                    Poll::Ready(Ok(())) => false,
+                    Poll::Ready(Err(e)) => {
+                        pump.keep_error(e);
+                        true
+                    }
+                    Poll::Pending => true,
+                },
+            }
+        };
+        if handed {
+            self.hand_to_task();
+        }
+    }
+
+    /// The reader starts on messages it has read: answers its handlers give right away are held
+    /// and written together by [`Outbound::release`] (one write for a whole read's worth of
+    /// requests), instead of one write each.
+    pub(crate) fn hold(&self) {
+        self.lock().held = true;
+    }
+
+    /// The reader is about to wait (or has read a batch's worth): write what was held.
+    pub(crate) fn release(&self) {
+        let write_here = {
+            let mut q = self.lock();
+            q.held = false;
+            if q.owner == Owner::Held {
+                q.owner = Owner::Inline;
+                true
+            } else {
+                false
+            }
+        };
+        if write_here {
+            self.write_inline();
+        }
+    }
+
+    fn hand_to_task(&self) {
+        self.lock().owner = Owner::Task;
+        self.task.wake();
+    }
+
+    /// The owner's next batch: swap the queued frames into `into` (which must be empty), or,
+    /// if nothing is queued, give up ownership (`false`).
+    pub(crate) fn take_or_release(&self, into: &mut VecDeque<OutFrame>) -> bool {
+        let mut q = self.lock();
+        if q.frames.is_empty() {
+            let was = std::mem::replace(&mut q.owner, Owner::Idle);
+            if was == Owner::Inline && q.ending {
+                drop(q);
+                self.task.wake();
+            }
+            return false;
+        }
+        std::mem::swap(&mut q.frames, into);
+        true
+    }
+
+    /// The writer took `frame` to write it now.
+    pub(crate) fn took(&self, frame: &OutFrame) {
+        self.tracer.message(Direction::Outgoing, &frame.body);
+        if frame.unbudgeted > 0 {
+            let before = self.unbudgeted.fetch_sub(frame.unbudgeted, Ordering::AcqRel);
+            if before > self.budget_max && before - frame.unbudgeted <= self.budget_max {
+                self.drained.notify_waiters();
+            }
+        }
+    }
+
+    /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
+    /// once the queue is empty and nobody writes.
+    fn poll_turn(&self, cx: &mut Context<'_>, ending: bool) -> Poll<bool> {
+        self.task.register(cx.waker());
+        let mut q = self.lock();
+        if ending {
+            q.ending = true;
+        }
+        match q.owner {
+            Owner::Task => Poll::Ready(true),
+            Owner::Idle if q.ending && q.frames.is_empty() => Poll::Ready(false),
+            _ => Poll::Pending,
+        }
     }
 
     /// Wait until the responses queued without budget fit in the budget again (or the queue
@@ -112,40 +328,52 @@ impl Outbound {
         }
     }
 
-    fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         self.unbudgeted.load(Ordering::Acquire) <= self.budget_max || self.closed.load(Ordering::Acquire)
     }
 
-    /// The writer took `frame` off the queue.
-    pub(crate) fn taken(&self, frame: &OutFrame) {
-        if frame.unbudgeted > 0 {
-            let before = self.unbudgeted.fetch_sub(frame.unbudgeted, Ordering::AcqRel);
-            if before > self.budget_max && before - frame.unbudgeted <= self.budget_max {
-                self.drained.notify_waiters();
-            }
-        }
-    }
-
+    /// No new requests or notifications (answers are still written until the writer stops).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.budget.close();
         self.drained.notify_waiters();
     }
+
+    /// The writer is gone: refuse everything and drop what is left.
+    pub(crate) fn finish(&self) {
+        self.close();
+        let left = {
+            let mut q = self.lock();
+            q.dead = true;
+            std::mem::take(&mut q.frames)
+        };
+        drop(left);
+    }
+
+    fn with_pump<T>(&self, f: impl FnOnce(&mut dyn Pump) -> T) -> Option<T> {
+        let mut pump = self.pump.lock().unwrap_or_else(|p| p.into_inner());
+        Some(f(&mut **pump.as_mut()?))
+    }
+
+    /// Drop the byte writer (closing the stream, for pipes and sockets whose shutdown does not).
+    fn drop_pump(&self) {
+        let pump = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(pump);
+    }
 }
 
-/// The writer's side of the queue, shared by the byte writer and the message writer: frames in
-/// order while the connection lives, then the final drain when it stops (wait for the handlers
-/// still running, write what they answered, give up after [`FLUSH_TIMEOUT`]).
+/// The writer task's side, shared by the byte writer and the message writer: its turns while the
+/// connection lives, then the final drain when it stops (wait for the handlers still running,
+/// write what they answered, give up after [`FLUSH_TIMEOUT`]).
 pub(crate) struct Drain {
-    rx: mpsc::UnboundedReceiver<OutFrame>,
     shared: Arc<Shared>,
-    give_up: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-    handlers_done: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    give_up: Pin<Box<dyn Future<Output = ()> + Send>>,
+    handlers_done: Pin<Box<dyn Future<Output = ()> + Send>>,
     handlers_finished: bool,
 }
 
 impl Drain {
-    pub(crate) fn new(rx: mpsc::UnboundedReceiver<OutFrame>, shared: Arc<Shared>, handlers: TaskTracker) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
         let stop = shared.shutdown.clone();
         let give_up = Box::pin(async move {
             stop.cancelled().await;
@@ -157,42 +385,26 @@ impl Drain {
             handlers.close();
             handlers.wait().await;
         });
-        Drain { rx, shared, give_up, handlers_done, handlers_finished: false }
+        Drain { shared, give_up, handlers_done, handlers_finished: false }
     }
 
-    /// The next frame to write (waiting for one), or `None` when the writer should stop: the
-    /// connection ended and everything was drained, or the drain gave up.
-    pub(crate) async fn next(&mut self) -> Option<OutFrame> {
+    /// Wait for the writer task's turn (`true`: it owns the queue), or `false` when the writer
+    /// should stop: the connection ended and everything was written, or the drain gave up.
+    pub(crate) async fn turn(&mut self) -> bool {
         loop {
-            let frame = tokio::select! {
+            let out = &self.shared.outbound;
+            let ending = self.handlers_finished;
+            tokio::select! {
                 biased;
-                frame = self.rx.recv() => frame,
-                _ = &mut self.handlers_done, if !self.handlers_finished => {
-                    self.handlers_finished = true;
-                    if self.rx.is_empty() {
-                        return None;
-                    }
-                    continue;
-                }
-                _ = &mut self.give_up => None,
-            };
-            return frame.map(|frame| self.took(frame));
+                owns = std::future::poll_fn(|cx| out.poll_turn(cx, ending)) => return owns,
+                _ = &mut self.handlers_done, if !self.handlers_finished => self.handlers_finished = true,
+                _ = &mut self.give_up => return false,
+            }
         }
     }
 
-    /// Another frame that is already queued, to batch with the last one.
-    pub(crate) fn try_next(&mut self) -> Option<OutFrame> {
-        self.rx.try_recv().ok().map(|frame| self.took(frame))
-    }
-
-    fn took(&self, frame: OutFrame) -> OutFrame {
-        trace::message(&self.shared, Direction::Outgoing, &frame.body);
-        self.shared.outbound.taken(&frame);
-        frame
-    }
-
     /// Run one write, unless the drain gives up first (`None`).
-    pub(crate) async fn write<T>(&mut self, write: impl std::future::Future<Output = T>) -> Option<T> {
+    pub(crate) async fn write<T>(&mut self, write: impl Future<Output = T>) -> Option<T> {
         tokio::select! {
             biased;
             res = write => Some(res),
@@ -203,73 +415,135 @@ impl Drain {
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
+}
 
-    /// The connection ended and nothing is left to write.
-    pub(crate) fn finished(&self) -> bool {
-        self.handlers_finished && self.rx.is_empty()
+/// A byte stream's writer: frames are encoded into one buffer (several per write under load),
+/// large bodies written from their own buffer.
+pub(crate) struct ByteWriter<W> {
+    io: W,
+    codec: FrameCodec,
+    buf: BytesMut,
+    /// How much of `buf` is written.
+    pos: usize,
+    /// A large body being written on its own, and how much of it is written.
+    large: Option<OutFrame>,
+    large_pos: usize,
+    /// Frames taken from the queue, not yet encoded.
+    batch: VecDeque<OutFrame>,
+    /// Written to since the last flush.
+    dirty: bool,
+    error: Option<io::Error>,
+}
+
+impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
+    pub(crate) fn new(io: W, codec: FrameCodec) -> Self {
+        ByteWriter {
+            io,
+            codec,
+            // Small while idle (an idle connection should cost little); it grows to a batch under load.
+            buf: BytesMut::with_capacity(IDLE_BUFFER),
+            pos: 0,
+            large: None,
+            large_pos: 0,
+            batch: VecDeque::new(),
+            dirty: false,
+            error: None,
+        }
+    }
+
+    fn poll_write_all(io: &mut W, cx: &mut Context<'_>, bytes: &[u8], pos: &mut usize) -> Poll<io::Result<()>> {
+        while *pos < bytes.len() {
+            let n = ready!(Pin::new(&mut *io).poll_write(cx, &bytes[*pos..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *pos += n;
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
-/// Write queued messages until the connection stops; then flush what is left (waiting for the
-/// handlers still running, within [`FLUSH_TIMEOUT`]) and shut the write side down.
-pub(crate) async fn run_writer<W: AsyncWrite + Unpin>(
-    mut io: W,
-    mut drain: Drain,
-    codec: FrameCodec,
-    done: CancellationToken,
-) {
-    // Small while idle (an idle connection should cost little); it grows to a batch under load.
-    let mut buf = BytesMut::with_capacity(IDLE_BUFFER);
-    'outer: while let Some(first) = drain.next().await {
-        let mut next = Some(first);
-        while let Some(mut frame) = next.take() {
-            if frame.body.len() >= DIRECT_WRITE {
-                codec.prepare_body(&mut frame.body);
-                codec.encode_prefix(frame.body.len(), &mut buf);
-                match drain.write(write_parts(&mut io, &mut buf, &frame.body)).await {
-                    None => break 'outer,
-                    Some(Err(e)) => return writer_failed(drain.shared(), e, &done),
-                    Some(Ok(())) => {}
+impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound) -> Poll<io::Result<()>> {
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        loop {
+            if self.pos < self.buf.len() {
+                self.dirty = true;
+                ready!(Self::poll_write_all(&mut self.io, cx, &self.buf, &mut self.pos))?;
+            }
+            self.buf.clear();
+            self.pos = 0;
+            if let Some(frame) = &self.large {
+                self.dirty = true;
+                ready!(Self::poll_write_all(&mut self.io, cx, &frame.body, &mut self.large_pos))?;
+                self.large = None;
+                self.large_pos = 0;
+                self.codec.encode_suffix(&mut self.buf);
+                continue;
+            }
+            if self.batch.is_empty() {
+                if self.dirty {
+                    ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+                    self.dirty = false;
                 }
-                codec.encode_suffix(&mut buf);
-            } else {
-                codec.encode(&frame.body, &mut buf);
+                if !out.take_or_release(&mut self.batch) {
+                    if self.buf.capacity() > 2 * BATCH_BYTES {
+                        self.buf = BytesMut::with_capacity(IDLE_BUFFER);
+                    }
+                    return Poll::Ready(Ok(()));
+                }
             }
-            drop(frame);
-            if buf.len() < BATCH_BYTES {
-                next = drain.try_next();
+            while let Some(mut frame) = self.batch.pop_front() {
+                out.took(&frame);
+                if frame.body.len() >= DIRECT_WRITE {
+                    self.codec.prepare_body(&mut frame.body);
+                    self.codec.encode_prefix(frame.body.len(), &mut self.buf);
+                    self.large = Some(frame);
+                    break;
+                }
+                self.codec.encode(&frame.body, &mut self.buf);
+                if self.buf.len() >= BATCH_BYTES {
+                    break;
+                }
             }
-        }
-        match drain.write(flush(&mut io, &mut buf)).await {
-            None => break,
-            Some(Err(e)) => return writer_failed(drain.shared(), e, &done),
-            Some(Ok(())) => {}
-        }
-        if drain.finished() {
-            break;
         }
     }
-    let _ = tokio::time::timeout(Duration::from_millis(500), io.shutdown()).await;
-    drain.shared().finish();
+
+    fn keep_error(&mut self, e: io::Error) {
+        self.error = Some(e);
+    }
+
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// The writer task of a byte stream: write what inline writers could not and what is queued for
+/// it, until the connection stops; then flush what is left (waiting for the handlers still
+/// running, within [`FLUSH_TIMEOUT`]) and shut the write side down.
+pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
+    let shared = drain.shared().clone();
+    let out = &shared.outbound;
+    while drain.turn().await {
+        let pumped = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_pump(cx, out)).unwrap_or(Poll::Ready(Ok(()))));
+        match drain.write(pumped).await {
+            None => break,
+            Some(Err(e)) => return writer_failed(&shared, e, &done),
+            Some(Ok(())) => {}
+        }
+    }
+    let shutdown = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_shutdown(cx)).unwrap_or(Poll::Ready(Ok(()))));
+    let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
+    shared.finish();
+    out.drop_pump();
     done.cancel();
 }
 
-async fn write_parts<W: AsyncWrite + Unpin>(io: &mut W, buf: &mut BytesMut, body: &[u8]) -> std::io::Result<()> {
-    io.write_all(buf).await?;
-    buf.clear();
-    io.write_all(body).await
-}
-
-async fn flush<W: AsyncWrite + Unpin>(io: &mut W, buf: &mut BytesMut) -> std::io::Result<()> {
-    if !buf.is_empty() {
-        io.write_all(buf).await?;
-        buf.clear();
-    }
-    io.flush().await
-}
-
-fn writer_failed(shared: &Shared, e: std::io::Error, done: &CancellationToken) {
+fn writer_failed(shared: &Shared, e: io::Error, done: &CancellationToken) {
     shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
     shared.finish();
+    shared.outbound.drop_pump();
     done.cancel();
 }

@@ -5,11 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::{Stream, StreamExt};
-use serde_json::value::RawValue;
-use tokio::sync::mpsc;
-
-use super::dispatch::Inbound;
+use super::dispatch::{Inbound, Lane};
 use super::pending::Delivery;
 use super::shared::{InboundCall, Shared};
 use super::trace;
@@ -17,13 +13,25 @@ use super::{CloseKind, CloseReason, Direction};
 use crate::framing::{Frame, FrameError};
 use crate::handler::{Batch, ReplySlot};
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
+use futures::{FutureExt, Stream, StreamExt};
+use serde_json::value::RawValue;
+
+/// At most this many messages are handled while their answers are held (see `Outbound::hold`).
+const HOLD_MAX: usize = 32;
 
 /// A future that says why the peer went away when the stream ends (e.g. a child's exit status).
 pub(crate) type EofReason = futures::future::BoxFuture<'static, Option<String>>;
 
 pub(crate) struct Reader {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) queue: mpsc::UnboundedSender<Inbound>,
+    pub(crate) lane: Arc<Lane>,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.shared.outbound.release();
+        self.lane.input_ended();
+    }
 }
 
 impl Reader {
@@ -35,12 +43,34 @@ impl Reader {
         // One cancellation future for the whole loop (a new one per message costs a registration).
         let stopped = shutdown.cancelled();
         tokio::pin!(stopped);
+        // Messages handled since answers started being held (see `Outbound::hold`).
+        let mut holding = 0usize;
         loop {
-            let next = tokio::select! {
-                biased;
-                _ = &mut stopped => return,
-                next = frames.next() => next,
+            // A message already read (or readable without waiting) is handled while the answers
+            // to the ones before it are still held; otherwise they are written before waiting.
+            let ready = if holding > 0 && holding < HOLD_MAX && !shutdown.is_cancelled() {
+                frames.next().now_or_never()
+            } else {
+                None
             };
+            let next = match ready {
+                Some(next) => next,
+                None => {
+                    if holding > 0 {
+                        self.shared.outbound.release();
+                        holding = 0;
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = &mut stopped => return,
+                        next = frames.next() => next,
+                    }
+                }
+            };
+            if holding == 0 {
+                self.shared.outbound.hold();
+            }
+            holding += 1;
             match next {
                 Some(Ok(Frame::Message(body))) => {
                     if !self.on_frame(&body).await {
@@ -63,6 +93,7 @@ impl Reader {
                     return;
                 }
                 None => {
+                    self.shared.outbound.release();
                     let why = match eof_reason {
                         Some(f) => f.await,
                         None => None,
@@ -78,6 +109,9 @@ impl Reader {
     /// Answer a broken message. Waits while answers pile up unread: a peer that floods garbage
     /// without reading our errors is slowed down, not buffered without bound.
     async fn answer_error(&self, id: &Id, error: ErrorObject) {
+        if !self.shared.outbound.has_room() {
+            self.shared.outbound.release();
+        }
         tokio::select! {
             biased;
             _ = self.shared.shutdown.cancelled() => return,
@@ -211,7 +245,7 @@ impl Reader {
         }
     }
 
-    /// Hand a message to the dispatcher, pausing while too much is queued — unless one of our
+    /// Hand a message to the lane, pausing while too much is queued — unless one of our
     /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
     /// hard limit).
     async fn enqueue(&self, item: Inbound) -> bool {
@@ -236,6 +270,8 @@ impl Reader {
                 }
                 break;
             }
+            // About to wait: what is held must go out first (the peer may wait for it).
+            self.shared.outbound.release();
             let space = self.shared.space.notified();
             let call_started = self.shared.pending.call_started.notified();
             tokio::pin!(space, call_started);
@@ -250,9 +286,8 @@ impl Reader {
                 _ = self.shared.shutdown.cancelled() => return false,
             }
         }
-        self.shared.queued.fetch_add(1, Ordering::AcqRel);
         self.shared.settle.on_enqueue();
-        if self.queue.send(item).is_err() {
+        if self.lane.offer(item).await.is_err() {
             // The dispatcher is gone (it only stops when the connection closes): never leave
             // the connection half alive with calls waiting on it.
             self.shared.close(CloseReason::new(CloseKind::FatalError, "the dispatcher stopped"));

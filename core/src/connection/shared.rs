@@ -89,7 +89,7 @@ impl Shared {
 
     /// The writer is done: nothing more can be sent, so stop everything still running.
     pub(crate) fn finish(&self) {
-        self.outbound.close();
+        self.outbound.finish();
         self.handlers.cancel();
         self.space.notify_waiters();
         self.finished.cancel();

@@ -1,28 +1,45 @@
 //! Raw traffic at TRACE on the target [`WIRE_TARGET`](crate::WIRE_TARGET).
 
 use super::Direction;
+use super::config::{Config, TraceRedactor};
 use super::shared::Shared;
 
-pub(crate) fn message(shared: &Shared, direction: Direction, body: &[u8]) {
-    if !tracing::enabled!(target: crate::WIRE_TARGET, tracing::Level::TRACE) {
-        return;
+/// What the wire log needs of the configuration (the writer has no [`Shared`] at hand).
+pub(crate) struct Tracer {
+    max_len: usize,
+    redactor: Option<TraceRedactor>,
+}
+
+impl Tracer {
+    pub(crate) fn new(config: &Config) -> Self {
+        Tracer { max_len: config.limits.max_trace_len, redactor: config.redactor.clone() }
     }
-    let text = String::from_utf8_lossy(body);
-    let max = shared.config.limits.max_trace_len;
-    let shown = match &shared.config.redactor {
-        Some(redact) => redact(direction, &text),
-        None if text.len() > max => {
-            let mut cut = max;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            format!("{}…({} more bytes)", &text[..cut], text.len() - cut)
+
+    pub(crate) fn message(&self, direction: Direction, body: &[u8]) {
+        if !tracing::enabled!(target: crate::WIRE_TARGET, tracing::Level::TRACE) {
+            return;
         }
-        None => text.into_owned(),
-    };
-    let arrow = match direction {
-        Direction::Incoming => "<--",
-        Direction::Outgoing => "-->",
-    };
-    tracing::trace!(target: crate::WIRE_TARGET, "{arrow} {shown}");
+        let text = String::from_utf8_lossy(body);
+        let max = self.max_len;
+        let shown = match &self.redactor {
+            Some(redact) => redact(direction, &text),
+            None if text.len() > max => {
+                let mut cut = max;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                format!("{}…({} more bytes)", &text[..cut], text.len() - cut)
+            }
+            None => text.into_owned(),
+        };
+        let arrow = match direction {
+            Direction::Incoming => "<--",
+            Direction::Outgoing => "-->",
+        };
+        tracing::trace!(target: crate::WIRE_TARGET, "{arrow} {shown}");
+    }
+}
+
+pub(crate) fn message(shared: &Shared, direction: Direction, body: &[u8]) {
+    shared.outbound.tracer.message(direction, body);
 }

@@ -57,6 +57,19 @@ pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
     dst.extend_from_slice(body);
 }
 
+/// The length and header size of a header block that is exactly `Content-Length: N\r\n\r\n`
+/// (`None` for anything else, which the general parser then reads).
+fn plain_header(src: &[u8]) -> Option<(u64, usize)> {
+    const NAME: &[u8] = b"Content-Length: ";
+    let rest = src.strip_prefix(NAME)?;
+    let digits = rest.iter().take(20).take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits == 20 || !rest[digits..].starts_with(b"\r\n\r\n") {
+        return None;
+    }
+    let len = rest[..digits].iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    Some((len, NAME.len() + digits + 4))
+}
+
 fn parse_header_block(block: &[u8], limits: &FrameLimits) -> Result<usize, FrameError> {
     let bad = |why: String| Err(FrameError::BadHeader(why));
     let mut length: Option<usize> = None;
@@ -125,6 +138,19 @@ impl Decoder for ContentLengthCodec {
         loop {
             match self.state {
                 State::Header { scanned } => {
+                    // What every peer we know writes: exactly `Content-Length: N\r\n\r\n`.
+                    if scanned == 0
+                        && let Some((len, header)) = plain_header(src)
+                    {
+                        if len > self.limits.max_message_size as u64 {
+                            return Err(FrameError::TooLarge { size: len, limit: self.limits.max_message_size });
+                        }
+                        let len = len as usize;
+                        let _ = src.split_to(header);
+                        src.reserve(len.saturating_sub(src.len()));
+                        self.state = State::Body { len };
+                        continue;
+                    }
                     // Resume where the last search stopped (minus a partial "\r\n\r\n").
                     let from = scanned.saturating_sub(3);
                     let found = src[from..].windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + from);
