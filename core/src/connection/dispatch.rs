@@ -333,13 +333,25 @@ impl Dispatcher {
         let started = supervised(Some(&slot), || {
             std::panic::catch_unwind(AssertUnwindSafe(|| self.request_future(request, responder)))
         });
-        let handler = match started {
+        let mut handler = match started {
             Ok(Some(handler)) => handler,
             Ok(None) => return,
             Err(payload) => return answer_panic(&slot, &payload),
         };
+        // The first poll on the lane; most handlers finish in it, and then cost no task.
+        let first = std::future::poll_fn(|cx| {
+            Poll::Ready(on_lane(|| {
+                supervised(Some(&slot), || std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))))
+            }))
+        })
+        .await;
+        match first {
+            Ok(Poll::Ready(())) => return,
+            Ok(Poll::Pending) => {}
+            Err(payload) => return answer_panic(&slot, &payload),
+        }
         let cancel = call.cancel.clone();
-        let mut task = Box::pin(async move {
+        self.tracker.spawn(async move {
             let end = supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;
             // A handler that finished may have handed its responder to another task: only a
             // cancelled one is answered here.
@@ -348,10 +360,6 @@ impl Dispatcher {
             }
             drop(permit);
         });
-        let first = std::future::poll_fn(|cx| Poll::Ready(on_lane(|| task.as_mut().poll(cx)))).await;
-        if first.is_pending() {
-            self.tracker.spawn(task);
-        }
     }
 
     /// The handler future for a request, or `None` when it was answered on the spot.

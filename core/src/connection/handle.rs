@@ -92,7 +92,7 @@ struct CallGuard<'a> {
 impl CallGuard<'_> {
     fn send_cancel(&self) {
         let cancel = &self.shared.config.cancel;
-        let mut buf = Vec::with_capacity(64);
+        let mut buf = super::bufpool::take(64);
         let member = serde_json::to_string(cancel.id_member.as_ref()).unwrap_or_else(|_| "\"id\"".into());
         let params = if cancel.send_reason {
             format!("{{{member}:{},\"reason\":\"cancelled by the caller\"}}", self.id)
@@ -175,7 +175,7 @@ impl Handle {
     pub(crate) fn encode_call<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<(u64, Vec<u8>), Error> {
         let shared = &*self.shared;
         let id = shared.next_id();
-        let mut buf = Vec::with_capacity(64 + method.len());
+        let mut buf = super::bufpool::take(64 + method.len());
         let encoded = crate::scope::within(crate::scope::Scope::request(shared, id), || {
             encode_request(&mut buf, id, method, params)
         });
@@ -189,16 +189,8 @@ impl Handle {
     /// Send a request encoded by [`Handle::encode_call`] and wait for its answer.
     pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: CallOptions) -> Result<Box<RawValue>, Error> {
         let shared = &*self.shared;
-        // Held until this call ends (answered, failed or given up): at most
-        // `Limits::max_pending_calls` calls await answers at once.
-        let _slot = match shared.pending.slot().await {
-            Ok(slot) => slot,
-            Err(e) => {
-                shared.release_call(id);
-                return Err(e);
-            }
-        };
-        let mut rx = match shared.pending.register(id) {
+        // At most `Limits::max_pending_calls` calls await answers at once: a further one waits here.
+        let mut rx = match shared.pending.register(id).await {
             Ok(rx) => rx,
             Err(e) => {
                 shared.release_call(id);
@@ -287,7 +279,7 @@ impl Handle {
 
     /// Send a notification. Returns once it is queued (in order with every other outbound message).
     pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
-        let mut buf = Vec::with_capacity(64 + method.len());
+        let mut buf = super::bufpool::take(64 + method.len());
         encode_notification(&mut buf, method, &params).map_err(Error::Serialize)?;
         self.check_size(&buf)?;
         self.shared.outbound.send(buf).await.map_err(|_| Error::ConnectionLost(self.shared.lost()))

@@ -92,22 +92,19 @@ where
     'outer: while drain.turn().await {
         let mut fed = 0;
         loop {
-            let Some(mut frame) = batch.pop_front() else {
+            let Some(body) = batch.pop_front() else {
                 if fed < BATCH_BYTES && out.take_or_release(&mut batch) {
                     continue;
                 }
                 break;
             };
-            out.took(&frame);
-            let body = std::mem::take(&mut frame.body);
+            out.took(&body);
             fed += body.len();
             match drain.write(sink.feed(body)).await {
                 None => break 'outer,
                 Some(Err(e)) => return writer_failed(sink, &shared, e, &done).await,
                 Some(Ok(())) => {}
             }
-            // The budget share is released once the sink has taken the message.
-            drop(frame);
         }
         match drain.write(sink.flush()).await {
             None => break,

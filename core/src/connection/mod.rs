@@ -1,5 +1,6 @@
 //! The connection: ids, pending calls, dispatch, cancellation and lifecycle over one stream.
 
+pub(crate) mod bufpool;
 mod close;
 mod config;
 mod dispatch;

@@ -24,7 +24,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use futures::task::AtomicWaker;
 use tokio::io::AsyncWrite;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -44,12 +44,8 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// The write buffer's size when a connection starts, and what it shrinks back to after a burst.
 pub(crate) const IDLE_BUFFER: usize = 4 * 1024;
 
-pub(crate) struct OutFrame {
-    pub(crate) body: Vec<u8>,
-    _permit: Option<OwnedSemaphorePermit>,
-    /// Bytes counted in [`Outbound::unbudgeted`] (responses and cancellations).
-    unbudgeted: usize,
-}
+/// One message's body, queued.
+pub(crate) type OutFrame = Vec<u8>;
 
 /// The queue is closed; the connection is ending.
 #[derive(Debug)]
@@ -80,6 +76,13 @@ struct Queue {
     /// The reader is working through messages it has read: what would be written inline is
     /// held for it to write in one go (see [`Outbound::hold`]).
     held: bool,
+    /// Bytes of queued requests and notifications: their share of the budget, given back when
+    /// the writer takes them.
+    budgeted: usize,
+    /// Bytes of queued responses and cancellations (see [`Outbound::unbudgeted`]).
+    unbudgeted: usize,
+    /// A sender waits for room (it is first in line: the others wait for the turnstile).
+    waiting: bool,
 }
 
 /// A byte stream's write side, written by whoever owns the queue.
@@ -103,8 +106,11 @@ pub(crate) struct Outbound {
     /// Whether callers may write inline (a byte stream).
     inline: bool,
     pub(crate) tracer: Tracer,
-    budget: Arc<Semaphore>,
     budget_max: usize,
+    /// Senders that found no room wait here in line, first come first served.
+    turnstile: Semaphore,
+    /// Signalled when the writer takes budgeted bytes while a sender waits.
+    room: Notify,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
     /// Bytes of responses and cancellations queued without waiting for the budget. They cannot
@@ -117,8 +123,7 @@ pub(crate) struct Outbound {
 
 impl Outbound {
     pub(crate) fn new(budget_bytes: usize, tracer: Tracer, pump: Option<Box<dyn Pump>>) -> Self {
-        // `acquire_many` takes a u32.
-        let budget_max = budget_bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        let budget_max = budget_bytes.max(1);
         Outbound {
             queue: Mutex::new(Queue {
                 frames: VecDeque::new(),
@@ -126,13 +131,17 @@ impl Outbound {
                 ending: false,
                 dead: false,
                 held: false,
+                budgeted: 0,
+                unbudgeted: 0,
+                waiting: false,
             }),
             task: AtomicWaker::new(),
             inline: pump.is_some(),
             pump: Mutex::new(pump),
             tracer,
-            budget: Arc::new(Semaphore::new(budget_max)),
             budget_max,
+            turnstile: Semaphore::new(1),
+            room: Notify::new(),
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
@@ -147,73 +156,90 @@ impl Outbound {
     /// Queue a notification (or progress report), waiting for room in the byte budget. The
     /// writer task writes it, batched with what else is queued.
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<(), Closed> {
-        let frame = self.budgeted(body).await?;
-        self.push(frame, false)
+        self.send_budgeted(body, false).await
     }
 
     /// Queue a request, waiting for room in the byte budget, and write it from the calling task
     /// if nobody is writing.
     pub(crate) async fn send_inline(&self, body: Vec<u8>) -> Result<(), Closed> {
-        let frame = self.budgeted(body).await?;
-        self.push(frame, true)
+        self.send_budgeted(body, true).await
     }
 
-    async fn budgeted(&self, body: Vec<u8>) -> Result<OutFrame, Closed> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Closed);
-        }
-        let want = body.len().clamp(1, self.budget_max) as u32;
-        let permit = match self.budget.clone().try_acquire_many_owned(want) {
-            Ok(permit) => permit,
-            Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
-            Err(tokio::sync::TryAcquireError::NoPermits) => {
-                self.budget.clone().acquire_many_owned(want).await.map_err(|_| Closed)?
+    async fn send_budgeted(&self, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
+        // A body larger than the whole budget takes all of it.
+        let n = body.len().clamp(1, self.budget_max);
+        {
+            let mut q = self.lock();
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Closed);
             }
-        };
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Closed);
+            if !q.waiting && q.budgeted + n <= self.budget_max {
+                q.budgeted += n;
+                return self.push_locked(q, body, inline);
+            }
         }
-        Ok(OutFrame { body, _permit: Some(permit), unbudgeted: 0 })
+        // No room: wait in line, then (first in line) until the writer has taken enough.
+        let _turn = self.turnstile.acquire().await.map_err(|_| Closed)?;
+        struct Waiting<'a>(&'a Outbound);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.lock().waiting = false;
+            }
+        }
+        self.lock().waiting = true;
+        let _waiting = Waiting(self);
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut q = self.lock();
+                if self.closed.load(Ordering::Acquire) {
+                    return Err(Closed);
+                }
+                if q.budgeted + n <= self.budget_max {
+                    q.budgeted += n;
+                    q.waiting = false;
+                    return self.push_locked(q, body, inline);
+                }
+            }
+            room.await;
+        }
     }
 
     /// Queue a response or a cancellation now (callable from `Drop`), and write it from here if
     /// nobody is writing.
     pub(crate) fn send_now(&self, body: Vec<u8>) -> Result<(), Closed> {
-        let n = body.len();
-        self.unbudgeted.fetch_add(n, Ordering::AcqRel);
-        self.push(OutFrame { body, _permit: None, unbudgeted: n }, true).inspect_err(|_| {
-            self.unbudgeted.fetch_sub(n, Ordering::AcqRel);
-        })
+        let mut q = self.lock();
+        if q.dead {
+            return Err(Closed);
+        }
+        q.unbudgeted += body.len();
+        self.unbudgeted.fetch_add(body.len(), Ordering::AcqRel);
+        self.push_locked(q, body, true)
     }
 
-    fn push(&self, frame: OutFrame, inline: bool) -> Result<(), Closed> {
-        let write_here = {
-            let mut q = self.lock();
-            if q.dead {
-                return Err(Closed);
-            }
-            q.frames.push_back(frame);
-            match q.owner {
-                Owner::Idle if inline && !q.ending && self.inline => {
-                    if q.held {
-                        q.owner = Owner::Held;
-                        false
-                    } else {
-                        q.owner = Owner::Inline;
-                        true
-                    }
-                }
-                Owner::Idle => {
-                    q.owner = Owner::Task;
+    fn push_locked(&self, mut q: MutexGuard<'_, Queue>, frame: OutFrame, inline: bool) -> Result<(), Closed> {
+        if q.dead {
+            return Err(Closed);
+        }
+        q.frames.push_back(frame);
+        match q.owner {
+            Owner::Idle if inline && !q.ending && self.inline => {
+                if q.held {
+                    q.owner = Owner::Held;
+                } else {
+                    q.owner = Owner::Inline;
                     drop(q);
-                    self.task.wake();
-                    false
+                    self.write_inline();
                 }
-                Owner::Inline | Owner::Task | Owner::Held => false,
             }
-        };
-        if write_here {
-            self.write_inline();
+            Owner::Idle => {
+                q.owner = Owner::Task;
+                drop(q);
+                self.task.wake();
+            }
+            Owner::Inline | Owner::Task | Owner::Held => {}
         }
         Ok(())
     }
@@ -282,18 +308,26 @@ impl Outbound {
             return false;
         }
         std::mem::swap(&mut q.frames, into);
+        // The taken frames no longer count against the budget.
+        let waiting = q.waiting && q.budgeted > 0;
+        q.budgeted = 0;
+        let answers = std::mem::take(&mut q.unbudgeted);
+        drop(q);
+        if waiting {
+            self.room.notify_waiters();
+        }
+        if answers > 0 {
+            let before = self.unbudgeted.fetch_sub(answers, Ordering::AcqRel);
+            if before > self.budget_max && before - answers <= self.budget_max {
+                self.drained.notify_waiters();
+            }
+        }
         true
     }
 
     /// The writer took `frame` to write it now.
-    pub(crate) fn took(&self, frame: &OutFrame) {
-        self.tracer.message(Direction::Outgoing, &frame.body);
-        if frame.unbudgeted > 0 {
-            let before = self.unbudgeted.fetch_sub(frame.unbudgeted, Ordering::AcqRel);
-            if before > self.budget_max && before - frame.unbudgeted <= self.budget_max {
-                self.drained.notify_waiters();
-            }
-        }
+    pub(crate) fn took(&self, frame: &[u8]) {
+        self.tracer.message(Direction::Outgoing, frame);
     }
 
     /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
@@ -335,7 +369,8 @@ impl Outbound {
     /// No new requests or notifications (answers are still written until the writer stops).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.budget.close();
+        self.turnstile.close();
+        self.room.notify_waiters();
         self.drained.notify_waiters();
     }
 
@@ -477,7 +512,7 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
             self.pos = 0;
             if let Some(frame) = &self.large {
                 self.dirty = true;
-                ready!(Self::poll_write_all(&mut self.io, cx, &frame.body, &mut self.large_pos))?;
+                ready!(Self::poll_write_all(&mut self.io, cx, frame, &mut self.large_pos))?;
                 self.large = None;
                 self.large_pos = 0;
                 self.codec.encode_suffix(&mut self.buf);
@@ -497,13 +532,14 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
             }
             while let Some(mut frame) = self.batch.pop_front() {
                 out.took(&frame);
-                if frame.body.len() >= DIRECT_WRITE {
-                    self.codec.prepare_body(&mut frame.body);
-                    self.codec.encode_prefix(frame.body.len(), &mut self.buf);
+                if frame.len() >= DIRECT_WRITE {
+                    self.codec.prepare_body(&mut frame);
+                    self.codec.encode_prefix(frame.len(), &mut self.buf);
                     self.large = Some(frame);
                     break;
                 }
-                self.codec.encode(&frame.body, &mut self.buf);
+                self.codec.encode(&frame, &mut self.buf);
+                super::bufpool::give(frame);
                 if self.buf.len() >= BATCH_BYTES {
                     break;
                 }

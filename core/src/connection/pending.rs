@@ -1,10 +1,10 @@
 //! Where replies are matched to calls: our outbound request ids → the waiting callers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{Notify, oneshot};
 
 use super::{CloseReason, Error};
 use crate::id_hash::IdBuild;
@@ -40,8 +40,10 @@ pub(crate) struct Pending {
     inner: Mutex<Inner>,
     /// Wakes a paused reader when a call starts (it must read on to find the answer).
     pub(crate) call_started: Notify,
-    /// One permit per call awaiting its answer (`Limits::max_pending_calls`).
-    slots: Arc<Semaphore>,
+    /// At most this many calls await answers at once (`Limits::max_pending_calls`).
+    max: usize,
+    /// Signalled when a call ends while the map is full (a further call waits for that).
+    slot_freed: Notify,
 }
 
 impl Pending {
@@ -49,21 +51,8 @@ impl Pending {
         Pending {
             inner: Mutex::default(),
             call_started: Notify::new(),
-            slots: Arc::new(Semaphore::new(max_pending_calls.clamp(1, Semaphore::MAX_PERMITS))),
-        }
-    }
-
-    /// Wait for room for one more call; the permit is its slot until dropped.
-    pub(crate) async fn slot(&self) -> Result<OwnedSemaphorePermit, Error> {
-        match self.slots.clone().acquire_owned().await {
-            Ok(permit) => Ok(permit),
-            Err(_) => {
-                let reason = self.lock().closed.clone();
-                Err(Error::ConnectionLost(
-                    reason
-                        .unwrap_or_else(|| CloseReason::new(super::CloseKind::FatalError, "the connection is closed")),
-                ))
-            }
+            max: max_pending_calls.max(1),
+            slot_freed: Notify::new(),
         }
     }
 
@@ -73,17 +62,37 @@ impl Pending {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn register(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut inner = self.lock();
-            if let Some(reason) = &inner.closed {
-                return Err(Error::ConnectionLost(reason.clone()));
+    /// Register our call `id`, waiting while [`Limits::max_pending_calls`](super::Limits) calls
+    /// await answers already. The call's slot is its entry: freed when it is answered, failed or
+    /// given up.
+    pub(crate) async fn register(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
+        loop {
+            let freed = self.slot_freed.notified();
+            tokio::pin!(freed);
+            {
+                let mut inner = self.lock();
+                if let Some(reason) = &inner.closed {
+                    return Err(Error::ConnectionLost(reason.clone()));
+                }
+                if inner.calls.len() < self.max {
+                    let (tx, rx) = oneshot::channel();
+                    inner.calls.insert(id, tx);
+                    drop(inner);
+                    self.call_started.notify_one();
+                    return Ok(rx);
+                }
+                // Registered as a waiter before the lock is let go: a slot freed from here on wakes it.
+                freed.as_mut().enable();
             }
-            inner.calls.insert(id, tx);
+            freed.await;
         }
-        self.call_started.notify_one();
-        Ok(rx)
+    }
+
+    /// A call left the map (`len_before` entries before): wake one that waits for a slot.
+    fn freed(&self, len_before: usize) {
+        if len_before >= self.max {
+            self.slot_freed.notify_one();
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -92,8 +101,10 @@ impl Pending {
 
     pub(crate) fn complete(&self, id: u64, outcome: Result<Box<RawValue>, ErrorObject>, read_before: u64) -> Delivery {
         let mut inner = self.lock();
+        let len = inner.calls.len();
         if let Some(tx) = inner.calls.remove(&id) {
             drop(inner);
+            self.freed(len);
             // The receiver may be gone if the caller is being dropped right now: same as abandoned.
             return match tx.send((outcome.map_err(Error::Remote), read_before)) {
                 Ok(()) => Delivery::Delivered,
@@ -106,9 +117,11 @@ impl Pending {
     /// The caller stopped waiting; remember the id so a late answer is not mistaken for garbage.
     pub(crate) fn abandon(&self, id: u64) {
         let mut inner = self.lock();
+        let len = inner.calls.len();
         if inner.calls.remove(&id).is_none() {
             return;
         }
+        self.freed(len);
         inner.abandoned.insert(id);
         inner.abandoned_order.push_back(id);
         while inner.abandoned_order.len() > ABANDONED_MEMORY {
@@ -120,7 +133,6 @@ impl Pending {
 
     /// Fail every waiting call and refuse new ones.
     pub(crate) fn close(&self, reason: &CloseReason) {
-        self.slots.close();
         let calls = {
             let mut inner = self.lock();
             if inner.closed.is_none() {
@@ -128,6 +140,7 @@ impl Pending {
             }
             std::mem::take(&mut inner.calls)
         };
+        self.slot_freed.notify_waiters();
         for (_, tx) in calls {
             let _ = tx.send((Err(Error::ConnectionLost(reason.clone())), 0));
         }

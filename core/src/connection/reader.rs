@@ -117,7 +117,7 @@ impl Reader {
             _ = self.shared.shutdown.cancelled() => return,
             _ = self.shared.outbound.wait_room() => {}
         }
-        let mut buf = Vec::with_capacity(96);
+        let mut buf = super::bufpool::take(96);
         encode_response::<()>(&mut buf, id, Err(&error));
         let _ = self.shared.outbound.send_now(buf);
     }

@@ -95,7 +95,7 @@ impl ReplySlot {
             }
             return true;
         }
-        let mut buf = Vec::with_capacity(64);
+        let mut buf = crate::connection::bufpool::take(64);
         encode(&mut buf);
         let limit = self.shared.config.limits.frame.max_message_size;
         if buf.len() > limit {

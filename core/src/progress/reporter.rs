@@ -128,7 +128,7 @@ impl<T: Serialize> Progress<T> {
 
 /// `{"jsonrpc":"2.0","method":"$/progress","params":{"token":t,"value":v}}` (or MCP's flat shape).
 fn encode<T: Serialize>(protocol: &ProgressProtocol, token: &ProgressToken, value: &T) -> Result<Vec<u8>, Error> {
-    let mut buf = Vec::with_capacity(96);
+    let mut buf = crate::connection::bufpool::take(96);
     match &protocol.value_member {
         Some(value_member) => {
             let params = Named { protocol, value_member, token, value };

@@ -1,0 +1,63 @@
+//! Reused message buffers: a message is encoded into a buffer, queued, copied into the writer's
+//! batch and then no longer needed; instead of being freed it is kept (per thread, a few small
+//! ones) for the next message encoded on that thread. With a writer that writes from the
+//! encoding task (see [`super::outbound`]), the buffer comes back to the thread that takes it
+//! next, and a call or an answer costs no allocation for its body.
+
+use std::cell::RefCell;
+
+/// Buffers kept per thread.
+const KEEP: usize = 16;
+/// Larger buffers are freed, not kept (an idle thread holds at most `KEEP` × this).
+const MAX_KEPT_CAPACITY: usize = 4 * 1024;
+/// The capacity a new buffer starts with.
+const FRESH_CAPACITY: usize = 256;
+
+thread_local! {
+    static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for at least `min` bytes.
+pub(crate) fn take(min: usize) -> Vec<u8> {
+    let kept = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten();
+    match kept {
+        Some(mut buf) => {
+            buf.reserve(min);
+            buf
+        }
+        None => Vec::with_capacity(min.max(FRESH_CAPACITY)),
+    }
+}
+
+/// Done with `buf`: keep it for the next message if it is small and the pool is not full.
+pub(crate) fn give(mut buf: Vec<u8>) {
+    if buf.capacity() == 0 || buf.capacity() > MAX_KEPT_CAPACITY {
+        return;
+    }
+    buf.clear();
+    let _ = POOL.try_with(|p| {
+        let mut pool = p.borrow_mut();
+        if pool.len() < KEEP {
+            pool.push(buf);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_given_buffer_comes_back_empty_and_large_ones_are_not_kept() {
+        let mut buf = take(10);
+        buf.extend_from_slice(b"hello");
+        let ptr = buf.as_ptr();
+        give(buf);
+        let again = take(10);
+        assert!(again.is_empty());
+        assert_eq!(again.as_ptr(), ptr, "the kept buffer is reused");
+        give(Vec::with_capacity(MAX_KEPT_CAPACITY + 1));
+        let fresh = take(1);
+        assert!(fresh.capacity() <= MAX_KEPT_CAPACITY);
+    }
+}
