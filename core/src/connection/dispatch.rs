@@ -30,12 +30,12 @@ use tokio_util::task::TaskTracker;
 
 use super::Handle;
 use super::settle::on_lane;
-use super::shared::{InboundCall, Shared};
-use crate::handler::{Batch, Notification, ReplySlot, Request, Responder, Route, Router, supervised};
+use super::shared::Shared;
+use crate::handler::{Notification, ReplySlot, Request, Responder, Route, Router, supervised};
 use crate::message::{ErrorObject, Id};
 
 pub(crate) enum Inbound {
-    Request { id: Id, method: String, params: Option<Box<RawValue>>, call: Arc<InboundCall>, batch: Option<Arc<Batch>> },
+    Request { method: String, params: Option<Box<RawValue>>, slot: Arc<ReplySlot> },
     Notification { method: String, params: Option<Box<RawValue>> },
 }
 
@@ -167,20 +167,19 @@ impl Lane {
                     Poll::Pending => Step::Running(job),
                 }
             }
-            Inbound::Request { id, method, params, call, batch } => {
-                if !call.cancel.is_cancelled() && !d.shared.handlers.is_cancelled() {
+            Inbound::Request { method, params, slot } => {
+                if !slot.is_cancelled() {
                     if !d.shared.outbound.has_room() {
-                        return Step::Blocked(Inbound::Request { id, method, params, call, batch });
+                        return Step::Blocked(Inbound::Request { method, params, slot });
                     }
                     let Ok(permit) = d.permits.clone().try_acquire_owned() else {
-                        return Step::Blocked(Inbound::Request { id, method, params, call, batch });
+                        return Step::Blocked(Inbound::Request { method, params, slot });
                     };
                     d.shared.settle.set_handled(taken);
-                    d.start_request(id, method, params, call, batch, permit).await;
+                    d.start_request(method, params, slot, permit).await;
                 } else {
                     d.shared.settle.set_handled(taken);
-                    let slot = ReplySlot::new(d.shared.clone(), id, Some(call.clone()), batch, false);
-                    slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
+                    slot.answer_unanswered("cancelled before it started");
                 }
                 Step::Done
             }
@@ -262,9 +261,8 @@ impl Lane {
             std::mem::take(&mut q.items)
         };
         for item in left {
-            if let Inbound::Request { id, call, batch, .. } = item {
-                let slot = ReplySlot::new(d.shared.clone(), id, Some(call.clone()), batch, false);
-                slot.answer_unanswered(&call.cancel, "the connection closed before the request started");
+            if let Inbound::Request { slot, .. } = item {
+                slot.answer_unanswered("the connection closed before the request started");
             }
         }
     }
@@ -278,22 +276,20 @@ impl Dispatcher {
                 Some(job) => job.await,
                 None => true,
             },
-            Inbound::Request { id, method, params, call, batch } => {
+            Inbound::Request { method, params, slot } => {
                 // A request counts as handled once taken: a call awaiting the lane must not
                 // wait for a concurrency slot that its own caller may be holding.
                 self.shared.settle.set_handled(taken);
                 let closed = "the connection closed before the request started";
-                if call.cancel.is_cancelled() {
-                    let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
-                    slot.answer_unanswered(&call.cancel, "cancelled before it started");
+                if slot.is_cancelled() {
+                    slot.answer_unanswered("cancelled before it started");
                     return true;
                 }
                 // Answers the peer has not read yet hold back new work.
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => {
-                        let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
-                        slot.answer_unanswered(&call.cancel, closed);
+                        slot.answer_unanswered(closed);
                         return false;
                     }
                     _ = self.shared.outbound.wait_room() => {}
@@ -304,11 +300,10 @@ impl Dispatcher {
                     permit = self.permits.clone().acquire_owned() => permit.ok(),
                 };
                 let Some(permit) = permit else {
-                    let slot = ReplySlot::new(self.shared.clone(), id, Some(call.clone()), batch, false);
-                    slot.answer_unanswered(&call.cancel, closed);
+                    slot.answer_unanswered(closed);
                     return false;
                 };
-                self.start_request(id, method, params, call, batch, permit).await;
+                self.start_request(method, params, slot, permit).await;
                 true
             }
         }
@@ -318,16 +313,13 @@ impl Dispatcher {
     /// in one poll.
     async fn start_request(
         &self,
-        id: Id,
         method: String,
         params: Option<Box<RawValue>>,
-        call: Arc<InboundCall>,
-        batch: Option<Arc<Batch>>,
+        slot: Arc<ReplySlot>,
         permit: OwnedSemaphorePermit,
     ) {
-        let slot = ReplySlot::new(self.shared.clone(), id.clone(), Some(call.clone()), batch, false);
-        let responder = Responder::new(slot.clone(), call.cancel.clone());
-        let request = Request { id, method, params, cancel: call.cancel.clone(), peer: self.handle.clone() };
+        let responder = Responder::new(slot.clone());
+        let request = Request { method, params, slot: slot.clone(), peer: self.handle.clone() };
         // The handler's synchronous part (the closure that builds its future) may panic too; it
         // must not take the lane down with it.
         let started = supervised(Some(&slot), || {
@@ -350,13 +342,13 @@ impl Dispatcher {
             Ok(Poll::Pending) => {}
             Err(payload) => return answer_panic(&slot, &payload),
         }
-        let cancel = call.cancel.clone();
         self.tracker.spawn(async move {
+            let cancel = slot.cancellation().clone();
             let end = supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;
             // A handler that finished may have handed its responder to another task: only a
             // cancelled one is answered here.
             if end == End::Cancelled {
-                slot.answer_unanswered(&cancel, "cancelled");
+                slot.answer_unanswered("cancelled");
             }
             drop(permit);
         });
@@ -372,7 +364,8 @@ impl Dispatcher {
             Some(Route::Request(f)) => Some(f(request, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).
             Some(Route::Notification(f)) => {
-                let fut = f(Notification { method: request.method, params: request.params, peer: request.peer });
+                let Request { method, params, peer, .. } = request;
+                let fut = f(Notification { method, params, peer });
                 Some(Box::pin(async move {
                     fut.await;
                     responder.ok(());
@@ -381,7 +374,7 @@ impl Dispatcher {
             None => match self.router.fallback_handler() {
                 Some(f) => Some(f(request, responder)),
                 None => {
-                    tracing::debug!(target: crate::LOG_TARGET, method = %request.method, id = %request.id, "unknown method answered -32601");
+                    tracing::debug!(target: crate::LOG_TARGET, method = %request.method, id = %request.id(), "unknown method answered -32601");
                     responder.err(ErrorObject::method_not_found(&request.method));
                     None
                 }
@@ -411,16 +404,10 @@ impl Dispatcher {
             }
             // A notification for a request handler: run it and discard the answer.
             Some(Route::Request(f)) => {
-                let slot = ReplySlot::new(self.shared.clone(), Id::Null, None, None, true);
-                let cancel = self.shared.handlers.child_token();
-                let request = Request {
-                    id: Id::Null,
-                    method: method.to_owned(),
-                    params,
-                    cancel: cancel.clone(),
-                    peer: self.handle.clone(),
-                };
-                f(request, Responder::new(slot, cancel))
+                let slot = ReplySlot::new(self.shared.clone(), Id::Null, false, None, true);
+                let request =
+                    Request { method: method.to_owned(), params, slot: slot.clone(), peer: self.handle.clone() };
+                f(request, Responder::new(slot))
             }
             None => {
                 if method.starts_with("$/") {

@@ -41,8 +41,9 @@ pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 const DIRECT_WRITE: usize = 32 * 1024;
 /// Several small queued messages are coalesced into one write up to this size.
 const BATCH_BYTES: usize = 64 * 1024;
-/// The write buffer's size when a connection starts, and what it shrinks back to after a burst.
-pub(crate) const IDLE_BUFFER: usize = 4 * 1024;
+/// A write buffer larger than this is freed once written (a burst is over): an idle connection
+/// holds no write buffer at all.
+const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
 
 /// One message's body, queued.
 pub(crate) type OutFrame = Vec<u8>;
@@ -475,8 +476,9 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
         ByteWriter {
             io,
             codec,
-            // Small while idle (an idle connection should cost little); it grows to a batch under load.
-            buf: BytesMut::with_capacity(IDLE_BUFFER),
+            // Empty until the first message (an idle connection should cost little); it grows to
+            // a batch under load.
+            buf: BytesMut::new(),
             pos: 0,
             large: None,
             large_pos: 0,
@@ -524,8 +526,8 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
                     self.dirty = false;
                 }
                 if !out.take_or_release(&mut self.batch) {
-                    if self.buf.capacity() > 2 * BATCH_BYTES {
-                        self.buf = BytesMut::with_capacity(IDLE_BUFFER);
+                    if self.buf.capacity() > KEEP_BUFFER {
+                        self.buf = BytesMut::new();
                     }
                     return Poll::Ready(Ok(()));
                 }

@@ -3,11 +3,11 @@
 //! into the dispatch queue.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::dispatch::{Inbound, Lane};
 use super::pending::Delivery;
-use super::shared::{InboundCall, Shared};
+use super::shared::Shared;
 use super::trace;
 use super::{CloseKind, CloseReason, Direction};
 use crate::framing::{Frame, FrameError};
@@ -182,28 +182,29 @@ impl Reader {
                 self.enqueue(Inbound::Notification { method, params }).await
             }
             Incoming::Request { id, method, params } => {
-                let call = Arc::new(InboundCall {
-                    cancel: self.shared.handlers.child_token(),
-                    peer_cancelled: AtomicBool::new(false),
-                });
                 let duplicate = {
                     let mut map = self.shared.inbound_map();
-                    if map.contains_key(&id) {
-                        true
-                    } else {
-                        map.insert(id.clone(), call.clone());
-                        false
+                    match map.entry(id) {
+                        std::collections::hash_map::Entry::Occupied(taken) => Err(taken.key().clone()),
+                        std::collections::hash_map::Entry::Vacant(free) => {
+                            let slot =
+                                ReplySlot::new(self.shared.clone(), free.key().clone(), true, batch.clone(), false);
+                            free.insert(slot.clone());
+                            Ok(slot)
+                        }
                     }
                 };
-                if duplicate {
-                    tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
-                    let error = ErrorObject::invalid_request(format!(
-                        "request id {id} is already in use by a request in flight"
-                    ));
-                    self.answer_invalid(id, error, batch).await;
-                    return true;
+                match duplicate {
+                    Ok(slot) => self.enqueue(Inbound::Request { method, params, slot }).await,
+                    Err(id) => {
+                        tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
+                        let error = ErrorObject::invalid_request(format!(
+                            "request id {id} is already in use by a request in flight"
+                        ));
+                        self.answer_invalid(id, error, batch).await;
+                        true
+                    }
                 }
-                self.enqueue(Inbound::Request { id, method, params, call, batch }).await
             }
             Incoming::Invalid { id, error, answer } => {
                 tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");
@@ -219,7 +220,7 @@ impl Reader {
     async fn answer_invalid(&self, id: Id, error: ErrorObject, batch: Option<Arc<Batch>>) {
         match batch {
             Some(batch) => {
-                ReplySlot::new(self.shared.clone(), id, None, Some(batch), false).answer::<()>(Err(&error));
+                ReplySlot::new(self.shared.clone(), id, false, Some(batch), false).answer::<()>(Err(&error));
             }
             None => self.answer_error(&id, error).await,
         }
@@ -232,12 +233,11 @@ impl Reader {
             tracing::warn!(target: crate::LOG_TARGET, params = ?params.map(RawValue::get), "cancellation without a usable id (ignored)");
             return;
         };
-        let call = self.shared.inbound_map().get(&id).cloned();
-        match call {
-            Some(call) => {
+        let slot = self.shared.inbound_map().get(&id).cloned();
+        match slot {
+            Some(slot) => {
                 tracing::debug!(target: crate::LOG_TARGET, %id, "peer cancelled request");
-                call.peer_cancelled.store(true, Ordering::Release);
-                call.cancel.cancel();
+                slot.cancel(true);
             }
             None => {
                 tracing::debug!(target: crate::LOG_TARGET, %id, "cancellation for a request not in flight (ignored)")

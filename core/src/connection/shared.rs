@@ -11,14 +11,9 @@ use super::config::Config;
 use super::outbound::Outbound;
 use super::pending::Pending;
 use super::{CloseKind, CloseReason};
+use crate::handler::ReplySlot;
+use crate::id_hash::SeededBuild;
 use crate::message::Id;
-
-/// An inbound request between arrival and answer.
-pub(crate) struct InboundCall {
-    pub(crate) cancel: CancellationToken,
-    /// The peer cancelled it (as opposed to the connection closing).
-    pub(crate) peer_cancelled: AtomicBool,
-}
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -30,11 +25,13 @@ pub(crate) struct Shared {
     /// Receivers of progress tokens this side issued.
     pub(crate) progress: crate::progress::Receivers,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
-    pub(crate) inbound: Mutex<HashMap<Id, Arc<InboundCall>>>,
+    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, SeededBuild>>,
     /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
     /// connection ends — except after the peer's clean EOF, when what was read is still
     /// dispatched and answered, and it is cancelled once the writer has finished.
     pub(crate) handlers: CancellationToken,
+    /// `handlers` is cancelled (a cheaper check than the token's).
+    handlers_cancelled: AtomicBool,
     /// Stops the reader; starts the writer's final flush.
     pub(crate) shutdown: CancellationToken,
     /// The writer is done and the write side shut (or given up on).
@@ -58,8 +55,9 @@ impl Shared {
             outbound,
             producers: crate::stream::Producers::default(),
             progress: crate::progress::Receivers::default(),
-            inbound: Mutex::new(HashMap::new()),
+            inbound: Mutex::new(HashMap::default()),
             handlers: CancellationToken::new(),
+            handlers_cancelled: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
             finished: CancellationToken::new(),
             queued: AtomicUsize::new(0),
@@ -69,7 +67,7 @@ impl Shared {
         }
     }
 
-    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<InboundCall>>> {
+    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, SeededBuild>> {
         self.inbound.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -90,7 +88,7 @@ impl Shared {
     /// The writer is done: nothing more can be sent, so stop everything still running.
     pub(crate) fn finish(&self) {
         self.outbound.finish();
-        self.handlers.cancel();
+        self.cancel_handlers();
         self.space.notify_waiters();
         self.finished.cancel();
     }
@@ -119,10 +117,20 @@ impl Shared {
         self.progress.close(&reason);
         if !drain {
             self.outbound.close();
-            self.handlers.cancel();
+            self.cancel_handlers();
         }
         self.shutdown.cancel();
         self.space.notify_waiters();
+    }
+
+    fn cancel_handlers(&self) {
+        self.handlers_cancelled.store(true, Ordering::SeqCst);
+        self.handlers.cancel();
+    }
+
+    /// The handlers' token is cancelled (the connection ended).
+    pub(crate) fn handlers_cancelled(&self) -> bool {
+        self.handlers_cancelled.load(Ordering::SeqCst)
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {

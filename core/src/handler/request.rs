@@ -4,6 +4,9 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
+use super::ReplySlot;
 use crate::connection::Handle;
 use crate::message::{ErrorObject, Id};
 
@@ -15,19 +18,27 @@ pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T
 }
 
 /// An inbound request, as handed to a raw handler together with its [`Responder`](super::Responder).
-#[derive(Debug)]
 pub struct Request {
-    pub(crate) id: Id,
     pub(crate) method: String,
     pub(crate) params: Option<Box<RawValue>>,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) slot: Arc<ReplySlot>,
     pub(crate) peer: Handle,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("id", self.id())
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Request {
     /// The peer's id for this request.
     pub fn id(&self) -> &Id {
-        &self.id
+        &self.slot.id
     }
     /// The method name.
     pub fn method(&self) -> &str {
@@ -43,7 +54,7 @@ impl Request {
     }
     /// Fires when the peer cancels this request or the connection ends.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        self.slot.cancellation()
     }
     /// A handle to call the peer back.
     pub fn peer(&self) -> &Handle {
@@ -51,27 +62,37 @@ impl Request {
     }
     /// The context a typed handler receives.
     pub fn context(&self) -> RequestContext {
-        RequestContext { id: self.id.clone(), cancel: self.cancel.clone(), peer: self.peer.clone() }
+        RequestContext { slot: self.slot.clone(), peer: self.peer.clone() }
     }
 }
 
 /// What a typed request handler receives besides its params.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RequestContext {
-    id: Id,
-    cancel: CancellationToken,
+    slot: Arc<ReplySlot>,
     peer: Handle,
+}
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext").field("id", self.id()).finish_non_exhaustive()
+    }
 }
 
 impl RequestContext {
     /// The peer's id for this request.
     pub fn id(&self) -> &Id {
-        &self.id
+        &self.slot.id
     }
     /// Fires when the peer cancels this request or the connection ends. When it fires, the
     /// handler's future is dropped and the request answered `-32800`, unless it was answered already.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        self.slot.cancellation()
+    }
+
+    /// The request's reply slot (which the connection's map of requests in flight holds too).
+    pub(crate) fn slot(&self) -> &Arc<ReplySlot> {
+        &self.slot
     }
     /// A handle to call the peer back.
     pub fn peer(&self) -> &Handle {

@@ -1,14 +1,14 @@
 //! The answer-once reply handle of an inbound request.
 
 use std::cell::Cell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::Batch;
-use crate::connection::shared::{InboundCall, Shared};
+use crate::connection::shared::Shared;
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 
 thread_local! {
@@ -33,28 +33,75 @@ pub(crate) fn supervised<R>(slot: Option<&Arc<ReplySlot>>, poll: impl FnOnce() -
     poll()
 }
 
-/// The one place an inbound request is answered from. Shared by the [`Responder`] and the
-/// dispatcher (which answers `-32800` on cancellation and `-32603` on a panic).
+/// The one place an inbound request is answered from, and its cancellation state. Shared by the
+/// [`Responder`], the request's context, the dispatcher (which answers `-32800` on cancellation
+/// and `-32603` on a panic) and the connection's map of requests in flight (the reader cancels
+/// through it).
 pub(crate) struct ReplySlot {
-    id: Id,
+    pub(crate) id: Id,
     answered: AtomicBool,
-    shared: Arc<Shared>,
-    /// Present when the request is registered for cancellation under its id.
-    call: Option<Arc<InboundCall>>,
+    pub(crate) shared: Arc<Shared>,
+    /// Registered in the connection's map of requests in flight under `id`.
+    registered: bool,
     batch: Option<Arc<Batch>>,
     /// No answer at all (a notification routed to a request handler).
     silent: bool,
+    /// Cancelled (by the peer, or by the connection closing before it started).
+    cancelled: AtomicBool,
+    /// The peer cancelled it (as opposed to the connection closing).
+    peer_cancelled: AtomicBool,
+    /// The token handlers see, made only when one asks for it (most never do): a child of the
+    /// connection's handler token, cancelled at once if the request already is.
+    token: OnceLock<CancellationToken>,
 }
 
 impl ReplySlot {
     pub(crate) fn new(
         shared: Arc<Shared>,
         id: Id,
-        call: Option<Arc<InboundCall>>,
+        registered: bool,
         batch: Option<Arc<Batch>>,
         silent: bool,
     ) -> Arc<Self> {
-        Arc::new(ReplySlot { id, answered: AtomicBool::new(false), shared, call, batch, silent })
+        Arc::new(ReplySlot {
+            id,
+            answered: AtomicBool::new(false),
+            shared,
+            registered,
+            batch,
+            silent,
+            cancelled: AtomicBool::new(false),
+            peer_cancelled: AtomicBool::new(false),
+            token: OnceLock::new(),
+        })
+    }
+
+    /// The request's cancellation token (fires when the peer cancels it or the connection ends).
+    pub(crate) fn cancellation(&self) -> &CancellationToken {
+        let token = self.token.get_or_init(|| self.shared.handlers.child_token());
+        // Pairs with `cancel`: whichever of the two comes second sees the other's write.
+        if self.cancelled.load(Ordering::SeqCst) {
+            token.cancel();
+        }
+        token
+    }
+
+    /// Whether the request is cancelled (by the peer, or by the connection ending).
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+            || self.shared.handlers_cancelled()
+            || self.token.get().is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Cancel the request (`by_peer`: the peer asked for it).
+    pub(crate) fn cancel(&self, by_peer: bool) {
+        if by_peer {
+            self.peer_cancelled.store(true, Ordering::Release);
+        }
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let Some(token) = self.token.get() {
+            token.cancel();
+        }
     }
 
     pub(crate) fn is_answered(&self) -> bool {
@@ -78,16 +125,16 @@ impl ReplySlot {
         if self.answered.swap(true, Ordering::AcqRel) {
             return false;
         }
-        if let Some(call) = &self.call {
+        if self.registered {
             let mut map = self.shared.inbound_map();
-            if map.get(&self.id).is_some_and(|c| Arc::ptr_eq(c, call)) {
+            if map.get(&self.id).is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), self)) {
                 map.remove(&self.id);
             }
         }
         if self.silent {
             return true;
         }
-        let peer_cancelled = self.call.as_ref().is_some_and(|c| c.peer_cancelled.load(Ordering::Acquire));
+        let peer_cancelled = self.peer_cancelled.load(Ordering::Acquire);
         if peer_cancelled && !self.shared.config.cancel.answers_cancelled {
             // MCP: a cancelled request is never answered (not even inside its batch's array).
             if let Some(batch) = &self.batch {
@@ -116,12 +163,12 @@ impl ReplySlot {
     }
 
     /// The default answer of a request nobody answered: `-32800` if it was cancelled, else `-32603`.
-    pub(crate) fn answer_unanswered(&self, cancel: &CancellationToken, why: &str) {
+    pub(crate) fn answer_unanswered(&self, why: &str) {
         if self.is_answered() {
             return;
         }
         let error =
-            if cancel.is_cancelled() { ErrorObject::request_cancelled() } else { ErrorObject::internal_error(why) };
+            if self.is_cancelled() { ErrorObject::request_cancelled() } else { ErrorObject::internal_error(why) };
         self.answer::<()>(Err(&error));
     }
 }
@@ -133,7 +180,6 @@ impl ReplySlot {
 /// never waits forever.
 pub struct Responder {
     slot: Arc<ReplySlot>,
-    cancel: CancellationToken,
 }
 
 impl std::fmt::Debug for Responder {
@@ -143,8 +189,8 @@ impl std::fmt::Debug for Responder {
 }
 
 impl Responder {
-    pub(crate) fn new(slot: Arc<ReplySlot>, cancel: CancellationToken) -> Self {
-        Responder { slot, cancel }
+    pub(crate) fn new(slot: Arc<ReplySlot>) -> Self {
+        Responder { slot }
     }
 
     /// The id of the request this answers.
@@ -154,7 +200,7 @@ impl Responder {
 
     /// Fires when the peer cancels the request or the connection ends.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        self.slot.cancellation()
     }
 
     /// Answer with a result or an error object. Returns `false` if the request had been answered
@@ -190,9 +236,9 @@ impl Drop for Responder {
                 // Our own handler is panicking: its supervisor answers with the panic message.
                 return;
             }
-            self.slot.answer_unanswered(&self.cancel, "the task holding the reply panicked");
+            self.slot.answer_unanswered("the task holding the reply panicked");
             return;
         }
-        self.slot.answer_unanswered(&self.cancel, "the handler dropped the request without answering");
+        self.slot.answer_unanswered("the handler dropped the request without answering");
     }
 }

@@ -50,7 +50,7 @@ pub struct MethodClash {
 /// ```
 #[derive(Clone, Default)]
 pub struct Router {
-    routes: HashMap<String, Route>,
+    routes: HashMap<String, Route, crate::id_hash::SeededBuild>,
     fallback: Option<RequestFn>,
 }
 

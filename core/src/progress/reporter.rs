@@ -9,10 +9,9 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::{ProgressProtocol, ProgressToken};
-use crate::connection::shared::InboundCall;
 use crate::connection::{Error, Handle};
-use crate::handler::RequestContext;
-use crate::message::{Id, encode_notification};
+use crate::handler::{ReplySlot, RequestContext};
+use crate::message::encode_notification;
 
 /// Reports progress on a caller's token with `$/progress` notifications (StreamJsonRpc's
 /// `IProgress<T>`, LSP's work-done and partial-result progress).
@@ -30,7 +29,7 @@ struct Reporter {
     handle: Handle,
     token: ProgressToken,
     /// The request this reports for: reports stop once it is answered.
-    call: Option<(Id, Arc<InboundCall>)>,
+    call: Option<Arc<ReplySlot>>,
 }
 
 impl<T> Clone for Progress<T> {
@@ -68,18 +67,14 @@ impl<T> Progress<T> {
     pub fn for_request(cx: &RequestContext, token: Option<ProgressToken>) -> Self {
         let Some(token) = token else { return Self::none() };
         let shared = &cx.peer().shared;
-        let call = shared.inbound_map().get(cx.id()).cloned();
-        match call {
-            Some(call) => Progress {
-                inner: Some(Arc::new(Reporter {
-                    handle: cx.peer().clone(),
-                    token,
-                    call: Some((cx.id().clone(), call)),
-                })),
+        let in_flight = shared.inbound_map().get(cx.id()).is_some_and(|c| Arc::ptr_eq(c, cx.slot()));
+        match in_flight {
+            true => Progress {
+                inner: Some(Arc::new(Reporter { handle: cx.peer().clone(), token, call: Some(cx.slot().clone()) })),
                 _values: PhantomData,
             },
             // Answered already (or a notification routed to a request handler).
-            None => Self::none(),
+            false => Self::none(),
         }
     }
 
@@ -94,7 +89,7 @@ impl<T> Progress<T> {
             None => false,
             Some(r) => match &r.call {
                 None => !r.handle.is_closed(),
-                Some((id, call)) => r.handle.shared.inbound_map().get(id).is_some_and(|c| Arc::ptr_eq(c, call)),
+                Some(slot) => r.handle.shared.inbound_map().get(&slot.id).is_some_and(|c| Arc::ptr_eq(c, slot)),
             },
         }
     }
@@ -112,14 +107,14 @@ impl<T: Serialize> Progress<T> {
         if buf.len() > limit {
             return Err(Error::MessageTooLarge { size: buf.len(), limit });
         }
-        let Some((id, call)) = &r.call else {
+        let Some(slot) = &r.call else {
             return shared.outbound.send(buf).await.map_err(|_| Error::ConnectionLost(shared.lost()));
         };
         // Answers go out without waiting (they are sent from `Drop`), so a report is queued the
         // same way, while the request is known to be unanswered: the answer cannot overtake it.
         shared.outbound.wait_room().await;
         let inbound = shared.inbound_map();
-        if !inbound.get(id).is_some_and(|c| Arc::ptr_eq(c, call)) {
+        if !inbound.get(&slot.id).is_some_and(|c| Arc::ptr_eq(c, slot)) {
             return Ok(());
         }
         shared.outbound.send_now(buf).map_err(|_| Error::ConnectionLost(shared.lost()))
