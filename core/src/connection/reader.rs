@@ -13,7 +13,9 @@ use super::{CloseKind, CloseReason, Direction};
 use crate::framing::{Frame, FrameError};
 use crate::handler::{Batch, ReplySlot};
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
-use futures::{FutureExt, Stream, StreamExt};
+use std::task::Poll;
+
+use futures::{Stream, StreamExt};
 use serde_json::value::RawValue;
 
 /// At most this many messages are handled while their answers are held (see `Outbound::hold`).
@@ -39,34 +41,37 @@ impl Reader {
     where
         S: Stream<Item = Result<Frame, FrameError>> + Unpin,
     {
-        let shutdown = self.shared.shutdown.clone();
-        // One cancellation future for the whole loop (a new one per message costs a registration).
-        let stopped = shutdown.cancelled();
-        tokio::pin!(stopped);
         // Messages handled since answers started being held (see `Outbound::hold`).
         let mut holding = 0usize;
         loop {
             // A message already read (or readable without waiting) is handled while the answers
-            // to the ones before it are still held; otherwise they are written before waiting.
-            let ready = if holding > 0 && holding < HOLD_MAX && !shutdown.is_cancelled() {
-                frames.next().now_or_never()
-            } else {
-                None
-            };
-            let next = match ready {
-                Some(next) => next,
-                None => {
-                    if holding > 0 {
-                        self.shared.outbound.release();
-                        holding = 0;
-                    }
-                    tokio::select! {
-                        biased;
-                        _ = &mut stopped => return,
-                        next = frames.next() => next,
+            // to the ones before it are still held; they are written before the reader waits (or
+            // after `HOLD_MAX` messages). The stream is polled with this task's own waker, so
+            // finding nothing to read costs no second poll.
+            let next = std::future::poll_fn(|cx| {
+                // Registered before the check: a close from here on wakes this poll.
+                self.shared.reader_wake.register(cx.waker());
+                if self.shared.is_closing() {
+                    return Poll::Ready(None);
+                }
+                if holding >= HOLD_MAX {
+                    self.shared.outbound.release();
+                    holding = 0;
+                }
+                match frames.poll_next_unpin(cx) {
+                    Poll::Ready(next) => Poll::Ready(Some(next)),
+                    Poll::Pending => {
+                        if holding > 0 {
+                            self.shared.outbound.release();
+                            holding = 0;
+                        }
+                        Poll::Pending
                     }
                 }
-            };
+            })
+            .await;
+            // The connection is closing.
+            let Some(next) = next else { return };
             if holding == 0 {
                 self.shared.outbound.hold();
             }

@@ -34,6 +34,10 @@ pub(crate) struct Shared {
     handlers_cancelled: AtomicBool,
     /// Stops the reader; starts the writer's final flush.
     pub(crate) shutdown: CancellationToken,
+    /// `shutdown` is cancelled (what the reader checks between messages).
+    closing: AtomicBool,
+    /// The reader, woken when `shutdown` is cancelled.
+    pub(crate) reader_wake: futures::task::AtomicWaker,
     /// The writer is done and the write side shut (or given up on).
     pub(crate) finished: CancellationToken,
     /// Messages read but not yet taken by the dispatcher.
@@ -59,6 +63,8 @@ impl Shared {
             handlers: CancellationToken::new(),
             handlers_cancelled: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
+            closing: AtomicBool::new(false),
+            reader_wake: futures::task::AtomicWaker::new(),
             finished: CancellationToken::new(),
             queued: AtomicUsize::new(0),
             space: Notify::new(),
@@ -119,8 +125,15 @@ impl Shared {
             self.outbound.close();
             self.cancel_handlers();
         }
+        self.closing.store(true, Ordering::SeqCst);
         self.shutdown.cancel();
+        self.reader_wake.wake();
         self.space.notify_waiters();
+    }
+
+    /// The connection is closing: the reader stops.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 
     fn cancel_handlers(&self) {

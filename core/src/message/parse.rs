@@ -35,10 +35,10 @@ pub(crate) enum ParsedMessage {
 struct Envelope<'a> {
     #[serde(default, borrow, deserialize_with = "present")]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    method: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present_id")]
+    id: Option<Checked<Id>>,
+    #[serde(default, deserialize_with = "present_method")]
+    method: Option<Checked<String>>,
     #[serde(default, borrow, deserialize_with = "present")]
     params: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -50,6 +50,114 @@ struct Envelope<'a> {
 /// Deserialize a member that is present (even as `null`) into `Some`.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
+}
+
+/// A member read straight into its type in the one pass, or `Bad` when it has the wrong JSON type
+/// (the message is then invalid, not unparsable: the value is skipped, the parse goes on).
+enum Checked<T> {
+    Good(T),
+    Bad,
+}
+
+fn present_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked<Id>>, D::Error> {
+    d.deserialize_any(CheckedVisitor(IdVisitor)).map(Some)
+}
+
+fn present_method<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked<String>>, D::Error> {
+    d.deserialize_any(CheckedVisitor(MethodVisitor)).map(Some)
+}
+
+/// What a member may be: the visits that give a value; every other JSON type is `Bad`.
+trait Accepts {
+    type Value;
+    fn u64(self, _: u64) -> Option<Self::Value>;
+    fn i64(self, _: i64) -> Option<Self::Value>;
+    fn f64(self, _: f64) -> Option<Self::Value>;
+    fn str(self, _: std::borrow::Cow<'_, str>) -> Option<Self::Value>;
+    fn null(self) -> Option<Self::Value>;
+}
+
+struct IdVisitor;
+
+impl Accepts for IdVisitor {
+    type Value = Id;
+    fn u64(self, v: u64) -> Option<Id> {
+        Some(Id::Number(v.into()))
+    }
+    fn i64(self, v: i64) -> Option<Id> {
+        Some(Id::Number(v.into()))
+    }
+    fn f64(self, v: f64) -> Option<Id> {
+        serde_json::Number::from_f64(v).map(Id::Number)
+    }
+    fn str(self, v: std::borrow::Cow<'_, str>) -> Option<Id> {
+        Some(Id::String(v.into_owned()))
+    }
+    fn null(self) -> Option<Id> {
+        Some(Id::Null)
+    }
+}
+
+struct MethodVisitor;
+
+impl Accepts for MethodVisitor {
+    type Value = String;
+    fn u64(self, _: u64) -> Option<String> {
+        None
+    }
+    fn i64(self, _: i64) -> Option<String> {
+        None
+    }
+    fn f64(self, _: f64) -> Option<String> {
+        None
+    }
+    fn str(self, v: std::borrow::Cow<'_, str>) -> Option<String> {
+        Some(v.into_owned())
+    }
+    fn null(self) -> Option<String> {
+        None
+    }
+}
+
+struct CheckedVisitor<A>(A);
+
+impl<'de, A: Accepts> serde::de::Visitor<'de> for CheckedVisitor<A> {
+    type Value = Checked<A::Value>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(self.0.u64(v).map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(self.0.i64(v).map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(self.0.f64(v).map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.0.str(v.into()).map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(self.0.str(v.into()).map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(self.0.null().map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(self.0.null().map_or(Checked::Bad, Checked::Good))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Checked::Bad)
+    }
+    fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Checked::Bad)
+    }
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Checked::Bad)
+    }
 }
 
 /// Parse a frame. `Err` is a parse error (invalid JSON or invalid UTF-8): the caller answers
@@ -98,10 +206,10 @@ fn classify_value(raw: &str) -> Incoming {
 }
 
 fn classify(env: Envelope<'_>) -> Incoming {
-    let id = match env.id.map(|raw| serde_json::from_str::<Id>(raw.get())) {
+    let id = match env.id {
         None => None,
-        Some(Ok(id)) => Some(id),
-        Some(Err(_)) => {
+        Some(Checked::Good(id)) => Some(id),
+        Some(Checked::Bad) => {
             return Incoming::Invalid {
                 id: None,
                 error: ErrorObject::invalid_request("\"id\" must be a string, a number or null"),
@@ -110,7 +218,7 @@ fn classify(env: Envelope<'_>) -> Incoming {
         }
     };
 
-    if let Some(method_raw) = env.method {
+    if let Some(method) = env.method {
         let invalid = |id: Option<Id>, why: &str| Incoming::Invalid {
             id,
             error: ErrorObject::invalid_request(why),
@@ -119,7 +227,7 @@ fn classify(env: Envelope<'_>) -> Incoming {
         if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
             return invalid(id, "\"jsonrpc\" must be \"2.0\"");
         }
-        let Ok(method) = serde_json::from_str::<String>(method_raw.get()) else {
+        let Checked::Good(method) = method else {
             return invalid(id, "\"method\" must be a string");
         };
         let params = match env.params {
