@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::{Sink, SinkExt, Stream};
 use tokio_util::sync::CancellationToken;
 
-use super::outbound::Drain;
+use super::outbound::{Chunk, Drain};
 use super::reader::EofReason;
 use super::shared::Shared;
 use super::{Builder, CloseKind, CloseReason, Connection};
@@ -89,16 +89,18 @@ where
     let shared = drain.shared().clone();
     let out = &shared.outbound;
     let mut batch = VecDeque::new();
+    // Always empty: a message transport's queue has no tail.
+    let mut tail = bytes::BytesMut::new();
     'outer: while drain.turn().await {
         let mut fed = 0;
         loop {
-            let Some(body) = batch.pop_front() else {
-                if fed < BATCH_BYTES && out.take_or_release(&mut batch) {
+            let Some(chunk) = batch.pop_front() else {
+                if fed < BATCH_BYTES && out.take_or_release(&mut batch, &mut tail) {
                     continue;
                 }
                 break;
             };
-            out.took(&body);
+            let Chunk::Body(body) = chunk else { continue };
             fed += body.len();
             match drain.write(sink.feed(body)).await {
                 None => break 'outer,

@@ -229,9 +229,10 @@ impl Builder {
     {
         let read_codec = self.config.framing.codec(self.config.limits.frame);
         let write_codec = self.config.framing.codec(self.config.limits.frame);
+        let queue_codec = self.config.framing.codec(self.config.limits.frame);
         let frames = FramedRead::with_capacity(reader, read_codec, 8 * 1024);
         let pump: Box<dyn outbound::Pump> = Box::new(outbound::ByteWriter::new(writer, write_codec));
-        self.start_with(frames, eof_reason, Some(pump), move |shared, tracker, done| {
+        self.start_with(frames, eof_reason, Some((queue_codec, pump)), move |shared, tracker, done| {
             outbound::run_writer(outbound::Drain::new(shared, tracker), done)
         })
     }
@@ -243,7 +244,7 @@ impl Builder {
         self,
         frames: S,
         eof_reason: Option<EofReason>,
-        pump: Option<Box<dyn outbound::Pump>>,
+        pump: Option<(crate::framing::FrameCodec, Box<dyn outbound::Pump>)>,
         writer: F,
     ) -> (Connection, Arc<Shared>)
     where
@@ -252,7 +253,8 @@ impl Builder {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let Builder { config, mut router, factories, layer } = self;
-        let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), pump);
+        let (codec, pump) = pump.unzip();
+        let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec, pump);
         let shared = Arc::new(Shared::new(config, outbound));
         let handle = Handle { shared: shared.clone() };
         for factory in factories {

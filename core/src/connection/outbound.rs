@@ -39,14 +39,20 @@ pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bodies larger than this are written straight from their own buffer instead of being copied
 /// into the batch buffer.
 const DIRECT_WRITE: usize = 32 * 1024;
-/// Several small queued messages are coalesced into one write up to this size.
-const BATCH_BYTES: usize = 64 * 1024;
+
 /// A write buffer larger than this is freed once written (a burst is over): an idle connection
 /// holds no write buffer at all.
-const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
+const KEEP_BUFFER: usize = 128 * 1024;
 
-/// One message's body, queued.
-pub(crate) type OutFrame = Vec<u8>;
+/// What is queued, in order.
+pub(crate) enum Chunk {
+    /// Small messages framed back to back (a byte stream's queue tail, sealed when a large body
+    /// is queued after it).
+    Encoded(BytesMut),
+    /// One message's body: a large one on a byte stream (framed as it is written, not copied),
+    /// every message on a message transport.
+    Body(Vec<u8>),
+}
 
 /// The queue is closed; the connection is ending.
 #[derive(Debug)]
@@ -67,7 +73,11 @@ enum Owner {
 }
 
 struct Queue {
-    frames: VecDeque<OutFrame>,
+    chunks: VecDeque<Chunk>,
+    /// Small messages framed since the last chunk, written after the chunks (byte streams).
+    /// Senders frame their messages straight into it, so nothing is allocated per message and
+    /// the writer swaps it with its own emptied buffer.
+    tail: BytesMut,
     owner: Owner,
     /// The connection is ending: the writer task takes everything from here on, and an inline
     /// writer that lets go wakes it (it waits for the queue to be empty and unowned).
@@ -104,8 +114,8 @@ pub(crate) struct Outbound {
     /// The byte writer (`None` on a message transport: only the writer task writes there; and
     /// once the writer task ended, so that the stream is closed).
     pump: Mutex<Option<Box<dyn Pump>>>,
-    /// Whether callers may write inline (a byte stream).
-    inline: bool,
+    /// The framing of a byte stream (`None`: a message transport; only the writer task writes).
+    codec: Option<FrameCodec>,
     pub(crate) tracer: Tracer,
     budget_max: usize,
     /// Senders that found no room wait here in line, first come first served.
@@ -123,11 +133,17 @@ pub(crate) struct Outbound {
 }
 
 impl Outbound {
-    pub(crate) fn new(budget_bytes: usize, tracer: Tracer, pump: Option<Box<dyn Pump>>) -> Self {
+    pub(crate) fn new(
+        budget_bytes: usize,
+        tracer: Tracer,
+        codec: Option<FrameCodec>,
+        pump: Option<Box<dyn Pump>>,
+    ) -> Self {
         let budget_max = budget_bytes.max(1);
         Outbound {
             queue: Mutex::new(Queue {
-                frames: VecDeque::new(),
+                chunks: VecDeque::new(),
+                tail: BytesMut::new(),
                 owner: Owner::Idle,
                 ending: false,
                 dead: false,
@@ -137,7 +153,7 @@ impl Outbound {
                 waiting: false,
             }),
             task: AtomicWaker::new(),
-            inline: pump.is_some(),
+            codec,
             pump: Mutex::new(pump),
             tracer,
             budget_max,
@@ -220,27 +236,55 @@ impl Outbound {
         self.push_locked(q, body, true)
     }
 
-    fn push_locked(&self, mut q: MutexGuard<'_, Queue>, frame: OutFrame, inline: bool) -> Result<(), Closed> {
+    fn push_locked(&self, mut q: MutexGuard<'_, Queue>, mut body: Vec<u8>, inline: bool) -> Result<(), Closed> {
         if q.dead {
             return Err(Closed);
         }
-        q.frames.push_back(frame);
-        match q.owner {
-            Owner::Idle if inline && !q.ending && self.inline => {
+        self.tracer.message(Direction::Outgoing, &body);
+        let mut spent = None;
+        match &self.codec {
+            Some(codec) if body.len() < DIRECT_WRITE => {
+                codec.encode(&body, &mut q.tail);
+                spent = Some(body);
+            }
+            Some(codec) => {
+                codec.prepare_body(&mut body);
+                if !q.tail.is_empty() {
+                    let sealed = std::mem::take(&mut q.tail);
+                    q.chunks.push_back(Chunk::Encoded(sealed));
+                }
+                q.chunks.push_back(Chunk::Body(body));
+            }
+            None => q.chunks.push_back(Chunk::Body(body)),
+        }
+        // Who writes it: this task (now), the reader (before it waits), the writer task (woken
+        // here), or whoever writes already.
+        let (write_here, wake_task) = match q.owner {
+            Owner::Idle if inline && !q.ending && self.codec.is_some() => {
                 if q.held {
                     q.owner = Owner::Held;
+                    (false, false)
                 } else {
                     q.owner = Owner::Inline;
-                    drop(q);
-                    self.write_inline();
+                    (true, false)
                 }
             }
             Owner::Idle => {
                 q.owner = Owner::Task;
-                drop(q);
-                self.task.wake();
+                (false, true)
             }
-            Owner::Inline | Owner::Task | Owner::Held => {}
+            Owner::Inline | Owner::Task | Owner::Held => (false, false),
+        };
+        drop(q);
+        if wake_task {
+            self.task.wake();
+        }
+        // Back to this thread's pool (it was taken on this thread when the message was encoded).
+        if let Some(body) = spent {
+            super::bufpool::give(body);
+        }
+        if write_here {
+            self.write_inline();
         }
         Ok(())
     }
@@ -296,11 +340,11 @@ impl Outbound {
         self.task.wake();
     }
 
-    /// The owner's next batch: swap the queued frames into `into` (which must be empty), or,
-    /// if nothing is queued, give up ownership (`false`).
-    pub(crate) fn take_or_release(&self, into: &mut VecDeque<OutFrame>) -> bool {
+    /// The owner's next batch: swap the queued chunks into `chunks` and the tail into `tail`
+    /// (both must be empty), or, if nothing is queued, give up ownership (`false`).
+    pub(crate) fn take_or_release(&self, chunks: &mut VecDeque<Chunk>, tail: &mut BytesMut) -> bool {
         let mut q = self.lock();
-        if q.frames.is_empty() {
+        if q.chunks.is_empty() && q.tail.is_empty() {
             let was = std::mem::replace(&mut q.owner, Owner::Idle);
             if was == Owner::Inline && q.ending {
                 drop(q);
@@ -308,8 +352,9 @@ impl Outbound {
             }
             return false;
         }
-        std::mem::swap(&mut q.frames, into);
-        // The taken frames no longer count against the budget.
+        std::mem::swap(&mut q.chunks, chunks);
+        std::mem::swap(&mut q.tail, tail);
+        // What is taken no longer counts against the budget.
         let waiting = q.waiting && q.budgeted > 0;
         q.budgeted = 0;
         let answers = std::mem::take(&mut q.unbudgeted);
@@ -326,11 +371,6 @@ impl Outbound {
         true
     }
 
-    /// The writer took `frame` to write it now.
-    pub(crate) fn took(&self, frame: &[u8]) {
-        self.tracer.message(Direction::Outgoing, frame);
-    }
-
     /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
     /// once the queue is empty and nobody writes.
     fn poll_turn(&self, cx: &mut Context<'_>, ending: bool) -> Poll<bool> {
@@ -341,7 +381,7 @@ impl Outbound {
         }
         match q.owner {
             Owner::Task => Poll::Ready(true),
-            Owner::Idle if q.ending && q.frames.is_empty() => Poll::Ready(false),
+            Owner::Idle if q.ending && q.chunks.is_empty() && q.tail.is_empty() => Poll::Ready(false),
             _ => Poll::Pending,
         }
     }
@@ -381,7 +421,8 @@ impl Outbound {
         let left = {
             let mut q = self.lock();
             q.dead = true;
-            std::mem::take(&mut q.frames)
+            q.tail = BytesMut::new();
+            std::mem::take(&mut q.chunks)
         };
         drop(left);
     }
@@ -453,19 +494,22 @@ impl Drain {
     }
 }
 
-/// A byte stream's writer: frames are encoded into one buffer (several per write under load),
-/// large bodies written from their own buffer.
+/// A byte stream's writer: writes the chunks and the tail it takes from the queue, in order.
 pub(crate) struct ByteWriter<W> {
     io: W,
     codec: FrameCodec,
-    buf: BytesMut,
-    /// How much of `buf` is written.
+    /// Chunks taken from the queue, not written yet.
+    chunks: VecDeque<Chunk>,
+    /// The chunk being written; for a body, `head` (its prefix) goes first and `foot` after.
+    current: Option<Chunk>,
+    head: BytesMut,
+    foot: BytesMut,
+    /// 0: head, 1: body, 2: foot (for a body chunk).
+    stage: u8,
+    /// The tail taken from the queue, written after the chunks; swapped back in emptied.
+    tail: BytesMut,
+    /// How much of the current piece is written.
     pos: usize,
-    /// A large body being written on its own, and how much of it is written.
-    large: Option<OutFrame>,
-    large_pos: usize,
-    /// Frames taken from the queue, not yet encoded.
-    batch: VecDeque<OutFrame>,
     /// Written to since the last flush.
     dirty: bool,
     error: Option<io::Error>,
@@ -476,13 +520,14 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
         ByteWriter {
             io,
             codec,
-            // Empty until the first message (an idle connection should cost little); it grows to
-            // a batch under load.
-            buf: BytesMut::new(),
+            chunks: VecDeque::new(),
+            current: None,
+            head: BytesMut::new(),
+            foot: BytesMut::new(),
+            stage: 0,
+            // Empty until the first message (an idle connection should cost little).
+            tail: BytesMut::new(),
             pos: 0,
-            large: None,
-            large_pos: 0,
-            batch: VecDeque::new(),
             dirty: false,
             error: None,
         }
@@ -498,6 +543,31 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
         }
         Poll::Ready(Ok(()))
     }
+
+    /// Write the current chunk to its end.
+    fn poll_current(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(chunk) = &self.current else { return Poll::Ready(Ok(())) };
+        self.dirty = true;
+        match chunk {
+            Chunk::Encoded(bytes) => ready!(Self::poll_write_all(&mut self.io, cx, bytes, &mut self.pos))?,
+            Chunk::Body(body) => {
+                while self.stage < 3 {
+                    let piece: &[u8] = match self.stage {
+                        0 => &self.head,
+                        1 => body,
+                        _ => &self.foot,
+                    };
+                    ready!(Self::poll_write_all(&mut self.io, cx, piece, &mut self.pos))?;
+                    self.stage += 1;
+                    self.pos = 0;
+                }
+            }
+        }
+        self.current = None;
+        self.pos = 0;
+        self.stage = 0;
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
@@ -506,45 +576,33 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
             return Poll::Ready(Err(e));
         }
         loop {
-            if self.pos < self.buf.len() {
-                self.dirty = true;
-                ready!(Self::poll_write_all(&mut self.io, cx, &self.buf, &mut self.pos))?;
-            }
-            self.buf.clear();
-            self.pos = 0;
-            if let Some(frame) = &self.large {
-                self.dirty = true;
-                ready!(Self::poll_write_all(&mut self.io, cx, frame, &mut self.large_pos))?;
-                self.large = None;
-                self.large_pos = 0;
-                self.codec.encode_suffix(&mut self.buf);
+            ready!(self.poll_current(cx))?;
+            if let Some(chunk) = self.chunks.pop_front() {
+                if let Chunk::Body(body) = &chunk {
+                    self.head.clear();
+                    self.codec.encode_prefix(body.len(), &mut self.head);
+                    self.foot.clear();
+                    self.codec.encode_suffix(&mut self.foot);
+                }
+                self.current = Some(chunk);
                 continue;
             }
-            if self.batch.is_empty() {
-                if self.dirty {
-                    ready!(Pin::new(&mut self.io).poll_flush(cx))?;
-                    self.dirty = false;
-                }
-                if !out.take_or_release(&mut self.batch) {
-                    if self.buf.capacity() > KEEP_BUFFER {
-                        self.buf = BytesMut::new();
-                    }
-                    return Poll::Ready(Ok(()));
-                }
+            if !self.tail.is_empty() {
+                self.dirty = true;
+                ready!(Self::poll_write_all(&mut self.io, cx, &self.tail, &mut self.pos))?;
+                self.tail.clear();
+                self.pos = 0;
             }
-            while let Some(mut frame) = self.batch.pop_front() {
-                out.took(&frame);
-                if frame.len() >= DIRECT_WRITE {
-                    self.codec.prepare_body(&mut frame);
-                    self.codec.encode_prefix(frame.len(), &mut self.buf);
-                    self.large = Some(frame);
-                    break;
-                }
-                self.codec.encode(&frame, &mut self.buf);
-                super::bufpool::give(frame);
-                if self.buf.len() >= BATCH_BYTES {
-                    break;
-                }
+            if self.dirty {
+                ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+                self.dirty = false;
+            }
+            if self.tail.capacity() > KEEP_BUFFER {
+                // A burst is over: do not keep its buffer.
+                self.tail = BytesMut::new();
+            }
+            if !out.take_or_release(&mut self.chunks, &mut self.tail) {
+                return Poll::Ready(Ok(()));
             }
         }
     }
