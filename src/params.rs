@@ -2,24 +2,96 @@
 //! object for them (as StreamJsonRpc and jsonrpsee do), and each argument is decoded once,
 //! straight from its raw JSON.
 
-use std::collections::HashMap;
+use std::fmt;
 
 use jsonrpc_duplex_core::ErrorObject;
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
+
+/// Arguments kept without allocating for methods with up to this many.
+const INLINE: usize = 8;
 
 /// The params of one request, split into arguments but not yet decoded.
 #[derive(Debug)]
 pub struct ParamsReader<'a> {
     names: &'static [&'static str],
-    shape: Shape<'a>,
+    args: Args<'a>,
 }
 
+/// Each argument's raw JSON by position (`None`: not given).
 #[derive(Debug)]
-enum Shape<'a> {
-    Absent,
-    Array(Vec<&'a RawValue>),
-    Object(HashMap<String, &'a RawValue>),
+enum Args<'a> {
+    Inline([Option<&'a RawValue>; INLINE]),
+    Heap(Vec<Option<&'a RawValue>>),
+}
+
+impl<'a> Args<'a> {
+    fn new(n: usize) -> Self {
+        if n <= INLINE { Args::Inline([None; INLINE]) } else { Args::Heap(vec![None; n]) }
+    }
+
+    fn slots(&mut self) -> &mut [Option<&'a RawValue>] {
+        match self {
+            Args::Inline(a) => a,
+            Args::Heap(v) => v,
+        }
+    }
+
+    fn get(&self, index: usize) -> Option<&'a RawValue> {
+        match self {
+            Args::Inline(a) => a.get(index).copied().flatten(),
+            Args::Heap(v) => v.get(index).copied().flatten(),
+        }
+    }
+}
+
+/// Reads an array or an object of params into [`Args`] in one pass over the JSON.
+struct Split {
+    names: &'static [&'static str],
+}
+
+/// The arguments, and how many an array held (0 for an object).
+type SplitArgs<'de> = (Args<'de>, usize);
+
+impl<'de> DeserializeSeed<'de> for Split {
+    type Value = SplitArgs<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<SplitArgs<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Split {
+    type Value = SplitArgs<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("params as an array or an object")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<SplitArgs<'de>, S::Error> {
+        let mut args = Args::new(self.names.len());
+        let mut n = 0;
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            if let Some(slot) = args.slots().get_mut(n).filter(|_| n < self.names.len()) {
+                *slot = Some(raw);
+            }
+            n += 1;
+        }
+        Ok((args, n))
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<SplitArgs<'de>, M::Error> {
+        let mut args = Args::new(self.names.len());
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match self.names.iter().position(|name| *name == key) {
+                // Members that name no argument are ignored; a repeated one, the last wins.
+                Some(i) => args.slots()[i] = Some(map.next_value::<&'de RawValue>()?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((args, 0))
+    }
 }
 
 impl<'a> ParamsReader<'a> {
@@ -27,25 +99,24 @@ impl<'a> ParamsReader<'a> {
     /// `names`, or params that are neither an array nor an object, are a `-32602`. Members of
     /// an object that name no argument are ignored.
     pub fn new(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Self, ErrorObject> {
-        let shape = match params {
-            None => Shape::Absent,
+        let args = match params {
+            None => Args::new(0),
             Some(raw) => match raw.get().trim_start().as_bytes().first() {
-                Some(b'[') => {
-                    let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?;
-                    if items.len() > names.len() {
+                Some(b'[' | b'{') => {
+                    let mut de = serde_json::Deserializer::from_str(raw.get());
+                    let (args, given) = Split { names }.deserialize(&mut de).map_err(ErrorObject::invalid_params)?;
+                    if given > names.len() {
                         return Err(ErrorObject::invalid_params(format_args!(
-                            "expected at most {} params, got {}",
-                            names.len(),
-                            items.len()
+                            "expected at most {} params, got {given}",
+                            names.len()
                         )));
                     }
-                    Shape::Array(items)
+                    args
                 }
-                Some(b'{') => Shape::Object(serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?),
                 _ => return Err(ErrorObject::invalid_params("params must be an array or an object")),
             },
         };
-        Ok(ParamsReader { names, shape })
+        Ok(ParamsReader { names, args })
     }
 
     /// Decode argument `index`. A missing argument decodes as `null`, so an `Option` may be
@@ -53,12 +124,7 @@ impl<'a> ParamsReader<'a> {
     /// naming it.
     pub fn arg<T: DeserializeOwned>(&self, index: usize) -> Result<T, ErrorObject> {
         let name = self.names.get(index).copied().unwrap_or("?");
-        let raw = match &self.shape {
-            Shape::Absent => None,
-            Shape::Array(items) => items.get(index).copied(),
-            Shape::Object(members) => members.get(name).copied(),
-        };
-        match raw {
+        match self.args.get(index) {
             Some(raw) => serde_json::from_str(raw.get())
                 .map_err(|e| ErrorObject::invalid_params(format_args!("param `{name}`: {e}"))),
             None => serde_json::from_str("null")
