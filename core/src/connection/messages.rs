@@ -2,22 +2,16 @@
 //! (WebSocket, a channel, a message queue). Inbound, a stream of [`Frame`]s (what a byte-stream
 //! decoder yields too); outbound, one body per message into a [`Sink`].
 
-use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::{Sink, SinkExt, Stream};
-use tokio_util::sync::CancellationToken;
+use futures::{Sink, Stream};
 
-use super::outbound::{Chunk, Drain};
+use super::outbound::SinkWriter;
 use super::reader::EofReason;
 use super::shared::Shared;
-use super::{Builder, CloseKind, CloseReason, Connection};
+use super::{Builder, Connection};
 use crate::framing::{Frame, FrameError};
-
-/// Messages fed to the sink before it is flushed (when more are queued at once).
-const BATCH_BYTES: usize = 64 * 1024;
 
 impl Builder {
     /// Start over a message-oriented transport: `incoming` yields one [`Frame::Message`] per
@@ -72,62 +66,6 @@ impl Builder {
         Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
         F: FnOnce(&Arc<Shared>) -> Si,
     {
-        self.start_with(incoming, eof_reason, None, move |shared, tracker, done| {
-            let sink = outgoing(&shared);
-            run_message_writer(sink, Drain::new(shared, tracker), done)
-        })
+        self.start_with(incoming, eof_reason, None, move |shared| Box::new(SinkWriter::new(outgoing(shared))))
     }
-}
-
-/// The writer task of a message transport: the byte writer's loop (same order, same drain on
-/// close, same flush timeout) with one sink item per message instead of framed bytes. Only this
-/// task writes here (a sink cannot be written one poll at a time from a caller's task).
-async fn run_message_writer<Si>(mut sink: Si, mut drain: Drain, done: CancellationToken)
-where
-    Si: Sink<Vec<u8>, Error = io::Error> + Unpin,
-{
-    let shared = drain.shared().clone();
-    let out = &shared.outbound;
-    let mut batch = VecDeque::new();
-    // Always empty: a message transport's queue has no tail.
-    let mut tail = bytes::BytesMut::new();
-    'outer: while drain.turn().await {
-        let mut fed = 0;
-        loop {
-            let Some(chunk) = batch.pop_front() else {
-                if fed < BATCH_BYTES && out.take_or_release(&mut batch, &mut tail) {
-                    continue;
-                }
-                break;
-            };
-            let Chunk::Body(body) = chunk else { continue };
-            fed += body.len();
-            match drain.write(sink.feed(body)).await {
-                None => break 'outer,
-                Some(Err(e)) => return writer_failed(sink, &shared, e, &done).await,
-                Some(Ok(())) => {}
-            }
-        }
-        match drain.write(sink.flush()).await {
-            None => break,
-            Some(Err(e)) => return writer_failed(sink, &shared, e, &done).await,
-            Some(Ok(())) => {}
-        }
-        // Stopped at a batch's size still owning the queue, `turn` goes on at once.
-    }
-    let _ = tokio::time::timeout(Duration::from_millis(500), sink.close()).await;
-    shared.finish();
-    done.cancel();
-}
-
-/// Writing failed: end the connection, and still try to close the sink (a message transport may
-/// have a closing handshake to finish, say a WebSocket whose peer closed first).
-async fn writer_failed<Si>(mut sink: Si, shared: &Shared, e: io::Error, done: &CancellationToken)
-where
-    Si: Sink<Vec<u8>, Error = io::Error> + Unpin,
-{
-    shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
-    let _ = tokio::time::timeout(Duration::from_millis(500), sink.close()).await;
-    shared.finish();
-    done.cancel();
 }

@@ -232,30 +232,28 @@ impl Builder {
         let queue_codec = self.config.framing.codec(self.config.limits.frame);
         let frames = FramedRead::with_capacity(reader, read_codec, 8 * 1024);
         let pump: Box<dyn outbound::Pump> = Box::new(outbound::ByteWriter::new(writer, write_codec));
-        self.start_with(frames, eof_reason, Some((queue_codec, pump)), move |shared, tracker, done| {
-            outbound::run_writer(outbound::Drain::new(shared, tracker), done)
-        })
+        self.start_with(frames, eof_reason, Some(queue_codec), move |_| pump)
     }
 
-    /// Start over any stream of inbound frames and any writer task: the byte-stream transports
-    /// (a [`FrameCodec`](crate::framing::FrameCodec) on each side) and the message-oriented ones
-    /// ([`Builder::connect_messages`]) share everything else.
-    pub(crate) fn start_with<S, F, Fut>(
+    /// Start over any stream of inbound frames and any writer: the byte-stream transports (a
+    /// [`FrameCodec`](crate::framing::FrameCodec) on each side) and the message-oriented ones
+    /// ([`Builder::connect_messages`], `codec` `None`) share everything else. `pump` makes the
+    /// writer (it may need the connection's state).
+    pub(crate) fn start_with<S>(
         self,
         frames: S,
         eof_reason: Option<EofReason>,
-        pump: Option<(crate::framing::FrameCodec, Box<dyn outbound::Pump>)>,
-        writer: F,
+        codec: Option<crate::framing::FrameCodec>,
+        pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
     ) -> (Connection, Arc<Shared>)
     where
         S: futures::Stream<Item = Result<crate::framing::Frame, crate::framing::FrameError>> + Send + Unpin + 'static,
-        F: FnOnce(Arc<Shared>, TaskTracker, CancellationToken) -> Fut,
-        Fut: Future<Output = ()> + Send + 'static,
     {
         let Builder { config, mut router, factories, layer } = self;
-        let (codec, pump) = pump.unzip();
-        let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec, pump);
+        let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec);
         let shared = Arc::new(Shared::new(config, outbound));
+        // Before anything can be queued.
+        shared.outbound.install(pump(&shared));
         let handle = Handle { shared: shared.clone() };
         for factory in factories {
             match std::mem::take(&mut router).try_merge(factory(handle.clone())) {
@@ -278,7 +276,7 @@ impl Builder {
         let reader = Reader { shared: shared.clone(), lane: lane.clone() };
         tracker.spawn(reader.run(frames, eof_reason));
         tracker.spawn(lane.run());
-        tokio::spawn(writer(shared.clone(), tracker, done.clone()));
+        tokio::spawn(outbound::run_writer(outbound::Drain::new(shared.clone(), tracker), done.clone()));
         (Connection { handle, done, transport_done: None }, shared)
     }
 }

@@ -5,13 +5,17 @@
 //! are queued without waiting (they are bounded by the in-flight request limit, and they must be
 //! sendable from `Drop`). Everything leaves in the order it was queued.
 //!
-//! Nobody is the writer by default. On a byte stream, whoever queues a request or an answer while
-//! nobody writes becomes the writer on the spot: it writes from its own task, without waiting —
-//! one poll of the stream — and keeps writing what others queue meanwhile. What cannot be
-//! written at once (the peer is slow, the pipe is full) is handed to the writer task, which also
-//! writes notifications (so a burst leaves in a few writes) and everything of a message
-//! transport. A lone call thus costs no task hop on the way out, and a write is never left
-//! half done by a caller that goes away: one poll either writes bytes or writes none.
+//! Nobody is the writer by default. Whoever queues a request or an answer while nobody writes
+//! becomes the writer on the spot: it writes from its own task, without waiting — one poll of
+//! the stream (or sink) with a no-op waker — and keeps writing what others queue meanwhile. What
+//! cannot be written at once (the peer is slow, the pipe is full) is handed to the writer task,
+//! which also writes notifications (so a burst leaves in a few writes). A lone call thus costs
+//! no task hop on the way out, and a write is never left half done by a caller that goes away:
+//! one poll either takes bytes or takes none. The reader holds what its handlers answer while
+//! it works through what it has read, and writes it in one go before it waits.
+//!
+//! On a byte stream, small messages are framed straight into the queue's tail buffer, which the
+//! writer swaps with its own emptied one: nothing is allocated per message.
 
 use std::collections::VecDeque;
 use std::io;
@@ -111,10 +115,9 @@ pub(crate) struct Outbound {
     queue: Mutex<Queue>,
     /// The writer task, waiting for its turn.
     task: AtomicWaker,
-    /// The byte writer (`None` on a message transport: only the writer task writes there; and
-    /// once the writer task ended, so that the stream is closed).
+    /// The writer (`None` once the writer task ended, so that the stream or sink is closed).
     pump: Mutex<Option<Box<dyn Pump>>>,
-    /// The framing of a byte stream (`None`: a message transport; only the writer task writes).
+    /// The framing of a byte stream (`None`: a message transport, one body per message).
     codec: Option<FrameCodec>,
     pub(crate) tracer: Tracer,
     budget_max: usize,
@@ -133,12 +136,7 @@ pub(crate) struct Outbound {
 }
 
 impl Outbound {
-    pub(crate) fn new(
-        budget_bytes: usize,
-        tracer: Tracer,
-        codec: Option<FrameCodec>,
-        pump: Option<Box<dyn Pump>>,
-    ) -> Self {
+    pub(crate) fn new(budget_bytes: usize, tracer: Tracer, codec: Option<FrameCodec>) -> Self {
         let budget_max = budget_bytes.max(1);
         Outbound {
             queue: Mutex::new(Queue {
@@ -154,7 +152,7 @@ impl Outbound {
             }),
             task: AtomicWaker::new(),
             codec,
-            pump: Mutex::new(pump),
+            pump: Mutex::new(None),
             tracer,
             budget_max,
             turnstile: Semaphore::new(1),
@@ -260,7 +258,7 @@ impl Outbound {
         // Who writes it: this task (now), the reader (before it waits), the writer task (woken
         // here), or whoever writes already.
         let (write_here, wake_task) = match q.owner {
-            Owner::Idle if inline && !q.ending && self.codec.is_some() => {
+            Owner::Idle if inline && !q.ending => {
                 if q.held {
                     q.owner = Owner::Held;
                     (false, false)
@@ -425,6 +423,11 @@ impl Outbound {
             std::mem::take(&mut q.chunks)
         };
         drop(left);
+    }
+
+    /// Set the writer (once, before anything is queued).
+    pub(crate) fn install(&self, pump: Box<dyn Pump>) {
+        *self.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(pump);
     }
 
     fn with_pump<T>(&self, f: impl FnOnce(&mut dyn Pump) -> T) -> Option<T> {
@@ -616,6 +619,67 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
     }
 }
 
+/// A message transport's writer: one sink item per queued body, flushed once per batch.
+pub(crate) struct SinkWriter<Si> {
+    sink: Si,
+    chunks: VecDeque<Chunk>,
+    /// Always empty: a message transport's queue has no tail.
+    tail: BytesMut,
+    /// A body waiting for the sink to be ready.
+    next: Option<Vec<u8>>,
+    /// Fed since the last flush.
+    dirty: bool,
+    error: Option<io::Error>,
+}
+
+impl<Si> SinkWriter<Si> {
+    pub(crate) fn new(sink: Si) -> Self {
+        SinkWriter { sink, chunks: VecDeque::new(), tail: BytesMut::new(), next: None, dirty: false, error: None }
+    }
+}
+
+impl<Si> Pump for SinkWriter<Si>
+where
+    Si: futures::Sink<Vec<u8>, Error = io::Error> + Send + Unpin,
+{
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound) -> Poll<io::Result<()>> {
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        loop {
+            if self.next.is_some() {
+                ready!(Pin::new(&mut self.sink).poll_ready(cx))?;
+                if let Some(body) = self.next.take() {
+                    Pin::new(&mut self.sink).start_send(body)?;
+                    self.dirty = true;
+                }
+                continue;
+            }
+            if let Some(chunk) = self.chunks.pop_front() {
+                if let Chunk::Body(body) = chunk {
+                    self.next = Some(body);
+                }
+                continue;
+            }
+            if self.dirty {
+                ready!(Pin::new(&mut self.sink).poll_flush(cx))?;
+                self.dirty = false;
+            }
+            if !out.take_or_release(&mut self.chunks, &mut self.tail) {
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+
+    fn keep_error(&mut self, e: io::Error) {
+        self.error = Some(e);
+    }
+
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.sink).poll_close(cx)
+    }
+}
+
 /// The writer task of a byte stream: write what inline writers could not and what is queued for
 /// it, until the connection stops; then flush what is left (waiting for the handlers still
 /// running, within [`FLUSH_TIMEOUT`]) and shut the write side down.
@@ -626,7 +690,7 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
         let pumped = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_pump(cx, out)).unwrap_or(Poll::Ready(Ok(()))));
         match drain.write(pumped).await {
             None => break,
-            Some(Err(e)) => return writer_failed(&shared, e, &done),
+            Some(Err(e)) => return writer_failed(&shared, e, &done).await,
             Some(Ok(())) => {}
         }
     }
@@ -637,8 +701,13 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
     done.cancel();
 }
 
-fn writer_failed(shared: &Shared, e: io::Error, done: &CancellationToken) {
+async fn writer_failed(shared: &Shared, e: io::Error, done: &CancellationToken) {
     shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
+    // Still try to close: a message transport may have a closing handshake to finish (a
+    // WebSocket whose peer closed first).
+    let out = &shared.outbound;
+    let shutdown = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_shutdown(cx)).unwrap_or(Poll::Ready(Ok(()))));
+    let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
     shared.finish();
     shared.outbound.drop_pump();
     done.cancel();
