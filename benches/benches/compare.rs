@@ -17,7 +17,9 @@
 //!
 //! Environment: `COMPARE_QUICK=1` divides every size by 10; `COMPARE_ONLY=headline,duplex-nl,
 //! unix-cl,unix-nl,ws` picks tables; `COMPARE_PROFILE=N` runs only scenario A through `#[rpc]`
-//! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf).
+//! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
+//! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
+//! `COMPARE_PROFILE_WHO=core|hw` another contender.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

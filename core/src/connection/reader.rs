@@ -1,6 +1,7 @@
 //! The reader task: decode frames and route them. It never waits on a handler: answers go
 //! straight to their pending call, cancellations straight to their request, and everything else
-//! into the dispatch queue.
+//! to the ordered lane, which the reader works itself while it is free (one poll of a handler,
+//! never a wait; see [`super::dispatch`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -71,7 +71,7 @@ impl Settle {
 }
 
 thread_local! {
-    /// Set while the dispatcher polls a handler on the lane itself.
+    /// Set while a handler is polled on the lane itself (by the reader or the dispatcher task).
     static IN_LANE: Cell<bool> = const { Cell::new(false) };
 }
 
