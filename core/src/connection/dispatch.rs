@@ -385,40 +385,41 @@ impl Dispatcher {
     /// A notification's handler, ready to be run to completion on the lane (`None` when nobody
     /// handles it, or building it panicked).
     fn notification_job(&self, method: String, params: Option<Box<RawValue>>) -> Option<NotificationJob> {
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(&method, params)));
+        let Some((name, route)) = self.router.route_named(&method) else {
+            if method.starts_with("$/") {
+                tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
+            } else {
+                tracing::debug!(target: crate::LOG_TARGET, %method, "unhandled notification dropped");
+            }
+            return None;
+        };
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(route, method, params)));
         let fut = match started {
-            Ok(fut) => fut?,
+            Ok(fut) => fut,
             Err(payload) => {
-                tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
+                tracing::error!(target: crate::LOG_TARGET, method = %name, panic = panic_message(&payload), "notification handler panicked");
                 return None;
             }
         };
-        Some(NotificationJob { method, fut: Some(fut), stop: self.shared.handlers.clone(), stopped: None })
+        Some(NotificationJob {
+            method: name.clone(),
+            fut: Some(fut),
+            stop: self.shared.handlers.clone(),
+            stopped: None,
+        })
     }
 
-    /// The handler future for a notification, or `None` when nobody handles it.
-    fn notification_future(&self, method: &str, params: Option<Box<RawValue>>) -> Option<HandlerFuture> {
-        let fut: HandlerFuture = match self.router.route(method) {
-            Some(Route::Notification(f)) => {
-                f(Notification { method: method.to_owned(), params, peer: self.handle.clone() })
-            }
+    /// The handler future for a notification on `route`.
+    fn notification_future(&self, route: &Route, method: String, params: Option<Box<RawValue>>) -> HandlerFuture {
+        match route {
+            Route::Notification(f) => f(Notification { method, params, peer: self.handle.clone() }),
             // A notification for a request handler: run it and discard the answer.
-            Some(Route::Request(f)) => {
+            Route::Request(f) => {
                 let slot = ReplySlot::new(self.shared.clone(), Id::Null, false, None, true);
-                let request =
-                    Request { method: method.to_owned(), params, slot: slot.clone(), peer: self.handle.clone() };
+                let request = Request { method, params, slot: slot.clone(), peer: self.handle.clone() };
                 f(request, Responder::new(slot))
             }
-            None => {
-                if method.starts_with("$/") {
-                    tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
-                } else {
-                    tracing::debug!(target: crate::LOG_TARGET, %method, "unhandled notification dropped");
-                }
-                return None;
-            }
-        };
-        Some(fut)
+        }
     }
 }
 
@@ -426,7 +427,8 @@ impl Dispatcher {
 /// finished (or panicked: logged), `false` when the connection closed first (it is dropped).
 /// Movable between polls, so the reader can start it and hand it to the task.
 struct NotificationJob {
-    method: String,
+    /// The method's registered name (shared with the router), for the log of a panic.
+    method: Arc<str>,
     fut: Option<HandlerFuture>,
     stop: CancellationToken,
     /// Created only if the handler does not finish in its first poll.

@@ -50,7 +50,8 @@ pub struct MethodClash {
 /// ```
 #[derive(Clone, Default)]
 pub struct Router {
-    routes: HashMap<String, Route, crate::id_hash::SeededBuild>,
+    /// Names are shared with the notification handlers running under them (for their logs).
+    routes: HashMap<Arc<str>, Route, crate::id_hash::SeededBuild>,
     fallback: Option<RequestFn>,
 }
 
@@ -75,11 +76,16 @@ impl Router {
 
     /// The registered method names.
     pub fn methods(&self) -> impl Iterator<Item = &str> {
-        self.routes.keys().map(String::as_str)
+        self.routes.keys().map(|name| &**name)
     }
 
     pub(crate) fn route(&self, method: &str) -> Option<&Route> {
         self.routes.get(method)
+    }
+
+    /// The route for `method`, with the registered name.
+    pub(crate) fn route_named(&self, method: &str) -> Option<(&Arc<str>, &Route)> {
+        self.routes.get_key_value(method)
     }
 
     pub(crate) fn fallback_handler(&self) -> Option<&RequestFn> {
@@ -94,7 +100,7 @@ impl Router {
     }
 
     fn try_insert(&mut self, method: &str, route: Route) -> Result<(), MethodClash> {
-        match self.routes.entry(method.to_owned()) {
+        match self.routes.entry(Arc::from(method)) {
             Entry::Occupied(_) => Err(MethodClash { method: method.to_owned() }),
             Entry::Vacant(v) => {
                 v.insert(route);
