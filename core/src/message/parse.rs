@@ -180,6 +180,9 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
         }
         return Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get())).collect()));
     }
+    if let Some(message) = plain_message(frame) {
+        return Ok(ParsedMessage::Single(message));
+    }
     match serde_json::from_str::<Envelope<'_>>(frame) {
         Ok(env) => Ok(ParsedMessage::Single(classify(env))),
         Err(e) => {
@@ -195,6 +198,130 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
             }
         }
     }
+}
+
+/// The common shapes read without the general envelope parse: a request or notification
+/// (`jsonrpc` "2.0", a method, maybe an id and params) or a successful response (`jsonrpc`, an
+/// id, a result), with member names and strings that need no unescaping, no other members, no
+/// member twice. Anything else is `None`, and the general parse decides (it gives the same
+/// result for what this accepts). Values of `params` and `result` are still parsed (and
+/// validated) by serde_json, straight from where they start.
+fn plain_message(frame: &str) -> Option<Incoming> {
+    let mut rest = skip_ws(frame).strip_prefix('{')?;
+    let (mut jsonrpc, mut id, mut method, mut params, mut result) = (false, None, None, None, None);
+    loop {
+        rest = skip_ws(rest);
+        let (key, after) = plain_string(rest)?;
+        rest = skip_ws(after).strip_prefix(':')?;
+        rest = skip_ws(rest);
+        match key {
+            "jsonrpc" if !jsonrpc => {
+                rest = rest.strip_prefix("\"2.0\"")?;
+                jsonrpc = true;
+            }
+            "id" if id.is_none() => {
+                let (value, after) = plain_id(rest)?;
+                id = Some(value);
+                rest = after;
+            }
+            "method" if method.is_none() => {
+                let (name, after) = plain_string(rest)?;
+                method = Some(name);
+                rest = after;
+            }
+            "params" if params.is_none() => {
+                let (value, after) = raw_value(rest)?;
+                params = Some(value);
+                rest = after;
+            }
+            "result" if result.is_none() => {
+                let (value, after) = raw_value(rest)?;
+                result = Some(value);
+                rest = after;
+            }
+            _ => return None,
+        }
+        rest = skip_ws(rest);
+        if let Some(after) = rest.strip_prefix(',') {
+            rest = after;
+            continue;
+        }
+        rest = rest.strip_prefix('}')?;
+        break;
+    }
+    if !skip_ws(rest).is_empty() || !jsonrpc {
+        return None;
+    }
+    match (method, result) {
+        (Some(method), None) => {
+            let params = match params {
+                None => None,
+                Some(p) if p.get() == "null" => None,
+                Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
+                Some(_) => return None,
+            };
+            let method = method.to_owned();
+            Some(match id {
+                Some(id) => Incoming::Request { id, method, params },
+                None => Incoming::Notification { method, params },
+            })
+        }
+        (None, Some(result)) if params.is_none() => {
+            Some(Incoming::Response { id: id?, outcome: Ok(result.to_owned()) })
+        }
+        _ => None,
+    }
+}
+
+fn skip_ws(s: &str) -> &str {
+    s.trim_start_matches([' ', '\t', '\n', '\r'])
+}
+
+/// A string that needs no unescaping (no backslash, no control character), and what follows it.
+fn plain_string(s: &str) -> Option<(&str, &str)> {
+    let body = s.strip_prefix('"')?;
+    let end = body.find(|c: char| c == '"' || c == '\\' || c < ' ')?;
+    if body.as_bytes()[end] != b'"' {
+        return None;
+    }
+    Some((&body[..end], &body[end + 1..]))
+}
+
+/// An integer, a plain string or `null` as an id, and what follows it.
+fn plain_id(s: &str) -> Option<(Id, &str)> {
+    if let Some(after) = s.strip_prefix("null") {
+        return Some((Id::Null, after));
+    }
+    if s.starts_with('"') {
+        let (text, after) = plain_string(s)?;
+        return Some((Id::String(text.to_owned()), after));
+    }
+    let digits_from = usize::from(s.starts_with('-'));
+    let len = digits_from + s[digits_from..].bytes().take_while(u8::is_ascii_digit).count();
+    let (number, after) = s.split_at(len);
+    let digits = &number[digits_from..];
+    // JSON forbids leading zeros; `-0` (a float to serde_json), fractions and exponents go the
+    // general way.
+    if digits.is_empty() || (digits.starts_with('0') && (digits.len() > 1 || digits_from == 1)) {
+        return None;
+    }
+    if matches!(after.as_bytes().first(), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    let id = match number.parse::<u64>() {
+        Ok(n) => Id::Number(n.into()),
+        Err(_) => Id::Number(number.parse::<i64>().ok()?.into()),
+    };
+    Some((id, after))
+}
+
+/// One JSON value as raw text (validated by serde_json), and what follows it.
+fn raw_value(s: &str) -> Option<(&RawValue, &str)> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    let value = <&RawValue>::deserialize(&mut de).ok()?;
+    // The raw text is a slice of `s`: what follows starts right after it.
+    let used = value.get().as_ptr() as usize - s.as_ptr() as usize + value.get().len();
+    Some((value, s.get(used..)?))
 }
 
 /// Classify one element of a batch (already known to be valid JSON).
@@ -343,6 +470,75 @@ mod tests {
             b"[{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"ignored\":\"\xff\"}]",
         ] {
             assert!(parse_frame(text).is_err(), "{text:?}");
+        }
+    }
+
+    /// The plain path must read what it accepts exactly as the general parse does.
+    #[test]
+    fn the_plain_path_agrees_with_the_general_parse() {
+        fn general(text: &str) -> String {
+            match serde_json::from_str::<Envelope<'_>>(text) {
+                Ok(env) => format!("{:?}", classify(env)),
+                Err(e) => format!("error {e}"),
+            }
+        }
+        let ids = ["0", "7", "-3", "18446744073709551615", "-9223372036854775808", "\"a\"", "\"\"", "null", "-0"];
+        let values = ["[]", "[1,2]", "{\"a\":[1,{\"b\":null}]}", "null", "\"s\"", "1.5e3", "true", "[\"\\u0041\"]"];
+        let mut texts = Vec::new();
+        for id in ids {
+            for value in values {
+                texts.push(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m/x","params":{value}}}"#));
+                texts.push(format!(r#"{{ "params" : {value} , "method":"m", "jsonrpc" : "2.0" }}"#));
+                texts.push(format!("{{\n\t\"id\": {id},\r\n \"jsonrpc\":\"2.0\", \"result\": {value}}}"));
+                texts.push(format!(r#"{{"jsonrpc":"2.0","result":{value},"id":{id}}}"#));
+            }
+        }
+        let accepted_before = texts.len();
+        // Shapes it must leave to the general parse (or read the same way).
+        texts.extend(
+            [
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","method":"n"}"#,
+                r#"{"jsonrpc":"2.0","id":01,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":1.0,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":1e2,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":-,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":"A","method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"a
+b"}"#,
+                r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+                r#"{"id":1,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"s"}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1,}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","extra":1}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m",}"#,
+                r#"{"jsonrpc":"2.0","result":1}"#,
+                r#"{"jsonrpc":"2.0","id":1,"result":1,"params":[]}"#,
+                r#"{"jsonrpc":"2.0","id":1,"result":1,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+                r#"{}"#,
+            ]
+            .map(str::to_owned),
+        );
+        let mut accepted = 0;
+        for text in &texts {
+            if let Some(plain) = plain_message(text) {
+                accepted += 1;
+                assert_eq!(format!("{plain:?}"), general(text), "{text}");
+            }
+        }
+        // Most of the first group is read the plain way (not: requests whose params are not an
+        // array, an object or null, which are invalid, and the id `-0`).
+        assert!(accepted > accepted_before * 2 / 3, "{accepted} of {accepted_before}");
+        for common in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{"position":{"line":1}}}"#,
+            r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"contents":"x"}}"#,
+            "{\"jsonrpc\": \"2.0\", \"id\": \"a-1\", \"result\": null}\n",
+        ] {
+            assert!(plain_message(common).is_some(), "{common}");
         }
     }
 
