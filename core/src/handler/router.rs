@@ -37,6 +37,12 @@ pub struct MethodClash {
 /// A request handler is started in arrival order and then runs concurrently with later messages;
 /// a notification handler runs to completion before the next message is dispatched.
 ///
+/// A handler's first poll (its code up to the first `.await` that waits) usually runs on the
+/// connection's reader, right when the message is read. Like any async code it must not block
+/// the thread: a handler that does (a long computation, a blocking lock or read) delays the
+/// reading of everything behind it, answers to this side's own calls included. Move such work to
+/// `tokio::task::spawn_blocking` or another task.
+///
 /// ```
 /// use jsonrpc_duplex_core::{ErrorObject, Router};
 ///
