@@ -1,4 +1,5 @@
-//! A cheap hasher for maps keyed by ids and tokens this side chose itself.
+//! Cheap hashers: one for maps keyed by ids and tokens this side chose itself, and a seeded one
+//! for maps keyed by what the peer sends.
 //!
 //! Our request ids, stream tokens and progress tokens come from per-connection counters, so the
 //! maps keyed by them need no protection against crafted collisions (the peer chooses no entry;

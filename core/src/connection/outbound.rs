@@ -680,9 +680,11 @@ where
     }
 }
 
-/// The writer task of a byte stream: write what inline writers could not and what is queued for
-/// it, until the connection stops; then flush what is left (waiting for the handlers still
-/// running, within [`FLUSH_TIMEOUT`]) and shut the write side down.
+/// The writer task: write what inline writers could not and what is queued for it, until the
+/// connection stops; then flush what is left (waiting for the handlers still running, within
+/// [`FLUSH_TIMEOUT`]) and shut the write side down. A failed write ends the connection, and the
+/// write side is still shut (a message transport may have a closing handshake to finish, say a
+/// WebSocket whose peer closed first).
 pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
     let shared = drain.shared().clone();
     let out = &shared.outbound;
@@ -690,7 +692,10 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
         let pumped = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_pump(cx, out)).unwrap_or(Poll::Ready(Ok(()))));
         match drain.write(pumped).await {
             None => break,
-            Some(Err(e)) => return writer_failed(&shared, e, &done).await,
+            Some(Err(e)) => {
+                shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
+                break;
+            }
             Some(Ok(())) => {}
         }
     }
@@ -698,17 +703,5 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
     let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
     shared.finish();
     out.drop_pump();
-    done.cancel();
-}
-
-async fn writer_failed(shared: &Shared, e: io::Error, done: &CancellationToken) {
-    shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
-    // Still try to close: a message transport may have a closing handshake to finish (a
-    // WebSocket whose peer closed first).
-    let out = &shared.outbound;
-    let shutdown = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_shutdown(cx)).unwrap_or(Poll::Ready(Ok(()))));
-    let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
-    shared.finish();
-    shared.outbound.drop_pump();
     done.cancel();
 }

@@ -75,38 +75,39 @@ impl Serialize for Id {
     }
 }
 
+/// What a JSON value may be as an id: a number, a string or null.
+pub(crate) struct IdVisitor;
+
+impl<'de> Visitor<'de> for IdVisitor {
+    type Value = Id;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string, a number or null")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+        Ok(Id::Number(v.into()))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+        Ok(Id::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+        serde_json::Number::from_f64(v).map(Id::Number).ok_or_else(|| E::custom("a non-finite number cannot be an id"))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+        Ok(Id::String(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Id, E> {
+        Ok(Id::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
+        Ok(Id::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Id, E> {
+        Ok(Id::Null)
+    }
+}
+
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IdVisitor;
-        impl<'de> Visitor<'de> for IdVisitor {
-            type Value = Id;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, a number or null")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
-                Ok(Id::Number(v.into()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
-                Ok(Id::Number(v.into()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
-                serde_json::Number::from_f64(v)
-                    .map(Id::Number)
-                    .ok_or_else(|| E::custom("a non-finite number cannot be an id"))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
-                Ok(Id::String(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Id, E> {
-                Ok(Id::String(v))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
-                Ok(Id::Null)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Id, E> {
-                Ok(Id::Null)
-            }
-        }
         deserializer.deserialize_any(IdVisitor)
     }
 }

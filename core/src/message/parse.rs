@@ -60,95 +60,61 @@ enum Checked<T> {
 }
 
 fn present_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked<Id>>, D::Error> {
-    d.deserialize_any(CheckedVisitor(IdVisitor)).map(Some)
+    d.deserialize_any(CheckedVisitor(super::id::IdVisitor)).map(Some)
 }
 
 fn present_method<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked<String>>, D::Error> {
-    d.deserialize_any(CheckedVisitor(MethodVisitor)).map(Some)
+    d.deserialize_any(CheckedVisitor(StringVisitor)).map(Some)
 }
 
-/// What a member may be: the visits that give a value; every other JSON type is `Bad`.
-trait Accepts {
-    type Value;
-    fn u64(self, _: u64) -> Option<Self::Value>;
-    fn i64(self, _: i64) -> Option<Self::Value>;
-    fn f64(self, _: f64) -> Option<Self::Value>;
-    fn str(self, _: std::borrow::Cow<'_, str>) -> Option<Self::Value>;
-    fn null(self) -> Option<Self::Value>;
-}
+/// A string (as a method name).
+struct StringVisitor;
 
-struct IdVisitor;
-
-impl Accepts for IdVisitor {
-    type Value = Id;
-    fn u64(self, v: u64) -> Option<Id> {
-        Some(Id::Number(v.into()))
-    }
-    fn i64(self, v: i64) -> Option<Id> {
-        Some(Id::Number(v.into()))
-    }
-    fn f64(self, v: f64) -> Option<Id> {
-        serde_json::Number::from_f64(v).map(Id::Number)
-    }
-    fn str(self, v: std::borrow::Cow<'_, str>) -> Option<Id> {
-        Some(Id::String(v.into_owned()))
-    }
-    fn null(self) -> Option<Id> {
-        Some(Id::Null)
-    }
-}
-
-struct MethodVisitor;
-
-impl Accepts for MethodVisitor {
+impl<'de> serde::de::Visitor<'de> for StringVisitor {
     type Value = String;
-    fn u64(self, _: u64) -> Option<String> {
-        None
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
     }
-    fn i64(self, _: i64) -> Option<String> {
-        None
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
     }
-    fn f64(self, _: f64) -> Option<String> {
-        None
-    }
-    fn str(self, v: std::borrow::Cow<'_, str>) -> Option<String> {
-        Some(v.into_owned())
-    }
-    fn null(self) -> Option<String> {
-        None
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<String, E> {
+        Ok(v)
     }
 }
 
-struct CheckedVisitor<A>(A);
+/// Runs `V` on a value of any JSON type; what `V` refuses becomes `Bad` instead of an error that
+/// would end the whole parse (arrays and objects are skipped to their end).
+struct CheckedVisitor<V>(V);
 
-impl<'de, A: Accepts> serde::de::Visitor<'de> for CheckedVisitor<A> {
-    type Value = Checked<A::Value>;
+impl<'de, V: serde::de::Visitor<'de>> serde::de::Visitor<'de> for CheckedVisitor<V> {
+    type Value = Checked<V::Value>;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(self.0.u64(v).map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_u64::<E>(v)))
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(self.0.i64(v).map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_i64::<E>(v)))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(self.0.f64(v).map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_f64::<E>(v)))
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(self.0.str(v.into()).map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_str::<E>(v)))
     }
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(self.0.str(v.into()).map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_string::<E>(v)))
     }
     fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(self.0.null().map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_unit::<E>()))
     }
     fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(self.0.null().map_or(Checked::Bad, Checked::Good))
+        Ok(checked(self.0.visit_none::<E>()))
     }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Checked::Bad)
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(checked(self.0.visit_bool::<E>(v)))
     }
     fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -158,6 +124,10 @@ impl<'de, A: Accepts> serde::de::Visitor<'de> for CheckedVisitor<A> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Checked::Bad)
     }
+}
+
+fn checked<T, E>(value: Result<T, E>) -> Checked<T> {
+    value.map_or(Checked::Bad, Checked::Good)
 }
 
 /// Parse a frame. `Err` is a parse error (invalid JSON or invalid UTF-8): the caller answers
