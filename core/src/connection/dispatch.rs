@@ -18,13 +18,13 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
@@ -77,7 +77,81 @@ pub(crate) struct Dispatcher {
     pub(crate) router: Router,
     pub(crate) handle: Handle,
     pub(crate) tracker: TaskTracker,
-    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) permits: Arc<Permits>,
+}
+
+/// The in-flight request limit: a count, taken without a lock (a request that finishes in its
+/// first poll costs two atomic operations). Only the dispatcher task ever waits for a permit.
+pub(crate) struct Permits {
+    in_use: AtomicUsize,
+    max: usize,
+    /// The dispatcher task waits for a permit.
+    waiting: AtomicBool,
+    freed: Notify,
+}
+
+impl Permits {
+    pub(crate) fn new(max: usize) -> Self {
+        Permits { in_use: AtomicUsize::new(0), max: max.max(1), waiting: AtomicBool::new(false), freed: Notify::new() }
+    }
+
+    fn try_take(self: &Arc<Self>) -> Option<Permit<'_>> {
+        self.in_use
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < self.max).then_some(n + 1))
+            .ok()
+            .map(|_| Permit(self))
+    }
+
+    /// Wait for a permit (the dispatcher task only: one waiter at a time).
+    async fn take(self: &Arc<Self>) -> Permit<'_> {
+        loop {
+            if let Some(permit) = self.try_take() {
+                return permit;
+            }
+            // Announced before the second check: a release from here on notifies (a release
+            // between the check and the wait leaves its notification stored in `freed`).
+            self.waiting.store(true, Ordering::SeqCst);
+            if let Some(permit) = self.try_take() {
+                self.waiting.store(false, Ordering::Relaxed);
+                return permit;
+            }
+            self.freed.notified().await;
+            self.waiting.store(false, Ordering::Relaxed);
+        }
+    }
+
+    fn give(&self) {
+        self.in_use.fetch_sub(1, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) {
+            self.freed.notify_one();
+        }
+    }
+}
+
+/// One in-flight request's permit, given back when dropped.
+struct Permit<'a>(&'a Arc<Permits>);
+
+impl Permit<'_> {
+    /// For a handler that goes on as its own task.
+    fn owned(self) -> OwnedPermit {
+        let owned = OwnedPermit(self.0.clone());
+        std::mem::forget(self);
+        owned
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.0.give();
+    }
+}
+
+struct OwnedPermit(Arc<Permits>);
+
+impl Drop for OwnedPermit {
+    fn drop(&mut self) {
+        self.0.give();
+    }
 }
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -172,7 +246,7 @@ impl Lane {
                     if !d.shared.outbound.has_room() {
                         return Step::Blocked(Inbound::Request { method, params, slot });
                     }
-                    let Ok(permit) = d.permits.clone().try_acquire_owned() else {
+                    let Some(permit) = d.permits.try_take() else {
                         return Step::Blocked(Inbound::Request { method, params, slot });
                     };
                     d.shared.settle.set_handled(taken);
@@ -297,7 +371,7 @@ impl Dispatcher {
                 let permit = tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => None,
-                    permit = self.permits.clone().acquire_owned() => permit.ok(),
+                    permit = self.permits.take() => Some(permit),
                 };
                 let Some(permit) = permit else {
                     slot.answer_unanswered(closed);
@@ -316,7 +390,7 @@ impl Dispatcher {
         method: String,
         params: Option<Box<RawValue>>,
         slot: Arc<ReplySlot>,
-        permit: OwnedSemaphorePermit,
+        permit: Permit<'_>,
     ) {
         let responder = Responder::new(slot.clone());
         let request = Request { method, params, slot: slot.clone(), peer: self.handle.clone() };
@@ -342,6 +416,7 @@ impl Dispatcher {
             Ok(Poll::Pending) => {}
             Err(payload) => return answer_panic(&slot, &payload),
         }
+        let permit = permit.owned();
         self.tracker.spawn(async move {
             let cancel = slot.cancellation().clone();
             let end = supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;

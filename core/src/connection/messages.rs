@@ -66,6 +66,7 @@ impl Builder {
         Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
         F: FnOnce(&Arc<Shared>) -> Si,
     {
-        self.start_with(incoming, eof_reason, None, move |shared| Box::new(SinkWriter::new(outgoing(shared))))
+        let frames = super::frames::MessageFrames::new(incoming);
+        self.start_with(frames, eof_reason, None, move |shared| Box::new(SinkWriter::new(outgoing(shared))))
     }
 }

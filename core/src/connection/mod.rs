@@ -5,6 +5,7 @@ mod close;
 mod config;
 mod dispatch;
 mod error;
+mod frames;
 mod handle;
 mod messages;
 mod outbound;
@@ -19,8 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Semaphore;
-use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -230,7 +229,7 @@ impl Builder {
         let read_codec = self.config.framing.codec(self.config.limits.frame);
         let write_codec = self.config.framing.codec(self.config.limits.frame);
         let queue_codec = self.config.framing.codec(self.config.limits.frame);
-        let frames = FramedRead::with_capacity(reader, read_codec, 8 * 1024);
+        let frames = frames::ByteFrames::new(reader, read_codec);
         let pump: Box<dyn outbound::Pump> = Box::new(outbound::ByteWriter::new(writer, write_codec));
         self.start_with(frames, eof_reason, Some(queue_codec), move |_| pump)
     }
@@ -239,16 +238,13 @@ impl Builder {
     /// [`FrameCodec`](crate::framing::FrameCodec) on each side) and the message-oriented ones
     /// ([`Builder::connect_messages`], `codec` `None`) share everything else. `pump` makes the
     /// writer (it may need the connection's state).
-    pub(crate) fn start_with<S>(
+    pub(crate) fn start_with(
         self,
-        frames: S,
+        frames: impl frames::FrameSource,
         eof_reason: Option<EofReason>,
         codec: Option<crate::framing::FrameCodec>,
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
-    ) -> (Connection, Arc<Shared>)
-    where
-        S: futures::Stream<Item = Result<crate::framing::Frame, crate::framing::FrameError>> + Send + Unpin + 'static,
-    {
+    ) -> (Connection, Arc<Shared>) {
         let Builder { config, mut router, factories, layer } = self;
         let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec);
         let shared = Arc::new(Shared::new(config, outbound));
@@ -269,7 +265,7 @@ impl Builder {
         }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();
-        let permits = Arc::new(Semaphore::new(shared.config.limits.max_concurrent_requests.max(1)));
+        let permits = Arc::new(dispatch::Permits::new(shared.config.limits.max_concurrent_requests));
         let dispatcher =
             Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone(), permits };
         let lane = Arc::new(Lane::new(dispatcher));

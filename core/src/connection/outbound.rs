@@ -230,7 +230,8 @@ impl Outbound {
             return Err(Closed);
         }
         q.unbudgeted += body.len();
-        self.unbudgeted.fetch_add(body.len(), Ordering::AcqRel);
+        // Only ever changed under the queue lock: a plain store keeps the mirror exact.
+        self.unbudgeted.store(q.unbudgeted, Ordering::Release);
         self.push_locked(q, body, true)
     }
 
@@ -356,15 +357,15 @@ impl Outbound {
         let waiting = q.waiting && q.budgeted > 0;
         q.budgeted = 0;
         let answers = std::mem::take(&mut q.unbudgeted);
+        if answers > 0 {
+            self.unbudgeted.store(0, Ordering::Release);
+        }
         drop(q);
         if waiting {
             self.room.notify_waiters();
         }
-        if answers > 0 {
-            let before = self.unbudgeted.fetch_sub(answers, Ordering::AcqRel);
-            if before > self.budget_max && before - answers <= self.budget_max {
-                self.drained.notify_waiters();
-            }
+        if answers > self.budget_max {
+            self.drained.notify_waiters();
         }
         true
     }

@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dispatch::{Inbound, Lane};
+use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
 use super::shared::Shared;
 use super::trace;
 use super::{CloseKind, CloseReason, Direction};
-use crate::framing::{Frame, FrameError};
+use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
-use futures::{Stream, StreamExt};
 use serde_json::value::RawValue;
 
 /// At most this many messages are handled while their answers are held (see `Outbound::hold`).
@@ -38,12 +38,11 @@ impl Drop for Reader {
 }
 
 impl Reader {
-    pub(crate) async fn run<S>(self, mut frames: S, eof_reason: Option<EofReason>)
-    where
-        S: Stream<Item = Result<Frame, FrameError>> + Unpin,
-    {
-        // Messages handled since answers started being held (see `Outbound::hold`).
+    pub(crate) async fn run(self, mut frames: impl FrameSource, eof_reason: Option<EofReason>) {
+        // Whether answers are held (see `Outbound::hold`), and how many messages since.
         let mut holding = 0usize;
+        // The waker the close signal holds: registering costs atomics, so only when it changes.
+        let mut registered: Option<Waker> = None;
         loop {
             // A message already read (or readable without waiting) is handled while the answers
             // to the ones before it are still held; they are written before the reader waits (or
@@ -51,7 +50,10 @@ impl Reader {
             // finding nothing to read costs no second poll.
             let next = std::future::poll_fn(|cx| {
                 // Registered before the check: a close from here on wakes this poll.
-                self.shared.reader_wake.register(cx.waker());
+                if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    self.shared.reader_wake.register(cx.waker());
+                    registered = Some(cx.waker().clone());
+                }
                 if self.shared.is_closing() {
                     return Poll::Ready(None);
                 }
@@ -59,7 +61,7 @@ impl Reader {
                     self.shared.outbound.release();
                     holding = 0;
                 }
-                match frames.poll_next_unpin(cx) {
+                match frames.poll_frame(cx) {
                     Poll::Ready(next) => Poll::Ready(Some(next)),
                     Poll::Pending => {
                         if holding > 0 {
@@ -73,17 +75,21 @@ impl Reader {
             .await;
             // The connection is closing.
             let Some(next) = next else { return };
-            if holding == 0 {
+            // Holding pays off only when more messages are at hand: a lone message's answer is
+            // written by its handler at once.
+            if holding > 0 {
+                holding += 1;
+            } else if frames.has_more() {
                 self.shared.outbound.hold();
+                holding = 1;
             }
-            holding += 1;
             match next {
-                Some(Ok(Frame::Message(body))) => {
-                    if !self.on_frame(&body).await {
+                Some(Ok(Next::Message)) => {
+                    if !self.on_frame(frames.body()).await {
                         return;
                     }
                 }
-                Some(Ok(Frame::Discarded { limit })) => {
+                Some(Ok(Next::Discarded { limit })) => {
                     tracing::warn!(target: crate::LOG_TARGET, limit, "discarded an over-long line");
                     let error = ErrorObject::invalid_request(format!(
                         "message exceeds the limit of {limit} bytes and was discarded"

@@ -1,9 +1,9 @@
 //! `Content-Length: N\r\n\r\n<body>` framing (LSP base protocol).
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
-use super::{Frame, FrameError, FrameLimits};
+use super::{Found, Frame, FrameError, FrameLimits};
 
 /// Decoder for `Content-Length` framing.
 ///
@@ -130,11 +130,10 @@ fn check_charset(value: &[u8]) -> Result<(), FrameError> {
     Ok(())
 }
 
-impl Decoder for ContentLengthCodec {
-    type Item = Frame;
-    type Error = FrameError;
-
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+impl ContentLengthCodec {
+    /// The next frame, found in place: its header is consumed, its body left at the front of
+    /// `src` (see [`Found`]).
+    pub(crate) fn decode_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         loop {
             match self.state {
                 State::Header { scanned } => {
@@ -146,7 +145,7 @@ impl Decoder for ContentLengthCodec {
                             return Err(FrameError::TooLarge { size: len, limit: self.limits.max_message_size });
                         }
                         let len = len as usize;
-                        let _ = src.split_to(header);
+                        src.advance(header);
                         src.reserve(len.saturating_sub(src.len()));
                         self.state = State::Body { len };
                         continue;
@@ -168,7 +167,7 @@ impl Decoder for ContentLengthCodec {
                         return Err(FrameError::HeaderTooLong { limit: self.limits.max_header_size });
                     }
                     let len = parse_header_block(&src[..end], &self.limits)?;
-                    let _ = src.split_to(end + 4);
+                    src.advance(end + 4);
                     src.reserve(len.saturating_sub(src.len()));
                     self.state = State::Body { len };
                 }
@@ -176,17 +175,17 @@ impl Decoder for ContentLengthCodec {
                     if src.len() < len {
                         return Ok(None);
                     }
-                    let body = src.split_to(len);
                     self.state = State::Header { scanned: 0 };
-                    return Ok(Some(Frame::Message(body)));
+                    return Ok(Some(Found::Message { end: len, next: len }));
                 }
             }
         }
     }
 
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        if let Some(frame) = self.decode(src)? {
-            return Ok(Some(frame));
+    /// [`ContentLengthCodec::decode_at`] once the stream has ended: what is left must be nothing.
+    pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
+        if let Some(found) = self.decode_at(src)? {
+            return Ok(Some(found));
         }
         match self.state {
             State::Header { .. } if src.is_empty() => Ok(None),
@@ -199,6 +198,21 @@ impl Decoder for ContentLengthCodec {
                 Err(FrameError::Truncated(format!("expected a body of {len} bytes, got {}", src.len())))
             }
         }
+    }
+}
+
+impl Decoder for ContentLengthCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let found = self.decode_at(src)?;
+        Ok(found.map(|f| f.split_off(src)))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let found = self.decode_eof_at(src)?;
+        Ok(found.map(|f| f.split_off(src)))
     }
 }
 

@@ -78,6 +78,30 @@ pub enum Frame {
     },
 }
 
+/// A frame found in place at the front of the decode buffer: the reader parses it where it lies
+/// (no copy, no shared buffer) and then consumes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// The body is `src[..end]`; `src.advance(next)` consumes it (and its line ending).
+    Message { end: usize, next: usize },
+    /// An over-long line was skipped (already consumed).
+    Discarded { limit: usize },
+}
+
+impl Found {
+    /// The frame as an owned [`Frame`], split off the front of `src`.
+    fn split_off(self, src: &mut BytesMut) -> Frame {
+        match self {
+            Found::Message { end, next } => {
+                let mut body = src.split_to(next);
+                body.truncate(end);
+                Frame::Message(body)
+            }
+            Found::Discarded { limit } => Frame::Discarded { limit },
+        }
+    }
+}
+
 /// A broken frame. Every variant but `Io` is the peer's fault; all of them end the connection.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -148,6 +172,24 @@ impl FrameCodec {
     pub fn encode_suffix(&self, dst: &mut BytesMut) {
         if let FrameCodec::Newline(_) = self {
             dst.extend_from_slice(b"\n")
+        }
+    }
+}
+
+impl FrameCodec {
+    /// The next frame, found in place (see [`Found`]).
+    pub(crate) fn decode_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
+        match self {
+            FrameCodec::ContentLength(c) => c.decode_at(src),
+            FrameCodec::Newline(c) => c.decode_at(src),
+        }
+    }
+
+    /// The next frame once the stream has ended.
+    pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
+        match self {
+            FrameCodec::ContentLength(c) => c.decode_eof_at(src),
+            FrameCodec::Newline(c) => c.decode_eof_at(src),
         }
     }
 }

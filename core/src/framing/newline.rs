@@ -1,9 +1,9 @@
 //! Newline-delimited JSON framing (ACP, MCP over stdio).
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
-use super::{Frame, FrameError, FrameLimits};
+use super::{Found, Frame, FrameError, FrameLimits};
 
 /// Decoder for newline-delimited JSON: lines end in `\n` (a preceding `\r` is dropped), blank
 /// lines are skipped. A line longer than the limit is discarded up to its newline and reported as
@@ -43,23 +43,17 @@ pub(super) fn flatten(body: &mut [u8]) {
     }
 }
 
-/// Drop the line's `\n` and one `\r` before it (more would make the verdict on an over-long
-/// line depend on how the bytes arrive; any other `\r` is JSON whitespace).
-fn trim_line(mut line: BytesMut) -> BytesMut {
-    if line.last() == Some(&b'\n') {
-        line.truncate(line.len() - 1);
-    }
-    if line.last() == Some(&b'\r') {
-        line.truncate(line.len() - 1);
-    }
-    line
+/// The length of `line` without its `\n` and one `\r` before it (more would make the verdict on
+/// an over-long line depend on how the bytes arrive; any other `\r` is JSON whitespace).
+fn trimmed_len(line: &[u8]) -> usize {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line).len()
 }
 
-impl Decoder for NewlineCodec {
-    type Item = Frame;
-    type Error = FrameError;
-
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+impl NewlineCodec {
+    /// The next line, found in place (see [`Found`]); blank lines and discarded ones are
+    /// consumed here.
+    pub(crate) fn decode_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         let max = self.limits.max_message_size;
         loop {
             let Some(pos) = src[self.scanned..].iter().position(|&b| b == b'\n').map(|p| p + self.scanned) else {
@@ -73,41 +67,64 @@ impl Decoder for NewlineCodec {
                 }
                 return Ok(None);
             };
-            let line = src.split_to(pos + 1);
             self.scanned = 0;
+            let next = pos + 1;
             if std::mem::take(&mut self.discarding) {
-                return Ok(Some(Frame::Discarded { limit: max }));
+                src.advance(next);
+                return Ok(Some(Found::Discarded { limit: max }));
             }
-            let line = trim_line(line);
+            let end = trimmed_len(&src[..next]);
             // Length first: an over-long line is discarded before its end is seen, blank or not.
-            if line.len() > max {
-                return Ok(Some(Frame::Discarded { limit: max }));
+            if end > max {
+                src.advance(next);
+                return Ok(Some(Found::Discarded { limit: max }));
             }
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if src[..end].iter().all(u8::is_ascii_whitespace) {
+                src.advance(next);
                 continue;
             }
-            return Ok(Some(Frame::Message(line)));
+            return Ok(Some(Found::Message { end, next }));
         }
     }
 
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        if let Some(frame) = self.decode(src)? {
-            return Ok(Some(frame));
+    /// [`NewlineCodec::decode_at`] once the stream has ended: a last line without its newline is
+    /// still a message.
+    pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
+        if let Some(found) = self.decode_at(src)? {
+            return Ok(Some(found));
         }
+        let max = self.limits.max_message_size;
         if std::mem::take(&mut self.discarding) {
             src.clear();
-            return Ok(Some(Frame::Discarded { limit: self.limits.max_message_size }));
+            return Ok(Some(Found::Discarded { limit: max }));
         }
         self.scanned = 0;
-        // A last line without its newline is still a message.
-        let rest = trim_line(src.split());
-        if rest.len() > self.limits.max_message_size {
-            return Ok(Some(Frame::Discarded { limit: self.limits.max_message_size }));
+        let next = src.len();
+        let end = trimmed_len(src);
+        if end > max {
+            src.clear();
+            return Ok(Some(Found::Discarded { limit: max }));
         }
-        if rest.iter().all(u8::is_ascii_whitespace) {
+        if src[..end].iter().all(u8::is_ascii_whitespace) {
+            src.clear();
             return Ok(None);
         }
-        Ok(Some(Frame::Message(rest)))
+        Ok(Some(Found::Message { end, next }))
+    }
+}
+
+impl Decoder for NewlineCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let found = self.decode_at(src)?;
+        Ok(found.map(|f| f.split_off(src)))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let found = self.decode_eof_at(src)?;
+        Ok(found.map(|f| f.split_off(src)))
     }
 }
 

@@ -1,0 +1,245 @@
+//! Where the reader gets its frames: a byte stream cut in place by a [`FrameCodec`], or a
+//! message transport's stream of [`Frame`]s.
+//!
+//! On a byte stream a frame is parsed where it lies in the read buffer and consumed afterwards:
+//! no buffer is split off or shared per message.
+
+use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, BytesMut};
+use futures::{Stream, StreamExt};
+use tokio::io::AsyncRead;
+
+use crate::framing::{Found, Frame, FrameCodec, FrameError};
+
+/// The read buffer's usual size, reserved up front.
+const READ_CHUNK: usize = 8 * 1024;
+
+/// A read buffer that grew past this for a large message is given back once it is empty.
+const KEEP_BUFFER: usize = 256 * 1024;
+
+/// What the next frame is.
+pub(crate) enum Next {
+    /// A message: [`FrameSource::body`] until the next poll.
+    Message,
+    /// An over-long line was skipped (newline framing); the stream goes on.
+    Discarded { limit: usize },
+}
+
+/// The reader's input.
+pub(crate) trait FrameSource: Send + Unpin + 'static {
+    /// The next frame; `None` at the end of the stream (and after an error).
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Next, FrameError>>>;
+    /// The body of the message [`FrameSource::poll_frame`] last gave.
+    fn body(&self) -> &[u8];
+    /// Whether more input is already at hand after the current frame (more frames are likely
+    /// to follow without a wait).
+    fn has_more(&self) -> bool;
+}
+
+/// Frames cut from a byte stream.
+pub(crate) struct ByteFrames<R> {
+    io: R,
+    buf: BytesMut,
+    codec: FrameCodec,
+    /// The current body, in `buf`.
+    body: Range<usize>,
+    /// Bytes to consume from `buf` before the next frame (the current one).
+    consume: usize,
+    eof: bool,
+    done: bool,
+}
+
+impl<R> ByteFrames<R> {
+    pub(crate) fn new(io: R, codec: FrameCodec) -> Self {
+        ByteFrames {
+            io,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+            codec,
+            body: 0..0,
+            consume: 0,
+            eof: false,
+            done: false,
+        }
+    }
+}
+
+impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Next, FrameError>>> {
+        if self.consume > 0 {
+            self.buf.advance(std::mem::take(&mut self.consume));
+            self.body = 0..0;
+        }
+        loop {
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let found =
+                if self.eof { self.codec.decode_eof_at(&mut self.buf) } else { self.codec.decode_at(&mut self.buf) };
+            match found {
+                Ok(Some(Found::Message { end, next })) => {
+                    self.body = 0..end;
+                    self.consume = next;
+                    return Poll::Ready(Some(Ok(Next::Message)));
+                }
+                Ok(Some(Found::Discarded { limit })) => return Poll::Ready(Some(Ok(Next::Discarded { limit }))),
+                Ok(None) if self.eof => {
+                    self.done = true;
+                    return Poll::Ready(None);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
+            if self.buf.is_empty() && self.buf.capacity() > KEEP_BUFFER {
+                // A large message is over: do not keep its buffer.
+                self.buf = BytesMut::with_capacity(READ_CHUNK);
+            } else if self.buf.capacity() - self.buf.len() < READ_CHUNK / 8 {
+                // Reclaims the consumed front of the buffer when it can instead of growing it.
+                self.buf.reserve(READ_CHUNK);
+            }
+            match ready!(tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buf)) {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(FrameError::Io(e))));
+                }
+            }
+        }
+    }
+
+    fn body(&self) -> &[u8] {
+        &self.buf[self.body.clone()]
+    }
+
+    fn has_more(&self) -> bool {
+        self.buf.len() > self.consume
+    }
+}
+
+/// Frames from a message transport, one [`Frame`] per message.
+pub(crate) struct MessageFrames<S> {
+    stream: S,
+    current: BytesMut,
+}
+
+impl<S> MessageFrames<S> {
+    pub(crate) fn new(stream: S) -> Self {
+        MessageFrames { stream, current: BytesMut::new() }
+    }
+}
+
+impl<S> FrameSource for MessageFrames<S>
+where
+    S: Stream<Item = Result<Frame, FrameError>> + Send + Unpin + 'static,
+{
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Next, FrameError>>> {
+        self.current = BytesMut::new();
+        Poll::Ready(match ready!(self.stream.poll_next_unpin(cx)) {
+            Some(Ok(Frame::Message(body))) => {
+                self.current = body;
+                Some(Ok(Next::Message))
+            }
+            Some(Ok(Frame::Discarded { limit })) => Some(Ok(Next::Discarded { limit })),
+            Some(Err(e)) => Some(Err(e)),
+            None => None,
+        })
+    }
+
+    fn body(&self) -> &[u8] {
+        &self.current
+    }
+
+    fn has_more(&self) -> bool {
+        // Unknown: a message transport may have more at hand.
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framing::{FrameLimits, Framing};
+    use tokio::io::AsyncWriteExt;
+
+    /// Everything `input` holds, written in pieces of `piece` bytes, as (body, has_more) pairs
+    /// and the ending.
+    async fn read_all(framing: Framing, input: &[u8], piece: usize) -> (Vec<String>, Option<String>, usize) {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let input = input.to_vec();
+        let writer = tokio::spawn(async move {
+            for chunk in input.chunks(piece) {
+                tx.write_all(chunk).await.unwrap();
+            }
+        });
+        let mut frames = ByteFrames::new(rx, framing.codec(FrameLimits::default()));
+        let mut bodies = Vec::new();
+        let end = loop {
+            match std::future::poll_fn(|cx| frames.poll_frame(cx)).await {
+                Some(Ok(Next::Message)) => bodies.push(String::from_utf8(frames.body().to_vec()).unwrap()),
+                Some(Ok(Next::Discarded { limit })) => bodies.push(format!("discarded {limit}")),
+                Some(Err(e)) => break Some(e.to_string()),
+                None => break None,
+            }
+        };
+        writer.await.unwrap();
+        let after = std::future::poll_fn(|cx| frames.poll_frame(cx)).await;
+        assert!(after.is_none(), "nothing after the end");
+        (bodies, end, frames.buf.capacity())
+    }
+
+    #[tokio::test]
+    async fn frames_are_cut_in_place_however_the_bytes_arrive() {
+        let input = b"Content-Length: 2\r\n\r\n{}Content-Length: 7\r\n\r\n[1,2,3]";
+        for piece in [1, 3, 7, 64] {
+            let (bodies, end, _) = read_all(Framing::ContentLength, input, piece).await;
+            assert_eq!(bodies, ["{}", "[1,2,3]"], "pieces of {piece}");
+            assert!(end.is_none());
+        }
+        let input = b"{\"a\":1}\r\n\n  \n[2]\n[3]";
+        for piece in [1, 2, 64] {
+            let (bodies, end, _) = read_all(Framing::NewlineDelimited, input, piece).await;
+            assert_eq!(bodies, ["{\"a\":1}", "[2]", "[3]"], "pieces of {piece}");
+            assert!(end.is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_inside_a_frame_is_an_error() {
+        let (bodies, end, _) =
+            read_all(Framing::ContentLength, b"Content-Length: 2\r\n\r\n{}Content-Length: 9\r\n\r\n{", 5).await;
+        assert_eq!(bodies, ["{}"]);
+        assert!(end.unwrap().contains("expected a body of 9 bytes, got 1"));
+    }
+
+    #[tokio::test]
+    async fn a_large_message_does_not_keep_its_buffer() {
+        let body = format!("[\"{}\"]", "x".repeat(KEEP_BUFFER * 2));
+        let mut input = format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes();
+        input.extend_from_slice(b"Content-Length: 2\r\n\r\n{}");
+        let (bodies, _, capacity) = read_all(Framing::ContentLength, &input, 4096).await;
+        assert_eq!(bodies.len(), 2);
+        assert_eq!(bodies[0], body);
+        assert!(capacity <= KEEP_BUFFER, "the read buffer kept {capacity} bytes");
+    }
+
+    #[test]
+    fn has_more_says_whether_bytes_follow_the_current_frame() {
+        let mut frames = ByteFrames::new(tokio::io::empty(), Framing::NewlineDelimited.codec(FrameLimits::default()));
+        frames.buf.extend_from_slice(b"[1]\n[2]\n");
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(Some(Ok(Next::Message)))));
+        assert_eq!(frames.body(), b"[1]");
+        assert!(frames.has_more());
+        assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(Some(Ok(Next::Message)))));
+        assert_eq!(frames.body(), b"[2]");
+        assert!(!frames.has_more());
+        assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(None)));
+    }
+}
