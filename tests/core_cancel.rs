@@ -152,6 +152,24 @@ async fn an_inbound_cancel_request_fires_the_handlers_token_and_is_answered_requ
 }
 
 #[tokio::test]
+async fn a_request_whose_reply_was_handed_to_another_task_stays_in_flight() {
+    // `watch` finishes its first poll at once, its reply handle moved to a task of its own: the
+    // request is still unanswered, so its id stays taken and a cancellation still reaches it.
+    let (builder, mut fired) = server(CancelProtocol::lsp());
+    let (_conn, mut peer) = pair(builder, Framing::ContentLength);
+    peer.send(r#"{"jsonrpc":"2.0","id":7,"method":"watch"}"#).await;
+    peer.send(r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#).await;
+    let (id, code, _) = peer.recv_error().await;
+    assert_eq!((id, code), (json!(7), -32600));
+    peer.send(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}"#).await;
+    assert_eq!(within(fired.recv()).await.unwrap(), json!(7));
+    let (id, code, _) = peer.recv_error().await;
+    assert_eq!((id, code), (json!(7), -32800));
+    // Answered: the id is free again.
+    assert_alive(&mut peer, 7).await;
+}
+
+#[tokio::test]
 async fn cancel_params_are_accepted_positionally() {
     let (builder, _fired) = server(CancelProtocol::lsp());
     let (_conn, mut peer) = pair(builder, Framing::ContentLength);

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -39,23 +39,23 @@ pub(crate) enum Inbound {
     Notification { method: String, params: Option<Box<RawValue>> },
 }
 
-/// Who works the lane now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Owner {
-    Idle,
+/// Who works the lane now (a [`Lane::owner`] value).
+///
+/// Idle → Reader and Reader → Idle are the reader's own moves and need no lock (a lone message
+/// costs one compare-and-swap); every move to or from Task happens under the queue's lock.
+mod owner {
+    /// Nobody: the reader takes the next message itself.
+    pub(super) const IDLE: u8 = 0;
     /// The reader, dispatching the message it just read.
-    Reader,
+    pub(super) const READER: u8 = 1;
     /// The dispatcher task, with the messages queued behind what it was handed.
-    Task,
+    pub(super) const TASK: u8 = 2;
 }
 
 struct Queue {
     items: VecDeque<Inbound>,
-    owner: Owner,
     /// A notification handler the reader started and could not finish: the task's first job.
     current: Option<NotificationJob>,
-    /// The dispatcher task has stopped: nothing is dispatched any more.
-    closed: bool,
     /// The reader has stopped: nothing more will be offered.
     input_ended: bool,
 }
@@ -63,6 +63,10 @@ struct Queue {
 /// The lane, shared by the reader and the dispatcher task.
 pub(crate) struct Lane {
     queue: Mutex<Queue>,
+    /// Who works the lane (see [`owner`]).
+    owner: AtomicU8,
+    /// The dispatcher task has stopped: nothing is dispatched any more.
+    closed: AtomicBool,
     task: AtomicWaker,
     /// Messages taken off the lane so far (for [`super::settle`]).
     taken: AtomicU64,
@@ -168,13 +172,9 @@ enum Step {
 impl Lane {
     pub(crate) fn new(dispatcher: Dispatcher) -> Self {
         Lane {
-            queue: Mutex::new(Queue {
-                items: VecDeque::new(),
-                owner: Owner::Idle,
-                current: None,
-                closed: false,
-                input_ended: false,
-            }),
+            queue: Mutex::new(Queue { items: VecDeque::new(), current: None, input_ended: false }),
+            owner: AtomicU8::new(owner::IDLE),
+            closed: AtomicBool::new(false),
             task: AtomicWaker::new(),
             taken: AtomicU64::new(0),
             dispatcher,
@@ -188,35 +188,57 @@ impl Lane {
     /// The reader hands over a message: dispatched on the spot if the lane is free, else queued
     /// for the dispatcher task.
     pub(crate) async fn offer(&self, item: Inbound) -> Result<(), LaneClosed> {
-        {
-            let mut q = self.lock();
-            if q.closed {
+        loop {
+            if self.closed.load(Ordering::Acquire) {
                 return Err(LaneClosed);
             }
-            if q.owner != Owner::Idle {
-                self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
-                q.items.push_back(item);
-                return Ok(());
+            if self.owner.compare_exchange(owner::IDLE, owner::READER, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                break;
             }
-            q.owner = Owner::Reader;
+            // The task works the lane: queue behind it, unless it let go meanwhile (it only
+            // lets go under the lock).
+            let mut q = self.lock();
+            if self.closed.load(Ordering::Acquire) {
+                // Checked under the lock: the task takes what is queued when it closes.
+                return Err(LaneClosed);
+            }
+            if self.owner.load(Ordering::Acquire) == owner::IDLE {
+                continue;
+            }
+            self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
+            // Queued: a cancellation (or a reused id) read meanwhile must find it.
+            if let Inbound::Request { slot, .. } = &item {
+                slot.register();
+            }
+            q.items.push_back(item);
+            return Ok(());
         }
         let step = self.step(item).await;
-        let mut q = self.lock();
-        match step {
+        let q = match step {
             Step::Done => {
                 // Only the reader queues, and it was busy here: nothing can be queued.
-                q.owner = Owner::Idle;
+                self.owner.store(owner::IDLE, Ordering::Release);
                 return Ok(());
             }
-            Step::Running(job) => q.current = Some(job),
-            Step::Blocked(item) => {
-                // Not taken after all: the task takes it first.
-                self.taken.fetch_sub(1, Ordering::AcqRel);
-                self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
-                q.items.push_front(item);
+            Step::Running(job) => {
+                let mut q = self.lock();
+                q.current = Some(job);
+                q
             }
-        }
-        q.owner = Owner::Task;
+            Step::Blocked(item) => {
+                let mut q = self.lock();
+                // Not taken after all: the task takes it first.
+                let taken = self.taken.load(Ordering::Acquire);
+                self.taken.store(taken - 1, Ordering::Release);
+                self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
+                if let Inbound::Request { slot, .. } = &item {
+                    slot.register();
+                }
+                q.items.push_front(item);
+                q
+            }
+        };
+        self.owner.store(owner::TASK, Ordering::Release);
         drop(q);
         self.task.wake();
         Ok(())
@@ -225,20 +247,24 @@ impl Lane {
     /// Dispatch one message from the reader without waiting for anything.
     async fn step(&self, item: Inbound) -> Step {
         let d = &self.dispatcher;
-        let taken = self.taken.fetch_add(1, Ordering::AcqRel) + 1;
+        // Only the lane's owner counts what it takes: no read-modify-write needed.
+        let taken = self.taken.load(Ordering::Acquire) + 1;
+        self.taken.store(taken, Ordering::Release);
         match item {
             Inbound::Notification { method, params } => {
-                let Some(mut job) = d.notification_job(method, params) else {
+                let Some((name, mut fut)) = d.notification_start(method, params) else {
                     d.shared.settle.set_handled(taken);
                     return Step::Done;
                 };
-                let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut job).poll(cx))).await;
+                // The first poll needs neither the name nor the stop signal as its own: only a
+                // handler that goes on becomes a job.
+                let first = std::future::poll_fn(|cx| Poll::Ready(poll_notification(&mut fut, name, cx))).await;
                 match first {
-                    Poll::Ready(_) => {
+                    Poll::Ready(()) => {
                         d.shared.settle.set_handled(taken);
                         Step::Done
                     }
-                    Poll::Pending => Step::Running(job),
+                    Poll::Pending => Step::Running(NotificationJob::new(name.clone(), fut, &d.shared.handlers)),
                 }
             }
             Inbound::Request { method, params, slot } => {
@@ -272,9 +298,9 @@ impl Lane {
     fn poll_turn(&self, cx: &mut Context<'_>) -> Poll<bool> {
         self.task.register(cx.waker());
         let q = self.lock();
-        match q.owner {
-            Owner::Task => Poll::Ready(true),
-            Owner::Idle if q.input_ended => Poll::Ready(false),
+        match self.owner.load(Ordering::Acquire) {
+            owner::TASK => Poll::Ready(true),
+            owner::IDLE if q.input_ended => Poll::Ready(false),
             _ => Poll::Pending,
         }
     }
@@ -311,7 +337,7 @@ impl Lane {
                     match q.items.pop_front() {
                         Some(item) => item,
                         None => {
-                            q.owner = Owner::Idle;
+                            self.owner.store(owner::IDLE, Ordering::Release);
                             break;
                         }
                     }
@@ -319,7 +345,8 @@ impl Lane {
                 if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
                     d.shared.space.notify_one();
                 }
-                let taken = self.taken.fetch_add(1, Ordering::AcqRel) + 1;
+                let taken = self.taken.load(Ordering::Acquire) + 1;
+                self.taken.store(taken, Ordering::Release);
                 if !d.dispatch(item, taken, &shutdown).await {
                     break 'run;
                 }
@@ -330,7 +357,7 @@ impl Lane {
         // The connection is closing: answer what never started.
         let left = {
             let mut q = self.lock();
-            q.closed = true;
+            self.closed.store(true, Ordering::Release);
             q.current = None;
             std::mem::take(&mut q.items)
         };
@@ -346,8 +373,8 @@ impl Dispatcher {
     /// Dispatch one message on the task, waiting as needed; `false` if the connection closed.
     async fn dispatch(&self, item: Inbound, taken: u64, shutdown: &CancellationToken) -> bool {
         match item {
-            Inbound::Notification { method, params } => match self.notification_job(method, params) {
-                Some(job) => job.await,
+            Inbound::Notification { method, params } => match self.notification_start(method, params) {
+                Some((name, fut)) => NotificationJob::new(name.clone(), fut, &self.shared.handlers).await,
                 None => true,
             },
             Inbound::Request { method, params, slot } => {
@@ -393,7 +420,7 @@ impl Dispatcher {
         permit: Permit<'_>,
     ) {
         let responder = Responder::new(slot.clone());
-        let request = Request { method, params, slot: slot.clone(), peer: self.handle.clone() };
+        let request = Request { method, params, slot: slot.clone() };
         // The handler's synchronous part (the closure that builds its future) may panic too; it
         // must not take the lane down with it.
         let started = supervised(Some(&slot), || {
@@ -411,6 +438,11 @@ impl Dispatcher {
             }))
         })
         .await;
+        // Still unanswered (running on, or its responder handed to another task): in flight,
+        // so it must be found by a cancellation or a reused id from here on.
+        if !slot.is_answered() {
+            slot.register();
+        }
         match first {
             Ok(Poll::Ready(())) => return,
             Ok(Poll::Pending) => {}
@@ -439,8 +471,8 @@ impl Dispatcher {
             Some(Route::Request(f)) => Some(f(request, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).
             Some(Route::Notification(f)) => {
-                let Request { method, params, peer, .. } = request;
-                let fut = f(Notification { method, params, peer });
+                let Request { method, params, slot } = request;
+                let fut = f(Notification { method, params, peer: slot.peer.clone() });
                 Some(Box::pin(async move {
                     fut.await;
                     responder.ok(());
@@ -457,9 +489,9 @@ impl Dispatcher {
         }
     }
 
-    /// A notification's handler, ready to be run to completion on the lane (`None` when nobody
+    /// A notification's handler future and the method's registered name (`None` when nobody
     /// handles it, or building it panicked).
-    fn notification_job(&self, method: String, params: Option<Box<RawValue>>) -> Option<NotificationJob> {
+    fn notification_start(&self, method: String, params: Option<Box<RawValue>>) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             if method.starts_with("$/") {
                 tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
@@ -469,19 +501,13 @@ impl Dispatcher {
             return None;
         };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(route, method, params)));
-        let fut = match started {
-            Ok(fut) => fut,
+        match started {
+            Ok(fut) => Some((name, fut)),
             Err(payload) => {
                 tracing::error!(target: crate::LOG_TARGET, method = %name, panic = panic_message(&payload), "notification handler panicked");
-                return None;
+                None
             }
-        };
-        Some(NotificationJob {
-            method: name.clone(),
-            fut: Some(fut),
-            stop: self.shared.handlers.clone(),
-            stopped: None,
-        })
+        }
     }
 
     /// The handler future for a notification on `route`.
@@ -491,9 +517,21 @@ impl Dispatcher {
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
                 let slot = ReplySlot::new(self.shared.clone(), Id::Null, false, None, true);
-                let request = Request { method, params, slot: slot.clone(), peer: self.handle.clone() };
+                let request = Request { method, params, slot: slot.clone() };
                 f(request, Responder::new(slot))
             }
+        }
+    }
+}
+
+/// Poll a notification handler once under panic supervision; a panic is logged and ends it.
+fn poll_notification(fut: &mut HandlerFuture, method: &str, cx: &mut Context<'_>) -> Poll<()> {
+    let polled = on_lane(|| supervised(None, || std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)))));
+    match polled {
+        Ok(poll) => poll,
+        Err(payload) => {
+            tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
+            Poll::Ready(())
         }
     }
 }
@@ -505,9 +543,13 @@ struct NotificationJob {
     /// The method's registered name (shared with the router), for the log of a panic.
     method: Arc<str>,
     fut: Option<HandlerFuture>,
-    stop: CancellationToken,
-    /// Created only if the handler does not finish in its first poll.
-    stopped: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    stopped: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+impl NotificationJob {
+    fn new(method: Arc<str>, fut: HandlerFuture, stop: &CancellationToken) -> Self {
+        NotificationJob { method, fut: Some(fut), stopped: Box::pin(stop.clone().cancelled_owned()) }
+    }
 }
 
 impl Future for NotificationJob {
@@ -515,26 +557,13 @@ impl Future for NotificationJob {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let this = &mut *self;
-        if let Some(fut) = this.fut.as_mut() {
-            let polled =
-                on_lane(|| supervised(None, || std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)))));
-            match polled {
-                Ok(Poll::Ready(())) => {
-                    this.fut = None;
-                    return Poll::Ready(true);
-                }
-                Ok(Poll::Pending) => {}
-                Err(payload) => {
-                    this.fut = None;
-                    let method = &this.method;
-                    tracing::error!(target: crate::LOG_TARGET, %method, panic = panic_message(&payload), "notification handler panicked");
-                    return Poll::Ready(true);
-                }
-            }
+        if let Some(fut) = this.fut.as_mut()
+            && poll_notification(fut, &this.method, cx).is_ready()
+        {
+            this.fut = None;
+            return Poll::Ready(true);
         }
-        let stop = &this.stop;
-        let stopped = this.stopped.get_or_insert_with(|| Box::pin(stop.clone().cancelled_owned()));
-        match stopped.as_mut().poll(cx) {
+        match this.stopped.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 // Dropped here, inside the lane's poll, like a handler that finished.
                 this.fut = None;

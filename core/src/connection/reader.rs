@@ -194,29 +194,20 @@ impl Reader {
                 self.enqueue(Inbound::Notification { method, params }).await
             }
             Incoming::Request { id, method, params } => {
-                let duplicate = {
-                    let mut map = self.shared.inbound_map();
-                    match map.entry(id) {
-                        std::collections::hash_map::Entry::Occupied(taken) => Err(taken.key().clone()),
-                        std::collections::hash_map::Entry::Vacant(free) => {
-                            let slot =
-                                ReplySlot::new(self.shared.clone(), free.key().clone(), true, batch.clone(), false);
-                            free.insert(slot.clone());
-                            Ok(slot)
-                        }
-                    }
-                };
-                match duplicate {
-                    Ok(slot) => self.enqueue(Inbound::Request { method, params, slot }).await,
-                    Err(id) => {
-                        tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
-                        let error = ErrorObject::invalid_request(format!(
-                            "request id {id} is already in use by a request in flight"
-                        ));
-                        self.answer_invalid(id, error, batch).await;
-                        true
-                    }
+                // Every request that may still be unanswered is in the map by now (see
+                // `ReplySlot::register`); while it is empty, no lock is needed to know.
+                let reused =
+                    self.shared.inbound_len.load(Ordering::Acquire) > 0 && self.shared.inbound_map().contains_key(&id);
+                if reused {
+                    tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
+                    let error = ErrorObject::invalid_request(format!(
+                        "request id {id} is already in use by a request in flight"
+                    ));
+                    self.answer_invalid(id, error, batch).await;
+                    return true;
                 }
+                let slot = ReplySlot::new(self.shared.clone(), id, true, batch, false);
+                self.enqueue(Inbound::Request { method, params, slot }).await
             }
             Incoming::Invalid { id, error, answer } => {
                 tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");

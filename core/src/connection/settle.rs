@@ -30,8 +30,10 @@ impl Settle {
         self.enqueued.load(Ordering::Acquire)
     }
 
+    /// Count one message handed to the lane (the reader's alone to call: no read-modify-write).
     pub(crate) fn on_enqueue(&self) {
-        self.enqueued.fetch_add(1, Ordering::AcqRel);
+        let n = self.enqueued.load(Ordering::Relaxed);
+        self.enqueued.store(n + 1, Ordering::Release);
     }
 
     pub(crate) fn set_handled(&self, n: u64) {

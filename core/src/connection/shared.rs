@@ -26,6 +26,9 @@ pub(crate) struct Shared {
     pub(crate) progress: crate::progress::Receivers,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
     pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, SeededBuild>>,
+    /// The map's size (stored under its lock): the reader's duplicate check skips the lock
+    /// while nothing is in flight.
+    pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
     /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
     /// connection ends — except after the peer's clean EOF, when what was read is still
     /// dispatched and answered, and it is cancelled once the writer has finished.
@@ -60,6 +63,7 @@ impl Shared {
             producers: crate::stream::Producers::default(),
             progress: crate::progress::Receivers::default(),
             inbound: Mutex::new(HashMap::default()),
+            inbound_len: std::sync::atomic::AtomicUsize::new(0),
             handlers: CancellationToken::new(),
             handlers_cancelled: AtomicBool::new(false),
             shutdown: CancellationToken::new(),

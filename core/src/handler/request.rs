@@ -22,7 +22,6 @@ pub struct Request {
     pub(crate) method: String,
     pub(crate) params: Option<Box<RawValue>>,
     pub(crate) slot: Arc<ReplySlot>,
-    pub(crate) peer: Handle,
 }
 
 impl std::fmt::Debug for Request {
@@ -58,11 +57,11 @@ impl Request {
     }
     /// A handle to call the peer back.
     pub fn peer(&self) -> &Handle {
-        &self.peer
+        &self.slot.peer
     }
     /// The context a typed handler receives.
     pub fn context(&self) -> RequestContext {
-        RequestContext { slot: self.slot.clone(), peer: self.peer.clone() }
+        RequestContext { slot: self.slot.clone() }
     }
 }
 
@@ -70,7 +69,6 @@ impl Request {
 #[derive(Clone)]
 pub struct RequestContext {
     slot: Arc<ReplySlot>,
-    peer: Handle,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -96,7 +94,7 @@ impl RequestContext {
     }
     /// A handle to call the peer back.
     pub fn peer(&self) -> &Handle {
-        &self.peer
+        &self.slot.peer
     }
 }
 

@@ -8,6 +8,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::Batch;
+use crate::connection::Handle;
 use crate::connection::shared::Shared;
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 
@@ -40,9 +41,16 @@ pub(crate) fn supervised<R>(slot: Option<&Arc<ReplySlot>>, poll: impl FnOnce() -
 pub(crate) struct ReplySlot {
     pub(crate) id: Id,
     answered: AtomicBool,
-    pub(crate) shared: Arc<Shared>,
-    /// Registered in the connection's map of requests in flight under `id`.
-    registered: bool,
+    /// The connection, as handlers see it ([`Request::peer`](super::Request::peer)).
+    pub(crate) peer: Handle,
+    /// Belongs in the connection's map of requests in flight under `id` while unanswered (a
+    /// request read from the peer; not a notification routed to a request handler, nor an
+    /// invalid batch member).
+    tracked: bool,
+    /// Is (or was) in that map. A request is entered lazily, only once it may be looked up:
+    /// queued behind others, still running after its first poll, or reporting progress. One
+    /// answered in its first poll on the reader never costs the map a lock.
+    registered: AtomicBool,
     batch: Option<Arc<Batch>>,
     /// No answer at all (a notification routed to a request handler).
     silent: bool,
@@ -59,15 +67,16 @@ impl ReplySlot {
     pub(crate) fn new(
         shared: Arc<Shared>,
         id: Id,
-        registered: bool,
+        tracked: bool,
         batch: Option<Arc<Batch>>,
         silent: bool,
     ) -> Arc<Self> {
         Arc::new(ReplySlot {
             id,
             answered: AtomicBool::new(false),
-            shared,
-            registered,
+            peer: Handle { shared },
+            tracked,
+            registered: AtomicBool::new(false),
             batch,
             silent,
             cancelled: AtomicBool::new(false),
@@ -76,9 +85,28 @@ impl ReplySlot {
         })
     }
 
+    /// Enter the request in the map of requests in flight (unless it is answered already), so
+    /// that the peer's cancellation, a reused id or a progress report finds it. The reader does
+    /// this before it reads on, for every request that may still be unanswered then.
+    pub(crate) fn register(self: &Arc<Self>) {
+        if !self.tracked || self.registered.load(Ordering::Relaxed) {
+            return;
+        }
+        let shared = &self.peer.shared;
+        let mut map = shared.inbound_map();
+        // Pairs with `answer_with`: either it sees `registered` and removes the entry, or this
+        // sees `answered` and enters nothing.
+        self.registered.store(true, Ordering::SeqCst);
+        if self.answered.load(Ordering::SeqCst) {
+            return;
+        }
+        map.insert(self.id.clone(), self.clone());
+        shared.inbound_len.store(map.len(), Ordering::Release);
+    }
+
     /// The request's cancellation token (fires when the peer cancels it or the connection ends).
     pub(crate) fn cancellation(&self) -> &CancellationToken {
-        let token = self.token.get_or_init(|| self.shared.handlers.child_token());
+        let token = self.token.get_or_init(|| self.peer.shared.handlers.child_token());
         // Pairs with `cancel`: whichever of the two comes second sees the other's write.
         if self.cancelled.load(Ordering::SeqCst) {
             token.cancel();
@@ -89,7 +117,7 @@ impl ReplySlot {
     /// Whether the request is cancelled (by the peer, or by the connection ending).
     pub(crate) fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
-            || self.shared.handlers_cancelled()
+            || self.peer.shared.handlers_cancelled()
             || self.token.get().is_some_and(CancellationToken::is_cancelled)
     }
 
@@ -111,7 +139,7 @@ impl ReplySlot {
     /// Answer unless answered already. Returns whether this call answered.
     pub(crate) fn answer<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>) -> bool {
         // Streams in the result bind themselves to the connection while it is encoded.
-        let scope = crate::scope::Scope::response(&self.shared);
+        let scope = crate::scope::Scope::response(&self.peer.shared);
         self.answer_with(|buf| crate::scope::within(scope, || encode_response(buf, &self.id, outcome)))
     }
 
@@ -122,20 +150,22 @@ impl ReplySlot {
     }
 
     fn answer_with(&self, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
-        if self.answered.swap(true, Ordering::AcqRel) {
+        if self.answered.swap(true, Ordering::SeqCst) {
             return false;
         }
-        if self.registered {
-            let mut map = self.shared.inbound_map();
+        if self.registered.load(Ordering::SeqCst) {
+            let shared = &self.peer.shared;
+            let mut map = shared.inbound_map();
             if map.get(&self.id).is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), self)) {
                 map.remove(&self.id);
+                shared.inbound_len.store(map.len(), Ordering::Release);
             }
         }
         if self.silent {
             return true;
         }
         let peer_cancelled = self.peer_cancelled.load(Ordering::Acquire);
-        if peer_cancelled && !self.shared.config.cancel.answers_cancelled {
+        if peer_cancelled && !self.peer.shared.config.cancel.answers_cancelled {
             // MCP: a cancelled request is never answered (not even inside its batch's array).
             if let Some(batch) = &self.batch {
                 batch.skip();
@@ -144,7 +174,7 @@ impl ReplySlot {
         }
         let mut buf = crate::connection::bufpool::take(64);
         encode(&mut buf);
-        let limit = self.shared.config.limits.frame.max_message_size;
+        let limit = self.peer.shared.config.limits.frame.max_message_size;
         if buf.len() > limit {
             let size = buf.len();
             buf.clear();
@@ -156,7 +186,7 @@ impl ReplySlot {
         match &self.batch {
             Some(batch) => batch.add(&buf),
             None => {
-                let _ = self.shared.outbound.send_now(buf);
+                let _ = self.peer.shared.outbound.send_now(buf);
             }
         }
         true

@@ -66,6 +66,8 @@ impl<T> Progress<T> {
     /// goes quiet once the request is answered.
     pub fn for_request(cx: &RequestContext, token: Option<ProgressToken>) -> Self {
         let Some(token) = token else { return Self::none() };
+        // Its reports are ordered before its answer through the map of requests in flight.
+        cx.slot().register();
         let shared = &cx.peer().shared;
         let in_flight = shared.inbound_map().get(cx.id()).is_some_and(|c| Arc::ptr_eq(c, cx.slot()));
         match in_flight {
