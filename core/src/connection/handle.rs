@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -79,6 +80,9 @@ impl fmt::Debug for Handle {
     }
 }
 
+/// The rest of a call that must wait for something besides its answer (see [`Handle::send_call`]).
+type BoxedCall<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> + Send + 'a>>;
+
 /// Sends a cancellation for a call whose caller stopped waiting (dropped, timed out).
 struct CallGuard<'a> {
     shared: &'a Shared,
@@ -90,6 +94,11 @@ struct CallGuard<'a> {
 }
 
 impl CallGuard<'_> {
+    /// The call is settled (or handed on): dropping the guard does nothing.
+    fn disarm(mut self) {
+        self.active = false;
+    }
+
     fn send_cancel(&self) {
         let cancel = &self.shared.config.cancel;
         let mut buf = super::bufpool::take(64);
@@ -155,7 +164,7 @@ impl Handle {
         params: impl Serialize,
         options: CallOptions,
     ) -> Result<R, Error> {
-        let raw = self.request_raw(method, &params, options).await?;
+        let raw = self.call_raw(method, &params, &options).await?;
         serde_json::from_str(raw.get()).map_err(Error::Deserialize)
     }
 
@@ -165,6 +174,16 @@ impl Handle {
         method: &str,
         params: &P,
         options: CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        self.call_raw(method, params, &options).await
+    }
+
+    /// [`Handle::request_raw`] with borrowed options (one copy of them in the caller's future).
+    pub(crate) async fn call_raw<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let (id, buf) = self.encode_call(method, params)?;
         self.send_call(id, buf, options).await
@@ -187,26 +206,112 @@ impl Handle {
     }
 
     /// Send a request encoded by [`Handle::encode_call`] and wait for its answer.
-    pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: CallOptions) -> Result<Box<RawValue>, Error> {
+    ///
+    /// The common call (room to send, no timeout, no cancellation token) waits on its answer
+    /// alone; everything else goes on in a future of its own, boxed, so that the future a
+    /// caller holds (or a `FuturesUnordered` allocates per call) stays small.
+    pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: &CallOptions) -> Result<Box<RawValue>, Error> {
+        let rx = match self.start_call(id, buf, options) {
+            Ok(rx) => rx,
+            Err(slow) => return slow.await,
+        };
+        let guard = CallGuard { shared: &self.shared, id, active: true, sent: true };
+        let outcome = rx.await;
+        guard.disarm();
+        match outcome {
+            Ok((result, _)) => result,
+            Err(_) => Err(Error::ConnectionLost(self.shared.lost())),
+        }
+    }
+
+    /// Register and send the call now if nothing needs waiting for (`Ok`: its answer's
+    /// receiver); otherwise the rest of the call, boxed.
+    fn start_call<'a>(
+        &'a self,
+        id: u64,
+        buf: Vec<u8>,
+        options: &'a CallOptions,
+    ) -> Result<oneshot::Receiver<Outcome>, BoxedCall<'a>> {
         let shared = &*self.shared;
-        // At most `Limits::max_pending_calls` calls await answers at once: a further one waits here.
-        let mut rx = match shared.pending.register(id).await {
+        let limited = options.timeout.or(shared.config.default_timeout).is_some() || options.cancel.is_some();
+        let rx = match shared.pending.try_register(id) {
+            Some(Ok(rx)) => rx,
+            Some(Err(e)) => {
+                shared.release_call(id);
+                return Err(Box::pin(std::future::ready(Err(e))));
+            }
+            // At most `Limits::max_pending_calls` calls await answers at once: this one waits.
+            None => return Err(Box::pin(self.send_call_waiting(id, buf, options))),
+        };
+        let mut guard = CallGuard { shared, id, active: true, sent: false };
+        match shared.outbound.try_send_budgeted(buf, true) {
+            Ok(Ok(())) => {}
+            Ok(Err(_closed)) => {
+                guard.disarm();
+                shared.pending.abandon(id);
+                shared.release_call(id);
+                return Err(Box::pin(std::future::ready(Err(Error::ConnectionLost(shared.lost())))));
+            }
+            Err(buf) => return Err(Box::pin(self.finish_call(rx, guard, Some(buf), options))),
+        }
+        if limited || options.after_notifications {
+            guard.sent = true;
+            return Err(Box::pin(self.finish_call(rx, guard, None, options)));
+        }
+        guard.disarm();
+        Ok(rx)
+    }
+
+    /// The whole call, waiting for a free slot among the pending calls first.
+    async fn send_call_waiting(&self, id: u64, buf: Vec<u8>, options: &CallOptions) -> Result<Box<RawValue>, Error> {
+        let shared = &*self.shared;
+        let rx = match shared.pending.register_waiting(id).await {
             Ok(rx) => rx,
             Err(e) => {
                 shared.release_call(id);
                 return Err(e);
             }
         };
-        let mut guard = CallGuard { shared, id, active: true, sent: false };
-        if shared.outbound.send_inline(buf).await.is_err() {
-            guard.active = false;
-            shared.pending.abandon(id);
-            shared.release_call(id);
-            return Err(Error::ConnectionLost(shared.lost()));
-        }
-        guard.sent = true;
+        let guard = CallGuard { shared, id, active: true, sent: false };
+        self.finish_call(rx, guard, Some(buf), options).await
+    }
 
+    /// The rest of a registered call: send `buf` (if not sent yet), then wait for the answer
+    /// within the call's limits.
+    async fn finish_call(
+        &self,
+        rx: oneshot::Receiver<Outcome>,
+        mut guard: CallGuard<'_>,
+        buf: Option<Vec<u8>>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let shared = &*self.shared;
+        if let Some(buf) = buf {
+            let sent = match shared.outbound.try_send_budgeted(buf, true) {
+                Ok(sent) => sent,
+                Err(buf) => shared.outbound.send_waiting(buf, true).await,
+            };
+            if sent.is_err() {
+                guard.active = false;
+                shared.pending.abandon(guard.id);
+                shared.release_call(guard.id);
+                return Err(Error::ConnectionLost(shared.lost()));
+            }
+            guard.sent = true;
+        }
         let timeout = options.timeout.or(shared.config.default_timeout);
+        self.await_limited(rx, guard, timeout, options).await
+    }
+
+    /// Wait for the answer to a call with a timeout and/or a cancellation token.
+    async fn await_limited(
+        &self,
+        mut rx: oneshot::Receiver<Outcome>,
+        mut guard: CallGuard<'_>,
+        timeout: Option<std::time::Duration>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let shared = &*self.shared;
         let expired = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
@@ -225,7 +330,7 @@ impl Handle {
             biased;
             outcome = &mut rx => {
                 guard.active = false;
-                return self.settled(outcome, &options).await;
+                return self.settled(outcome, options).await;
             }
             _ = cancelled => {}
             _ = &mut expired => {
@@ -244,7 +349,7 @@ impl Handle {
             biased;
             outcome = &mut rx => {
                 guard.active = false;
-                match self.settled(outcome, &options).await {
+                match self.settled(outcome, options).await {
                     Err(Error::Remote(e)) if e.code == codes::REQUEST_CANCELLED => Err(Error::Cancelled),
                     other => other,
                 }
@@ -264,7 +369,7 @@ impl Handle {
     ) -> Result<Box<RawValue>, Error> {
         let (result, read_before) = outcome.unwrap_or_else(|_| (Err(Error::ConnectionLost(self.shared.lost())), 0));
         if options.after_notifications && !super::settle::is_on_lane() {
-            self.shared.settle.wait(read_before, &self.shared.handlers).await;
+            Box::pin(self.shared.settle.wait(read_before, &self.shared.handlers)).await;
         }
         result
     }

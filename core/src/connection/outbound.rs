@@ -171,28 +171,31 @@ impl Outbound {
     /// Queue a notification (or progress report), waiting for room in the byte budget. The
     /// writer task writes it, batched with what else is queued.
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<(), Closed> {
-        self.send_budgeted(body, false).await
+        match self.try_send_budgeted(body, false) {
+            Ok(sent) => sent,
+            Err(body) => Box::pin(self.send_waiting(body, false)).await,
+        }
     }
 
-    /// Queue a request, waiting for room in the byte budget, and write it from the calling task
-    /// if nobody is writing.
-    pub(crate) async fn send_inline(&self, body: Vec<u8>) -> Result<(), Closed> {
-        self.send_budgeted(body, true).await
-    }
-
-    async fn send_budgeted(&self, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
+    /// Queue `body` if its share of the budget is free and nobody waits in line; `Err` gives it
+    /// back for [`Outbound::send_waiting`]. The waiting lives in a future of its own (boxed when
+    /// needed), so that a caller's future stays small.
+    pub(crate) fn try_send_budgeted(&self, body: Vec<u8>, inline: bool) -> Result<Result<(), Closed>, Vec<u8>> {
         // A body larger than the whole budget takes all of it.
         let n = body.len().clamp(1, self.budget_max);
-        {
-            let mut q = self.lock();
-            if self.closed.load(Ordering::Acquire) {
-                return Err(Closed);
-            }
-            if !q.waiting && q.budgeted + n <= self.budget_max {
-                q.budgeted += n;
-                return self.push_locked(q, body, inline);
-            }
+        let mut q = self.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(Err(Closed));
         }
+        if !q.waiting && q.budgeted + n <= self.budget_max {
+            q.budgeted += n;
+            return Ok(self.push_locked(q, body, inline));
+        }
+        Err(body)
+    }
+
+    pub(crate) async fn send_waiting(&self, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
+        let n = body.len().clamp(1, self.budget_max);
         // No room: wait in line, then (first in line) until the writer has taken enough.
         let _turn = self.turnstile.acquire().await.map_err(|_| Closed)?;
         struct Waiting<'a>(&'a Outbound);

@@ -62,27 +62,34 @@ impl Pending {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Register our call `id`, waiting while [`Limits::max_pending_calls`](super::Limits) calls
-    /// await answers already. The call's slot is its entry: freed when it is answered, failed or
-    /// given up.
-    pub(crate) async fn register(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
+    /// Register our call `id` unless [`Limits::max_pending_calls`](super::Limits) calls await
+    /// answers already (`None`: see [`Pending::register_waiting`]). The call's slot is its entry:
+    /// freed when it is answered, failed or given up.
+    pub(crate) fn try_register(&self, id: u64) -> Option<Result<oneshot::Receiver<Outcome>, Error>> {
+        let mut inner = self.lock();
+        if let Some(reason) = &inner.closed {
+            return Some(Err(Error::ConnectionLost(reason.clone())));
+        }
+        if inner.calls.len() >= self.max {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        inner.calls.insert(id, tx);
+        drop(inner);
+        self.call_started.notify_one();
+        Some(Ok(rx))
+    }
+
+    /// [`Pending::try_register`] once the map is full: wait for a slot (in a future of its own,
+    /// boxed by the caller, so that a call's future stays small).
+    pub(crate) async fn register_waiting(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
         loop {
             let freed = self.slot_freed.notified();
             tokio::pin!(freed);
-            {
-                let mut inner = self.lock();
-                if let Some(reason) = &inner.closed {
-                    return Err(Error::ConnectionLost(reason.clone()));
-                }
-                if inner.calls.len() < self.max {
-                    let (tx, rx) = oneshot::channel();
-                    inner.calls.insert(id, tx);
-                    drop(inner);
-                    self.call_started.notify_one();
-                    return Ok(rx);
-                }
-                // Registered as a waiter before the lock is let go: a slot freed from here on wakes it.
-                freed.as_mut().enable();
+            // Registered as a waiter before the check: a slot freed from here on wakes it.
+            freed.as_mut().enable();
+            if let Some(registered) = self.try_register(id) {
+                return registered;
             }
             freed.await;
         }

@@ -201,7 +201,7 @@ impl<T: DeserializeOwned> Stream for RemoteStream<T> {
                 State::Unsent { id, message } => {
                     let handle = this.handle.clone();
                     let options = this.options.clone();
-                    this.state = State::Calling(Box::pin(async move { handle.send_call(id, message, options).await }));
+                    this.state = State::Calling(Box::pin(async move { handle.send_call(id, message, &options).await }));
                 }
                 State::Calling(mut call) => match call.as_mut().poll(cx) {
                     Poll::Pending => {
