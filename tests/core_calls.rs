@@ -320,3 +320,18 @@ async fn params_that_are_not_an_object_or_array_are_refused_not_sent() {
     peer.expect(json!({"jsonrpc":"2.0","method":"c","params":[]})).await;
     peer.expect(json!({"jsonrpc":"2.0","method":"d","params":[1]})).await;
 }
+
+#[tokio::test]
+async fn a_calls_future_stays_small() {
+    // A call's future is what a `FuturesUnordered` or a spawned task allocates per call: the
+    // waiting paths (budget, pending slots, timeout, cancellation) are boxed where they start,
+    // so the common call's future holds little more than its answer's receiver. Above 1 KiB
+    // an allocation is a large-bin one in glibc, several times slower.
+    let (a, _b) = tokio::io::duplex(1024);
+    let conn = Connection::builder().connect_io(a);
+    let handle = conn.handle();
+    let call = handle.request::<i64>("add", (1, 2));
+    assert!(std::mem::size_of_val(&call) <= 384, "Handle::request's future is {} bytes", std::mem::size_of_val(&call));
+    let note = handle.notify("tick", (1,));
+    assert!(std::mem::size_of_val(&note) <= 192, "Handle::notify's future is {} bytes", std::mem::size_of_val(&note));
+}
