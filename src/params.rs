@@ -2,6 +2,7 @@
 //! object for them (as StreamJsonRpc and jsonrpsee do), and each argument is decoded once,
 //! straight from its raw JSON.
 
+use std::cell::Cell;
 use std::fmt;
 
 use jsonrpc_duplex_core::ErrorObject;
@@ -15,10 +16,29 @@ const INLINE: usize = 8;
 #[derive(Debug)]
 pub struct ParamsReader<'a> {
     names: &'static [&'static str],
-    args: Args<'a>,
+    params: Option<&'a RawValue>,
+    mode: Mode<'a>,
 }
 
-/// Each argument's raw JSON by position (`None`: not given).
+#[derive(Debug)]
+enum Mode<'a> {
+    /// Split into arguments up front (an object; an array read out of order or gone wrong).
+    Split(Args<'a>),
+    /// A positional array read in one pass, argument after argument (the usual case).
+    Sequential(Cell<Cursor>),
+}
+
+/// Where the one-pass read of a positional array stands.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    /// The argument to read next.
+    next: usize,
+    /// Its byte offset in the array's text.
+    pos: usize,
+    /// The array's `]` was reached.
+    ended: bool,
+}
+
 #[derive(Debug)]
 enum Args<'a> {
     Inline([Option<&'a RawValue>; INLINE]),
@@ -99,37 +119,102 @@ impl<'a> ParamsReader<'a> {
     /// `names`, or params that are neither an array nor an object, are a `-32602`. Members of
     /// an object that name no argument are ignored.
     pub fn new(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Self, ErrorObject> {
-        let args = match params {
-            None => Args::new(0),
-            Some(raw) => match raw.get().trim_start().as_bytes().first() {
-                Some(b'[' | b'{') => {
-                    let mut de = serde_json::Deserializer::from_str(raw.get());
-                    let (args, given) = Split { names }.deserialize(&mut de).map_err(ErrorObject::invalid_params)?;
-                    if given > names.len() {
-                        return Err(ErrorObject::invalid_params(format_args!(
-                            "expected at most {} params, got {given}",
-                            names.len()
-                        )));
-                    }
-                    args
-                }
-                _ => return Err(ErrorObject::invalid_params("params must be an array or an object")),
-            },
+        let mode = match params.map(|raw| raw.get().trim_start()) {
+            None => Mode::Split(Args::new(0)),
+            // Read as the arguments are asked for, in one pass; anything unusual (a value that
+            // does not decode, too many elements) is explained by the split path after all.
+            Some(text) if text.starts_with('[') && !names.is_empty() => {
+                let pos = params.map_or(0, |raw| raw.get().len() - text.len()) + 1;
+                Mode::Sequential(Cell::new(Cursor { next: 0, pos, ended: false }))
+            }
+            Some(_) => Mode::Split(split(params, names)?),
         };
-        Ok(ParamsReader { names, args })
+        Ok(ParamsReader { names, params, mode })
     }
 
     /// Decode argument `index`. A missing argument decodes as `null`, so an `Option` may be
     /// left out (at the end of an array, or anywhere in an object); any other is a `-32602`
     /// naming it.
     pub fn arg<T: DeserializeOwned>(&self, index: usize) -> Result<T, ErrorObject> {
+        if let Mode::Sequential(cursor) = &self.mode
+            && let Some(value) = self.next_in_array(cursor, index)
+        {
+            return Ok(value);
+        }
         let name = self.names.get(index).copied().unwrap_or("?");
-        match self.args.get(index) {
+        let args = match &self.mode {
+            Mode::Split(args) => args,
+            // Off the one-pass path: split (this also finds an array with too many elements).
+            Mode::Sequential(_) => &split(self.params, self.names)?,
+        };
+        match args.get(index) {
             Some(raw) => serde_json::from_str(raw.get())
                 .map_err(|e| ErrorObject::invalid_params(format_args!("param `{name}`: {e}"))),
             None => serde_json::from_str("null")
                 .map_err(|_| ErrorObject::invalid_params(format_args!("missing param `{name}`"))),
         }
+    }
+
+    /// Argument `index` read straight from the array, if it is the next one and all is well
+    /// (`None`: the caller takes the split path, which gives the same value or explains).
+    fn next_in_array<T: DeserializeOwned>(&self, cursor: &Cell<Cursor>, index: usize) -> Option<T> {
+        let mut at = cursor.get();
+        if at.next != index {
+            return None;
+        }
+        let text = self.params?.get();
+        let value = if at.ended {
+            serde_json::from_str("null").ok()?
+        } else {
+            let rest = text.get(at.pos..)?;
+            let skipped = rest.len() - rest.trim_start().len();
+            if rest[skipped..].starts_with(']') {
+                at.ended = true;
+                serde_json::from_str("null").ok()?
+            } else {
+                let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
+                let value = values.next()?.ok()?;
+                let after = &rest[values.byte_offset()..];
+                let after = after.trim_start();
+                match after.as_bytes().first() {
+                    Some(b',') => at.pos = text.len() - after.len() + 1,
+                    Some(b']') => at.ended = true,
+                    _ => return None,
+                }
+                value
+            }
+        };
+        at.next += 1;
+        // The last argument: the array must end here (more elements are an error to explain).
+        if at.next == self.names.len() && !at.ended {
+            let rest = text.get(at.pos..)?;
+            if !rest.trim_start().starts_with(']') {
+                cursor.set(Cursor { next: usize::MAX, ..at });
+                return None;
+            }
+        }
+        cursor.set(at);
+        Some(value)
+    }
+}
+
+/// Split `params` into the arguments `names` (an array longer than `names`, or params that are
+/// neither an array nor an object, are a `-32602`).
+fn split<'a>(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Args<'a>, ErrorObject> {
+    let Some(raw) = params else { return Ok(Args::new(0)) };
+    match raw.get().trim_start().as_bytes().first() {
+        Some(b'[' | b'{') => {
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            let (args, given) = Split { names }.deserialize(&mut de).map_err(ErrorObject::invalid_params)?;
+            if given > names.len() {
+                return Err(ErrorObject::invalid_params(format_args!(
+                    "expected at most {} params, got {given}",
+                    names.len()
+                )));
+            }
+            Ok(args)
+        }
+        _ => Err(ErrorObject::invalid_params("params must be an array or an object")),
     }
 }
 
@@ -139,6 +224,49 @@ mod tests {
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn the_one_pass_read_agrees_with_the_split_read() {
+        // Each case through the one-pass path (arguments in order) and through the split path
+        // (an out-of-order first read forces it): the same values, the same errors.
+        let cases = [
+            r#"[1, "a"]"#,
+            r#" [ 1 , "a" ] "#,
+            r#"[1]"#,
+            r#"[]"#,
+            r#"[1, "a", 3]"#,
+            r#"["x", "a"]"#,
+            r#"[1, 2]"#,
+            r#"[1, null]"#,
+            r#"[-0.5e3, "\u00e9\"q"]"#,
+            r#"[18446744073709551616, "a"]"#,
+        ];
+        for text in cases {
+            let params = raw(text);
+            let one_pass = ParamsReader::new(Some(&params), &["n", "s"]).and_then(|r| {
+                let n = r.arg::<Option<f64>>(0)?;
+                let s = r.arg::<Option<String>>(1)?;
+                Ok((n, s))
+            });
+            let split = ParamsReader::new(Some(&params), &["n", "s"]).and_then(|r| {
+                let s = r.arg::<Option<String>>(1)?;
+                let n = r.arg::<Option<f64>>(0)?;
+                Ok((n, s))
+            });
+            assert_eq!(one_pass.as_ref().map_err(|e| &e.message), split.as_ref().map_err(|e| &e.message), "{text}");
+            let strict_one =
+                ParamsReader::new(Some(&params), &["n", "s"]).and_then(|r| Ok((r.arg::<i64>(0)?, r.arg::<String>(1)?)));
+            let strict_split = ParamsReader::new(Some(&params), &["n", "s"]).and_then(|r| {
+                let s = r.arg::<String>(1)?;
+                Ok((r.arg::<i64>(0)?, s))
+            });
+            match (&strict_one, &strict_split) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(a), Err(_)) => assert_eq!(a.code, -32602, "{text}"),
+                _ => panic!("{text}: {strict_one:?} against {strict_split:?}"),
+            }
+        }
     }
 
     #[test]
@@ -163,8 +291,13 @@ mod tests {
 
     #[test]
     fn too_many_positional_params_and_scalars_are_refused() {
+        // Too many elements: found when the arguments are read (the one-pass read sees the
+        // array go on after the last one).
         let params = raw("[1, 2]");
-        assert!(ParamsReader::new(Some(&params), &["n"]).is_err());
+        let e = ParamsReader::new(Some(&params), &["n"]).and_then(|r| r.arg::<i64>(0)).unwrap_err();
+        assert_eq!(e.message, "Invalid params: expected at most 1 params, got 2");
+        let e = ParamsReader::new(Some(&params), &[]).unwrap_err();
+        assert_eq!(e.message, "Invalid params: expected at most 0 params, got 2");
         let params = raw("5");
         assert!(ParamsReader::new(Some(&params), &["n"]).is_err());
     }

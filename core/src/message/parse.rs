@@ -244,13 +244,16 @@ fn plain_message(frame: &str) -> Option<Incoming> {
 }
 
 fn skip_ws(s: &str) -> &str {
-    s.trim_start_matches([' ', '\t', '\n', '\r'])
+    // Bytes, not chars: JSON whitespace is ASCII, so the split is on a char boundary.
+    let n = s.bytes().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count();
+    &s[n..]
 }
 
 /// A string that needs no unescaping (no backslash, no control character), and what follows it.
 fn plain_string(s: &str) -> Option<(&str, &str)> {
     let body = s.strip_prefix('"')?;
-    let end = body.find(|c: char| c == '"' || c == '\\' || c < ' ')?;
+    // Bytes, not chars: the stop bytes are ASCII, so `end` is a char boundary.
+    let end = body.bytes().position(|b| b == b'"' || b == b'\\' || b < b' ')?;
     if body.as_bytes()[end] != b'"' {
         return None;
     }
