@@ -19,7 +19,8 @@
 //! unix-cl,unix-nl,ws` picks tables; `COMPARE_PROFILE=N` runs only scenario A through `#[rpc]`
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
-//! `COMPARE_PROFILE_WHO=core|hw` another contender.
+//! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
+//! framing.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -426,7 +427,10 @@ fn profile(rt: &Runtime, n: usize) {
         Ok("unix") => Link::UnixPair,
         _ => Link::Duplex,
     };
-    let framing = Framing::ContentLength;
+    let framing = match std::env::var("COMPARE_PROFILE_FRAMING").as_deref() {
+        Ok("newline") => Framing::NewlineDelimited,
+        _ => Framing::ContentLength,
+    };
     let tally = Tally::new();
     let runner = match who.as_str() {
         "hw" => Live::start(rt, "hand-written", Handwritten { link, framing, tally: tally.clone() }, tally),
@@ -462,7 +466,7 @@ fn profile(rt: &Runtime, n: usize) {
     let _ = runner.sequential(rt, n / 10);
     let a = runner.sequential(rt, n);
     println!(
-        "{}, {}, Content-Length, {n} sequential calls: p50 {:.2} µs, p99 {:.2} µs, {:.0} calls/s, {:.1} allocations and {:.0} bytes per call",
+        "{}, {}, {framing:?}, {n} sequential calls: p50 {:.2} µs, p99 {:.2} µs, {:.0} calls/s, {:.1} allocations and {:.0} bytes per call",
         runner.name(),
         link.label(),
         a.p50.as_secs_f64() * 1e6,

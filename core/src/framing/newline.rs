@@ -36,10 +36,11 @@ pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
 /// reaches the wire as it was written, possibly pretty-printed; since JSON strings cannot hold a
 /// raw CR or LF, every such byte in valid JSON is insignificant whitespace and may become a space.
 pub(super) fn flatten(body: &mut [u8]) {
-    for b in body {
-        if *b == b'\n' || *b == b'\r' {
-            *b = b' ';
-        }
+    // Almost always there is none: a vectorized search finds that in a fraction of a pass.
+    let mut from = 0;
+    while let Some(i) = memchr::memchr2(b'\n', b'\r', &body[from..]) {
+        body[from + i] = b' ';
+        from += i + 1;
     }
 }
 
@@ -56,7 +57,7 @@ impl NewlineCodec {
     pub(crate) fn decode_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         let max = self.limits.max_message_size;
         loop {
-            let Some(pos) = src[self.scanned..].iter().position(|&b| b == b'\n').map(|p| p + self.scanned) else {
+            let Some(pos) = memchr::memchr(b'\n', &src[self.scanned..]).map(|p| p + self.scanned) else {
                 if self.discarding || src.len() > max + 1 {
                     // Too long already: drop what we have and skip to the next newline.
                     src.clear();

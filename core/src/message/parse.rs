@@ -245,19 +245,31 @@ fn plain_message(frame: &str) -> Option<Incoming> {
 
 fn skip_ws(s: &str) -> &str {
     // Bytes, not chars: JSON whitespace is ASCII, so the split is on a char boundary.
-    let n = s.bytes().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count();
+    let bytes = s.as_bytes();
+    let mut n = 0;
+    while n < bytes.len() && matches!(bytes[n], b' ' | b'\t' | b'\n' | b'\r') {
+        n += 1;
+    }
     &s[n..]
 }
 
 /// A string that needs no unescaping (no backslash, no control character), and what follows it.
 fn plain_string(s: &str) -> Option<(&str, &str)> {
     let body = s.strip_prefix('"')?;
-    // Bytes, not chars: the stop bytes are ASCII, so `end` is a char boundary.
-    let end = body.bytes().position(|b| b == b'"' || b == b'\\' || b < b' ')?;
-    if body.as_bytes()[end] != b'"' {
+    // Bytes, not chars: the stop bytes are ASCII, so `end` is a char boundary. An indexed loop:
+    // member names are short, and this is the tightest form for them.
+    let end = string_end(body.as_bytes());
+    if body.as_bytes().get(end) != Some(&b'"') {
         return None;
     }
     Some((&body[..end], &body[end + 1..]))
+}
+
+/// The index of the first `"`, `\` or control byte (or the length). A function of its own: inlined
+/// into the parse, its loop carried every slice bound along (18 instructions a byte, not 6).
+#[inline(never)]
+fn string_end(bytes: &[u8]) -> usize {
+    bytes.iter().position(|&b| matches!(b, b'"' | b'\\' | 0..=0x1f)).unwrap_or(bytes.len())
 }
 
 /// An integer, a plain string or `null` as an id, and what follows it.
