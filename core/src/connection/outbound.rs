@@ -58,6 +58,14 @@ pub(crate) enum Chunk {
     Body(Vec<u8>),
 }
 
+/// What a take freed (see [`Outbound::took_locked`]).
+struct Taken {
+    /// A sender waits for budget.
+    room: bool,
+    /// Bytes of answers taken.
+    answers: usize,
+}
+
 /// The queue is closed; the connection is ending.
 #[derive(Debug)]
 pub(crate) struct Closed;
@@ -98,13 +106,17 @@ struct Queue {
     unbudgeted: usize,
     /// A sender waits for room (it is first in line: the others wait for the turnstile).
     waiting: bool,
+    /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline
+    /// (the byte writer gives its own emptied one back here when it lets go).
+    spare: BytesMut,
 }
 
 /// A byte stream's write side, written by whoever owns the queue.
 pub(crate) trait Pump: Send {
     /// Write what is queued, taking more from `out` until the queue is empty; then flush and
-    /// give up ownership (`Ready(Ok)`). `Pending` leaves ownership with the caller.
-    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound) -> Poll<io::Result<()>>;
+    /// give up ownership (`Ready(Ok)`). `Pending` leaves ownership with the caller. `first` is
+    /// a queue tail its new owner took already, under the lock it queued its message with.
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>>;
     /// Keep an error met by an inline writer for the writer task to report.
     fn keep_error(&mut self, e: io::Error);
     /// Shut the write side down.
@@ -149,6 +161,7 @@ impl Outbound {
                 budgeted: 0,
                 unbudgeted: 0,
                 waiting: false,
+                spare: BytesMut::new(),
             }),
             task: AtomicWaker::new(),
             codec,
@@ -277,7 +290,19 @@ impl Outbound {
             }
             Owner::Inline | Owner::Task | Owner::Held => (false, false),
         };
+        // The new inline owner of a byte stream takes the tail now, under this lock, instead of
+        // locking again to take it (unless large bodies are queued: they go first).
+        let (first, taken) = if write_here && self.codec.is_some() && q.chunks.is_empty() {
+            let spare = std::mem::take(&mut q.spare);
+            let first = std::mem::replace(&mut q.tail, spare);
+            (Some(first), Some(self.took_locked(&mut q)))
+        } else {
+            (None, None)
+        };
         drop(q);
+        if let Some(taken) = taken {
+            self.after_take(taken);
+        }
         if wake_task {
             self.task.wake();
         }
@@ -286,19 +311,19 @@ impl Outbound {
             super::bufpool::give(body);
         }
         if write_here {
-            self.write_inline();
+            self.write_inline(first);
         }
         Ok(())
     }
 
     /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
     /// any error, for the writer task to report) to the writer task.
-    fn write_inline(&self) {
+    fn write_inline(&self, first: Option<BytesMut>) {
         let handed = {
             let mut guard = self.pump.lock().unwrap_or_else(|p| p.into_inner());
             match guard.as_mut() {
                 None => true,
-                Some(pump) => match pump.poll_pump(&mut Context::from_waker(Waker::noop()), self) {
+                Some(pump) => match pump.poll_pump(&mut Context::from_waker(Waker::noop()), self, first) {
                     Poll::Ready(Ok(())) => false,
                     Poll::Ready(Err(e)) => {
                         pump.keep_error(e);
@@ -333,7 +358,7 @@ impl Outbound {
             }
         };
         if write_here {
-            self.write_inline();
+            self.write_inline(None);
         }
     }
 
@@ -343,11 +368,22 @@ impl Outbound {
     }
 
     /// The owner's next batch: swap the queued chunks into `chunks` and the tail into `tail`
-    /// (both must be empty), or, if nothing is queued, give up ownership (`false`).
-    pub(crate) fn take_or_release(&self, chunks: &mut VecDeque<Chunk>, tail: &mut BytesMut) -> bool {
+    /// (both must be empty), or, if nothing is queued, give up ownership (`false`); `spare`, an
+    /// emptied buffer of the writer's, is kept for the next inline owner.
+    pub(crate) fn take_or_release(
+        &self,
+        chunks: &mut VecDeque<Chunk>,
+        tail: &mut BytesMut,
+        spare: &mut Option<BytesMut>,
+    ) -> bool {
         let mut q = self.lock();
         if q.chunks.is_empty() && q.tail.is_empty() {
             let was = std::mem::replace(&mut q.owner, Owner::Idle);
+            if q.spare.capacity() == 0
+                && let Some(spare) = spare.take()
+            {
+                q.spare = spare;
+            }
             if was == Owner::Inline && q.ending {
                 drop(q);
                 self.task.wake();
@@ -356,21 +392,32 @@ impl Outbound {
         }
         std::mem::swap(&mut q.chunks, chunks);
         std::mem::swap(&mut q.tail, tail);
-        // What is taken no longer counts against the budget.
-        let waiting = q.waiting && q.budgeted > 0;
+        let taken = self.took_locked(&mut q);
+        drop(q);
+        self.after_take(taken);
+        true
+    }
+
+    /// Everything queued was just taken (under the lock): it no longer counts against the
+    /// budget. Returns what [`Outbound::after_take`] needs once the lock is let go.
+    fn took_locked(&self, q: &mut Queue) -> Taken {
+        let room = q.waiting && q.budgeted > 0;
         q.budgeted = 0;
         let answers = std::mem::take(&mut q.unbudgeted);
         if answers > 0 {
             self.unbudgeted.store(0, Ordering::Release);
         }
-        drop(q);
-        if waiting {
+        Taken { room, answers }
+    }
+
+    /// Wake who waits for what a take freed.
+    fn after_take(&self, taken: Taken) {
+        if taken.room {
             self.room.notify_waiters();
         }
-        if answers > self.budget_max {
+        if taken.answers > self.budget_max {
             self.drained.notify_waiters();
         }
-        true
     }
 
     /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
@@ -515,6 +562,9 @@ pub(crate) struct ByteWriter<W> {
     stage: u8,
     /// The tail taken from the queue, written after the chunks; swapped back in emptied.
     tail: BytesMut,
+    /// This writer's emptied buffer, replaced by a tail its inline owner took: given back to
+    /// the queue when the writer lets go.
+    spare: Option<BytesMut>,
     /// How much of the current piece is written.
     pos: usize,
     /// Written to since the last flush.
@@ -534,6 +584,7 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
             stage: 0,
             // Empty until the first message (an idle connection should cost little).
             tail: BytesMut::new(),
+            spare: None,
             pos: 0,
             dirty: false,
             error: None,
@@ -578,7 +629,18 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
-    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound) -> Poll<io::Result<()>> {
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>> {
+        if let Some(first) = first {
+            if self.tail.is_empty() {
+                let emptied = std::mem::replace(&mut self.tail, first);
+                if emptied.capacity() > 0 {
+                    self.spare = Some(emptied);
+                }
+            } else {
+                // Cannot happen (an idle writer has written its tail), but never lose bytes.
+                self.tail.extend_from_slice(&first);
+            }
+        }
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
         }
@@ -608,7 +670,7 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
                 // A burst is over: do not keep its buffer.
                 self.tail = BytesMut::new();
             }
-            if !out.take_or_release(&mut self.chunks, &mut self.tail) {
+            if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut self.spare) {
                 return Poll::Ready(Ok(()));
             }
         }
@@ -646,7 +708,8 @@ impl<Si> Pump for SinkWriter<Si>
 where
     Si: futures::Sink<Vec<u8>, Error = io::Error> + Send + Unpin,
 {
-    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound) -> Poll<io::Result<()>> {
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, _first: Option<BytesMut>) -> Poll<io::Result<()>> {
+        // A message transport queues chunks only: no tail is ever taken for it.
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
         }
@@ -669,7 +732,7 @@ where
                 ready!(Pin::new(&mut self.sink).poll_flush(cx))?;
                 self.dirty = false;
             }
-            if !out.take_or_release(&mut self.chunks, &mut self.tail) {
+            if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut None) {
                 return Poll::Ready(Ok(()));
             }
         }
@@ -693,7 +756,8 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
     let shared = drain.shared().clone();
     let out = &shared.outbound;
     while drain.turn().await {
-        let pumped = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_pump(cx, out)).unwrap_or(Poll::Ready(Ok(()))));
+        let pumped =
+            std::future::poll_fn(|cx| out.with_pump(|p| p.poll_pump(cx, out, None)).unwrap_or(Poll::Ready(Ok(()))));
         match drain.write(pumped).await {
             None => break,
             Some(Err(e)) => {
