@@ -119,7 +119,7 @@ impl<'a> ParamsReader<'a> {
     /// `names`, or params that are neither an array nor an object, are a `-32602`. Members of
     /// an object that name no argument are ignored.
     pub fn new(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Self, ErrorObject> {
-        let mode = match params.map(|raw| raw.get().trim_start()) {
+        let mode = match params.map(|raw| raw.get().trim_ascii_start()) {
             None => Mode::Split(Args::new(0)),
             // Read as the arguments are asked for, in one pass; anything unusual (a value that
             // does not decode, too many elements) is explained by the split path after all.
@@ -167,7 +167,7 @@ impl<'a> ParamsReader<'a> {
             serde_json::from_str("null").ok()?
         } else {
             let rest = text.get(at.pos..)?;
-            let skipped = rest.len() - rest.trim_start().len();
+            let skipped = rest.len() - rest.trim_ascii_start().len();
             if rest[skipped..].starts_with(']') {
                 at.ended = true;
                 serde_json::from_str("null").ok()?
@@ -175,7 +175,7 @@ impl<'a> ParamsReader<'a> {
                 let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
                 let value = values.next()?.ok()?;
                 let after = &rest[values.byte_offset()..];
-                let after = after.trim_start();
+                let after = after.trim_ascii_start();
                 match after.as_bytes().first() {
                     Some(b',') => at.pos = text.len() - after.len() + 1,
                     Some(b']') => at.ended = true,
@@ -188,7 +188,7 @@ impl<'a> ParamsReader<'a> {
         // The last argument: the array must end here (more elements are an error to explain).
         if at.next == self.names.len() && !at.ended {
             let rest = text.get(at.pos..)?;
-            if !rest.trim_start().starts_with(']') {
+            if !rest.trim_ascii_start().starts_with(']') {
                 cursor.set(Cursor { next: usize::MAX, ..at });
                 return None;
             }
@@ -202,7 +202,7 @@ impl<'a> ParamsReader<'a> {
 /// neither an array nor an object, are a `-32602`).
 fn split<'a>(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Args<'a>, ErrorObject> {
     let Some(raw) = params else { return Ok(Args::new(0)) };
-    match raw.get().trim_start().as_bytes().first() {
+    match raw.get().trim_ascii_start().as_bytes().first() {
         Some(b'[' | b'{') => {
             let mut de = serde_json::Deserializer::from_str(raw.get());
             let (args, given) = Split { names }.deserialize(&mut de).map_err(ErrorObject::invalid_params)?;

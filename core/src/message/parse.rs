@@ -133,9 +133,14 @@ fn checked<T, E>(value: Result<T, E>) -> Checked<T> {
 /// Parse a frame. `Err` is a parse error (invalid JSON or invalid UTF-8): the caller answers
 /// `-32700` with `"id": null`.
 pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
-    // The whole frame is checked once up front: serde_json validates UTF-8 only in the strings it
-    // keeps, so invalid bytes inside an ignored member (or a skipped batch element) would
-    // otherwise slip through. Parsing from `&str` afterwards skips the per-string checks again.
+    // The common shapes first, straight from the bytes: every piece it keeps is checked to be
+    // UTF-8 as it is taken, and it skips nothing unchecked.
+    if let Some(message) = plain_message(frame) {
+        return Ok(ParsedMessage::Single(message));
+    }
+    // Otherwise the whole frame is checked once up front: serde_json validates UTF-8 only in the
+    // strings it keeps, so invalid bytes inside an ignored member (or a skipped batch element)
+    // would otherwise slip through. Parsing from `&str` afterwards skips the per-string checks.
     let frame = std::str::from_utf8(frame)
         .map_err(|e| ErrorObject::parse_error(format!("the message is not valid UTF-8 ({e})")))?;
     let first = frame.bytes().find(|b| !b.is_ascii_whitespace());
@@ -149,9 +154,6 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
             }));
         }
         return Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get())).collect()));
-    }
-    if let Some(message) = plain_message(frame) {
-        return Ok(ParsedMessage::Single(message));
     }
     match serde_json::from_str::<Envelope<'_>>(frame) {
         Ok(env) => Ok(ParsedMessage::Single(classify(env))),
@@ -176,35 +178,36 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
 /// member twice. Anything else is `None`, and the general parse decides (it gives the same
 /// result for what this accepts). Values of `params` and `result` are still parsed (and
 /// validated) by serde_json, straight from where they start.
-fn plain_message(frame: &str) -> Option<Incoming> {
-    let mut rest = skip_ws(frame).strip_prefix('{')?;
+fn plain_message(frame: &[u8]) -> Option<Incoming> {
+    let mut rest = skip_ws(frame).strip_prefix(b"{")?;
     let (mut jsonrpc, mut id, mut method, mut params, mut result) = (false, None, None, None, None);
     loop {
         rest = skip_ws(rest);
         let (key, after) = plain_string(rest)?;
-        rest = skip_ws(after).strip_prefix(':')?;
+        rest = skip_ws(after).strip_prefix(b":")?;
         rest = skip_ws(rest);
+        // Member names are compared as bytes: anything not ASCII here is not a plain message.
         match key {
-            "jsonrpc" if !jsonrpc => {
-                rest = rest.strip_prefix("\"2.0\"")?;
+            b"jsonrpc" if !jsonrpc => {
+                rest = rest.strip_prefix(b"\"2.0\"")?;
                 jsonrpc = true;
             }
-            "id" if id.is_none() => {
+            b"id" if id.is_none() => {
                 let (value, after) = plain_id(rest)?;
                 id = Some(value);
                 rest = after;
             }
-            "method" if method.is_none() => {
+            b"method" if method.is_none() => {
                 let (name, after) = plain_string(rest)?;
-                method = Some(name);
+                method = Some(std::str::from_utf8(name).ok()?);
                 rest = after;
             }
-            "params" if params.is_none() => {
+            b"params" if params.is_none() => {
                 let (value, after) = raw_value(rest)?;
                 params = Some(value);
                 rest = after;
             }
-            "result" if result.is_none() => {
+            b"result" if result.is_none() => {
                 let (value, after) = raw_value(rest)?;
                 result = Some(value);
                 rest = after;
@@ -212,11 +215,11 @@ fn plain_message(frame: &str) -> Option<Incoming> {
             _ => return None,
         }
         rest = skip_ws(rest);
-        if let Some(after) = rest.strip_prefix(',') {
+        if let Some(after) = rest.strip_prefix(b",") {
             rest = after;
             continue;
         }
-        rest = rest.strip_prefix('}')?;
+        rest = rest.strip_prefix(b"}")?;
         break;
     }
     if !skip_ws(rest).is_empty() || !jsonrpc {
@@ -243,23 +246,20 @@ fn plain_message(frame: &str) -> Option<Incoming> {
     }
 }
 
-fn skip_ws(s: &str) -> &str {
-    // Bytes, not chars: JSON whitespace is ASCII, so the split is on a char boundary.
-    let bytes = s.as_bytes();
+fn skip_ws(s: &[u8]) -> &[u8] {
     let mut n = 0;
-    while n < bytes.len() && matches!(bytes[n], b' ' | b'\t' | b'\n' | b'\r') {
+    while n < s.len() && matches!(s[n], b' ' | b'\t' | b'\n' | b'\r') {
         n += 1;
     }
     &s[n..]
 }
 
-/// A string that needs no unescaping (no backslash, no control character), and what follows it.
-fn plain_string(s: &str) -> Option<(&str, &str)> {
-    let body = s.strip_prefix('"')?;
-    // Bytes, not chars: the stop bytes are ASCII, so `end` is a char boundary. An indexed loop:
-    // member names are short, and this is the tightest form for them.
-    let end = string_end(body.as_bytes());
-    if body.as_bytes().get(end) != Some(&b'"') {
+/// A string that needs no unescaping (no backslash, no control character), and what follows
+/// it. Its bytes are not checked for UTF-8 here: callers that keep them do that.
+fn plain_string(s: &[u8]) -> Option<(&[u8], &[u8])> {
+    let body = s.strip_prefix(b"\"")?;
+    let end = string_end(body);
+    if body.get(end) != Some(&b'"') {
         return None;
     }
     Some((&body[..end], &body[end + 1..]))
@@ -273,26 +273,28 @@ fn string_end(bytes: &[u8]) -> usize {
 }
 
 /// An integer, a plain string or `null` as an id, and what follows it.
-fn plain_id(s: &str) -> Option<(Id, &str)> {
-    if let Some(after) = s.strip_prefix("null") {
+fn plain_id(s: &[u8]) -> Option<(Id, &[u8])> {
+    if let Some(after) = s.strip_prefix(b"null") {
         return Some((Id::Null, after));
     }
-    if s.starts_with('"') {
+    if s.starts_with(b"\"") {
         let (text, after) = plain_string(s)?;
-        return Some((Id::String(text.to_owned()), after));
+        return Some((Id::String(std::str::from_utf8(text).ok()?.to_owned()), after));
     }
-    let digits_from = usize::from(s.starts_with('-'));
-    let len = digits_from + s[digits_from..].bytes().take_while(u8::is_ascii_digit).count();
+    let digits_from = usize::from(s.starts_with(b"-"));
+    let len = digits_from + s[digits_from..].iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, after) = s.split_at(len);
     let digits = &number[digits_from..];
     // JSON forbids leading zeros; `-0` (a float to serde_json), fractions and exponents go the
     // general way.
-    if digits.is_empty() || (digits.starts_with('0') && (digits.len() > 1 || digits_from == 1)) {
+    if digits.is_empty() || (digits.starts_with(b"0") && (digits.len() > 1 || digits_from == 1)) {
         return None;
     }
-    if matches!(after.as_bytes().first(), Some(b'.' | b'e' | b'E')) {
+    if matches!(after.first(), Some(b'.' | b'e' | b'E')) {
         return None;
     }
+    // ASCII digits (and a sign): valid UTF-8.
+    let number = std::str::from_utf8(number).ok()?;
     let id = match number.parse::<u64>() {
         Ok(n) => Id::Number(n.into()),
         Err(_) => Id::Number(number.parse::<i64>().ok()?.into()),
@@ -300,9 +302,10 @@ fn plain_id(s: &str) -> Option<(Id, &str)> {
     Some((id, after))
 }
 
-/// One JSON value as raw text (validated by serde_json), and what follows it.
-fn raw_value(s: &str) -> Option<(&RawValue, &str)> {
-    let mut de = serde_json::Deserializer::from_str(s);
+/// One JSON value as raw text, and what follows it. serde_json parses it from the bytes and
+/// checks it is UTF-8 as it takes it (a raw value from a byte slice is validated whole).
+fn raw_value(s: &[u8]) -> Option<(&RawValue, &[u8])> {
+    let mut de = serde_json::Deserializer::from_slice(s);
     let value = <&RawValue>::deserialize(&mut de).ok()?;
     // The raw text is a slice of `s`: what follows starts right after it.
     let used = value.get().as_ptr() as usize - s.as_ptr() as usize + value.get().len();
@@ -461,12 +464,6 @@ mod tests {
     /// The plain path must read what it accepts exactly as the general parse does.
     #[test]
     fn the_plain_path_agrees_with_the_general_parse() {
-        fn general(text: &str) -> String {
-            match serde_json::from_str::<Envelope<'_>>(text) {
-                Ok(env) => format!("{:?}", classify(env)),
-                Err(e) => format!("error {e}"),
-            }
-        }
         let ids = ["0", "7", "-3", "18446744073709551615", "-9223372036854775808", "\"a\"", "\"\"", "null", "-0"];
         let values = ["[]", "[1,2]", "{\"a\":[1,{\"b\":null}]}", "null", "\"s\"", "1.5e3", "true", "[\"\\u0041\"]"];
         let mut texts = Vec::new();
@@ -509,7 +506,7 @@ b"}"#,
         );
         let mut accepted = 0;
         for text in &texts {
-            if let Some(plain) = plain_message(text) {
+            if let Some(plain) = plain_message(text.as_bytes()) {
                 accepted += 1;
                 assert_eq!(format!("{plain:?}"), general(text), "{text}");
             }
@@ -523,8 +520,44 @@ b"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"contents":"x"}}"#,
             "{\"jsonrpc\": \"2.0\", \"id\": \"a-1\", \"result\": null}\n",
         ] {
-            assert!(plain_message(common).is_some(), "{common}");
+            assert!(plain_message(common.as_bytes()).is_some(), "{common}");
         }
+    }
+
+    /// What the general (envelope) parse makes of `text`.
+    fn general(text: &str) -> String {
+        match serde_json::from_str::<Envelope<'_>>(text) {
+            Ok(env) => format!("{:?}", classify(env)),
+            Err(e) => format!("error {e}"),
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_anywhere_is_a_parse_error_and_valid_utf8_passes_the_plain_way() {
+        // The plain path reads bytes: what it keeps it checks itself (method, string id), the
+        // raw values serde_json checks as it takes them; nothing is skipped unchecked.
+        let bad = [0xffu8];
+        let with = |before: &str, after: &str| [before.as_bytes(), &bad, after.as_bytes()].concat();
+        for frame in [
+            with(r#"{"jsonrpc":"2.0","id":1,"method":"m"#, r#""}"#),
+            with(r#"{"jsonrpc":"2.0","id":"a"#, r#"","method":"m"}"#),
+            with(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":["#, r#""]}"#),
+            with(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"k":""#, r#""}}"#),
+            with(r#"{"jsonrpc":"2.0","id":1,"result":""#, r#""}"#),
+            with(r#"{"jsonrpc":"2.0","id":1,"#, r#"":1,"method":"m"}"#),
+            with(r#"{"jsonrpc":"2.0","id":1,"method":"m","x":""#, r#""}"#),
+        ] {
+            let parsed = parse_frame(&frame);
+            assert!(
+                matches!(&parsed, Err(e) if e.code == crate::message::codes::PARSE_ERROR),
+                "{:?}: {parsed:?}",
+                String::from_utf8_lossy(&frame)
+            );
+        }
+        let text = r#"{"jsonrpc":"2.0","id":"é","method":"mé","params":["ü"]}"#;
+        let plain = plain_message(text.as_bytes()).expect("plain");
+        assert_eq!(format!("{plain:?}"), general(text));
+        assert!(matches!(plain, Incoming::Request { ref method, .. } if method == "mé"));
     }
 
     #[test]
