@@ -471,8 +471,12 @@ impl Dispatcher {
             Some(Route::Request(f)) => Some(f(request, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).
             Some(Route::Notification(f)) => {
-                let Request { method, params, slot } = request;
-                let fut = f(Notification { method, params, peer: slot.peer.clone() });
+                let mut request = request;
+                let method = std::mem::take(&mut request.method);
+                let params = request.params.take();
+                let peer = request.slot.peer.clone();
+                drop(request);
+                let fut = f(Notification { method, params, peer });
                 Some(Box::pin(async move {
                     fut.await;
                     responder.ok(());

@@ -76,8 +76,14 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
             if self.done {
                 return Poll::Ready(None);
             }
-            let found =
-                if self.eof { self.codec.decode_eof_at(&mut self.buf) } else { self.codec.decode_at(&mut self.buf) };
+            let found = if self.eof {
+                self.codec.decode_eof_at(&mut self.buf)
+            } else if self.buf.is_empty() {
+                // Everything read is consumed: nothing to look for until more arrives.
+                Ok(None)
+            } else {
+                self.codec.decode_at(&mut self.buf)
+            };
             match found {
                 Ok(Some(Found::Message { end, next })) => {
                     self.body = 0..end;

@@ -36,12 +36,28 @@ pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
 /// reaches the wire as it was written, possibly pretty-printed; since JSON strings cannot hold a
 /// raw CR or LF, every such byte in valid JSON is insignificant whitespace and may become a space.
 pub(super) fn flatten(body: &mut [u8]) {
+    if body.len() < SHORT {
+        for b in body {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+        return;
+    }
     // Almost always there is none: a vectorized search finds that in a fraction of a pass.
     let mut from = 0;
     while let Some(i) = memchr::memchr2(b'\n', b'\r', &body[from..]) {
         body[from + i] = b' ';
         from += i + 1;
     }
+}
+
+/// Below this many bytes a plain loop beats the vectorized search's setup.
+const SHORT: usize = 128;
+
+/// The first `\n` in `s`.
+fn find_newline(s: &[u8]) -> Option<usize> {
+    if s.len() < SHORT { s.iter().position(|&b| b == b'\n') } else { memchr::memchr(b'\n', s) }
 }
 
 /// The length of `line` without its `\n` and one `\r` before it (more would make the verdict on
@@ -57,7 +73,7 @@ impl NewlineCodec {
     pub(crate) fn decode_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         let max = self.limits.max_message_size;
         loop {
-            let Some(pos) = memchr::memchr(b'\n', &src[self.scanned..]).map(|p| p + self.scanned) else {
+            let Some(pos) = find_newline(&src[self.scanned..]).map(|p| p + self.scanned) else {
                 if self.discarding || src.len() > max + 1 {
                     // Too long already: drop what we have and skip to the next newline.
                     src.clear();

@@ -34,6 +34,13 @@ impl std::fmt::Debug for Request {
     }
 }
 
+impl Drop for Request {
+    fn drop(&mut self) {
+        // The method name's buffer goes back to this thread's pool (see `message::names`).
+        crate::message::names::give(std::mem::take(&mut self.method));
+    }
+}
+
 impl Request {
     /// The peer's id for this request.
     pub fn id(&self) -> &Id {
@@ -104,6 +111,12 @@ pub struct Notification {
     pub(crate) method: String,
     pub(crate) params: Option<Box<RawValue>>,
     pub(crate) peer: Handle,
+}
+
+impl Drop for Notification {
+    fn drop(&mut self) {
+        crate::message::names::give(std::mem::take(&mut self.method));
+    }
 }
 
 impl Notification {

@@ -3,6 +3,7 @@
 mod encode;
 mod error;
 mod id;
+pub(crate) mod names;
 mod parse;
 
 pub use error::{ErrorObject, codes};

@@ -76,7 +76,7 @@ impl<'de> serde::de::Visitor<'de> for StringVisitor {
         f.write_str("a string")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_owned())
+        Ok(super::names::take(v))
     }
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<String, E> {
         Ok(v)
@@ -233,7 +233,7 @@ fn plain_message(frame: &[u8]) -> Option<Incoming> {
                 Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
                 Some(_) => return None,
             };
-            let method = method.to_owned();
+            let method = super::names::take(method);
             Some(match id {
                 Some(id) => Incoming::Request { id, method, params },
                 None => Incoming::Notification { method, params },
