@@ -214,19 +214,25 @@ impl Lane {
             return Ok(());
         }
         let step = self.step(item).await;
-        let q = match step {
-            Step::Done => {
-                // Only the reader queues, and it was busy here: nothing can be queued.
-                self.owner.store(owner::IDLE, Ordering::Release);
-                return Ok(());
+        if let Step::Done = step {
+            // Only the reader queues, and it was busy here: nothing can be queued.
+            self.owner.store(owner::IDLE, Ordering::Release);
+            return Ok(());
+        }
+        let mut q = self.lock();
+        if self.closed.load(Ordering::Acquire) {
+            // The task stopped meanwhile (the connection is closing): nobody would take this.
+            drop(q);
+            self.owner.store(owner::IDLE, Ordering::Release);
+            if let Step::Blocked(Inbound::Request { slot, .. }) = step {
+                slot.answer_unanswered("the connection closed before the request started");
             }
-            Step::Running(job) => {
-                let mut q = self.lock();
-                q.current = Some(job);
-                q
-            }
+            return Err(LaneClosed);
+        }
+        match step {
+            Step::Done => {}
+            Step::Running(job) => q.current = Some(job),
             Step::Blocked(item) => {
-                let mut q = self.lock();
                 // Not taken after all: the task takes it first.
                 let taken = self.taken.load(Ordering::Acquire);
                 self.taken.store(taken - 1, Ordering::Release);
@@ -235,9 +241,8 @@ impl Lane {
                     slot.register();
                 }
                 q.items.push_front(item);
-                q
             }
-        };
+        }
         self.owner.store(owner::TASK, Ordering::Release);
         drop(q);
         self.task.wake();

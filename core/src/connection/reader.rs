@@ -121,13 +121,22 @@ impl Reader {
     /// Answer a broken message. Waits while answers pile up unread: a peer that floods garbage
     /// without reading our errors is slowed down, not buffered without bound.
     async fn answer_error(&self, id: &Id, error: ErrorObject) {
+        if self.shared.shutdown.is_cancelled() {
+            return;
+        }
         if !self.shared.outbound.has_room() {
             self.shared.outbound.release();
-        }
-        tokio::select! {
-            biased;
-            _ = self.shared.shutdown.cancelled() => return,
-            _ = self.shared.outbound.wait_room() => {}
+            // Rare: the wait lives in a future of its own (the reader's stays small).
+            let wait = async {
+                tokio::select! {
+                    biased;
+                    _ = self.shared.shutdown.cancelled() => false,
+                    _ = self.shared.outbound.wait_room() => true,
+                }
+            };
+            if !Box::pin(wait).await {
+                return;
+            }
         }
         let mut buf = super::bufpool::take(96);
         encode_response::<()>(&mut buf, id, Err(&error));
@@ -252,13 +261,31 @@ impl Reader {
     /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
     /// hard limit).
     async fn enqueue(&self, item: Inbound) -> bool {
-        let limits = &self.shared.config.limits;
         // A read-ahead of 0 would never let a message through.
-        let read_ahead = limits.read_ahead.max(1);
+        let read_ahead = self.shared.config.limits.read_ahead.max(1);
+        // Waiting for room is rare: it lives in a future of its own, so that the reader's stays
+        // small for the common path.
+        if self.shared.queued.load(Ordering::Acquire) >= read_ahead && !Box::pin(self.wait_read_ahead(read_ahead)).await
+        {
+            return false;
+        }
+        self.shared.settle.on_enqueue();
+        if self.lane.offer(item).await.is_err() {
+            // The dispatcher is gone (it only stops when the connection closes): never leave
+            // the connection half alive with calls waiting on it.
+            self.shared.close(CloseReason::new(CloseKind::FatalError, "the dispatcher stopped"));
+            return false;
+        }
+        true
+    }
+
+    /// Wait while the lane holds the read-ahead already; `false` when the connection closes.
+    async fn wait_read_ahead(&self, read_ahead: usize) -> bool {
+        let limits = &self.shared.config.limits;
         loop {
             let queued = self.shared.queued.load(Ordering::Acquire);
             if queued < read_ahead {
-                break;
+                return true;
             }
             if self.shared.pending.len() > 0 {
                 // Reading on past the read-ahead: only up to the hard limit (never below the
@@ -271,7 +298,7 @@ impl Reader {
                     ));
                     return false;
                 }
-                break;
+                return true;
             }
             // About to wait: what is held must go out first (the peer may wait for it).
             self.shared.outbound.release();
@@ -289,14 +316,6 @@ impl Reader {
                 _ = self.shared.shutdown.cancelled() => return false,
             }
         }
-        self.shared.settle.on_enqueue();
-        if self.lane.offer(item).await.is_err() {
-            // The dispatcher is gone (it only stops when the connection closes): never leave
-            // the connection half alive with calls waiting on it.
-            self.shared.close(CloseReason::new(CloseKind::FatalError, "the dispatcher stopped"));
-            return false;
-        }
-        true
     }
 }
 
