@@ -185,9 +185,9 @@ impl Lane {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The reader hands over a message: dispatched on the spot if the lane is free, else queued
-    /// for the dispatcher task.
-    pub(crate) async fn offer(&self, item: Inbound) -> Result<(), LaneClosed> {
+    /// The reader hands over a message: dispatched on the spot if the lane is free (its handler
+    /// polled once with `cx`, the reader's context), else queued for the dispatcher task.
+    pub(crate) fn offer(&self, item: Inbound, cx: &mut Context<'_>) -> Result<(), LaneClosed> {
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(LaneClosed);
@@ -213,7 +213,7 @@ impl Lane {
             q.items.push_back(item);
             return Ok(());
         }
-        let step = self.step(item).await;
+        let step = self.step(item, cx);
         if let Step::Done = step {
             // Only the reader queues, and it was busy here: nothing can be queued.
             self.owner.store(owner::IDLE, Ordering::Release);
@@ -250,7 +250,7 @@ impl Lane {
     }
 
     /// Dispatch one message from the reader without waiting for anything.
-    async fn step(&self, item: Inbound) -> Step {
+    fn step(&self, item: Inbound, cx: &mut Context<'_>) -> Step {
         let d = &self.dispatcher;
         // Only the lane's owner counts what it takes: no read-modify-write needed.
         let taken = self.taken.load(Ordering::Acquire) + 1;
@@ -263,8 +263,7 @@ impl Lane {
                 };
                 // The first poll needs neither the name nor the stop signal as its own: only a
                 // handler that goes on becomes a job.
-                let first = std::future::poll_fn(|cx| Poll::Ready(poll_notification(&mut fut, name, cx))).await;
-                match first {
+                match poll_notification(&mut fut, name, cx) {
                     Poll::Ready(()) => {
                         d.shared.settle.set_handled(taken);
                         Step::Done
@@ -281,7 +280,7 @@ impl Lane {
                         return Step::Blocked(Inbound::Request { method, params, slot });
                     };
                     d.shared.settle.set_handled(taken);
-                    d.start_request(method, params, slot, permit).await;
+                    d.start_request(method, params, slot, permit, cx);
                 } else {
                     d.shared.settle.set_handled(taken);
                     slot.answer_unanswered("cancelled before it started");
@@ -409,20 +408,28 @@ impl Dispatcher {
                     slot.answer_unanswered(closed);
                     return false;
                 };
-                self.start_request(method, params, slot, permit).await;
+                let mut start = Some((method, params, slot, permit));
+                std::future::poll_fn(|cx| {
+                    if let Some((method, params, slot, permit)) = start.take() {
+                        self.start_request(method, params, slot, permit, cx);
+                    }
+                    Poll::Ready(())
+                })
+                .await;
                 true
             }
         }
     }
 
-    /// Start a request's handler: its first poll on the lane, the rest as its own task. Resolves
-    /// in one poll.
-    async fn start_request(
+    /// Start a request's handler: its first poll on the lane (with `cx`), the rest as its own
+    /// task (which polls it again at once, so the waker that counts is the task's).
+    fn start_request(
         &self,
         method: String,
         params: Option<Box<RawValue>>,
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
+        cx: &mut Context<'_>,
     ) {
         let responder = Responder::new(slot.clone());
         let request = Request { method, params, slot: slot.clone() };
@@ -437,12 +444,9 @@ impl Dispatcher {
             Err(payload) => return answer_panic(&slot, &payload),
         };
         // The first poll on the lane; most handlers finish in it, and then cost no task.
-        let first = std::future::poll_fn(|cx| {
-            Poll::Ready(on_lane(|| {
-                supervised(Some(&slot), || std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))))
-            }))
-        })
-        .await;
+        let first = on_lane(|| {
+            supervised(Some(&slot), || std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))))
+        });
         // Still unanswered (running on, or its responder handed to another task): in flight,
         // so it must be found by a cancellation or a reused id from here on.
         if !slot.is_answered() {

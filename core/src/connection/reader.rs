@@ -15,7 +15,7 @@ use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
 
@@ -24,6 +24,18 @@ const HOLD_MAX: usize = 32;
 
 /// A future that says why the peer went away when the stream ends (e.g. a child's exit status).
 pub(crate) type EofReason = futures::future::BoxFuture<'static, Option<String>>;
+
+/// What became of a message routed without waiting (see `Reader::route_now`).
+enum Routed {
+    /// Handled, or queued on the lane: read on.
+    Done,
+    /// The connection must stop reading.
+    Stop,
+    /// Invalid: to be answered (which may wait for room).
+    Invalid { id: Id, error: ErrorObject, batch: Option<Arc<Batch>> },
+    /// The lane holds the read-ahead already: wait, then offer this.
+    Full(Inbound),
+}
 
 pub(crate) struct Reader {
     pub(crate) shared: Arc<Shared>,
@@ -169,7 +181,45 @@ impl Reader {
         }
     }
 
+    /// Route one message: without waiting in the common case (one poll, the handler's first
+    /// poll included), then whatever must wait.
     async fn route(&self, message: Incoming, batch: Option<Arc<Batch>>) -> bool {
+        let mut message = Some((message, batch));
+        let routed = std::future::poll_fn(|cx| {
+            Poll::Ready(match message.take() {
+                Some((message, batch)) => self.route_now(message, batch, cx),
+                None => Routed::Done,
+            })
+        })
+        .await;
+        match routed {
+            Routed::Done => true,
+            Routed::Stop => false,
+            Routed::Invalid { id, error, batch } => {
+                self.answer_invalid(id, error, batch).await;
+                true
+            }
+            Routed::Full(item) => {
+                // A read-ahead of 0 would never let a message through.
+                let read_ahead = self.shared.config.limits.read_ahead.max(1);
+                if !Box::pin(self.wait_read_ahead(read_ahead)).await {
+                    return false;
+                }
+                let mut item = Some(item);
+                let routed = std::future::poll_fn(|cx| {
+                    Poll::Ready(match item.take() {
+                        Some(item) => self.offer_now(item, cx),
+                        None => Routed::Done,
+                    })
+                })
+                .await;
+                matches!(routed, Routed::Done)
+            }
+        }
+    }
+
+    /// Route one message as far as it goes without waiting (see [`Routed`]).
+    fn route_now(&self, message: Incoming, batch: Option<Arc<Batch>>, cx: &mut Context<'_>) -> Routed {
         match message {
             Incoming::Response { id, outcome } => {
                 let delivery = id.as_u64().map_or(Delivery::Unknown, |n| {
@@ -187,20 +237,20 @@ impl Reader {
                         tracing::warn!(target: crate::LOG_TARGET, %id, "answer to an id we never sent (ignored)")
                     }
                 }
-                true
+                Routed::Done
             }
             Incoming::Notification { method, params } => {
                 if method == self.shared.config.cancel.method {
                     self.on_cancel(params.as_deref());
-                    return true;
+                    return Routed::Done;
                 }
                 // Progress for our tokens and stream aborts, like cancellations, bypass the queue.
                 if crate::progress::intercept(&self.shared, &method, params.as_deref())
                     || crate::stream::intercept_abort(&self.shared, &method, params.as_deref())
                 {
-                    return true;
+                    return Routed::Done;
                 }
-                self.enqueue(Inbound::Notification { method, params }).await
+                self.enqueue_now(Inbound::Notification { method, params }, cx)
             }
             Incoming::Request { id, method, params } => {
                 // Every request that may still be unanswered is in the map by now (see
@@ -212,18 +262,17 @@ impl Reader {
                     let error = ErrorObject::invalid_request(format!(
                         "request id {id} is already in use by a request in flight"
                     ));
-                    self.answer_invalid(id, error, batch).await;
-                    return true;
+                    return Routed::Invalid { id, error, batch };
                 }
                 let slot = ReplySlot::new(self.shared.clone(), id, true, batch, false);
-                self.enqueue(Inbound::Request { method, params, slot }).await
+                self.enqueue_now(Inbound::Request { method, params, slot }, cx)
             }
             Incoming::Invalid { id, error, answer } => {
                 tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");
                 if answer {
-                    self.answer_invalid(id.unwrap_or(Id::Null), error, batch).await;
+                    return Routed::Invalid { id: id.unwrap_or(Id::Null), error, batch };
                 }
-                true
+                Routed::Done
             }
         }
     }
@@ -260,23 +309,25 @@ impl Reader {
     /// Hand a message to the lane, pausing while too much is queued — unless one of our
     /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
     /// hard limit).
-    async fn enqueue(&self, item: Inbound) -> bool {
+    fn enqueue_now(&self, item: Inbound, cx: &mut Context<'_>) -> Routed {
         // A read-ahead of 0 would never let a message through.
         let read_ahead = self.shared.config.limits.read_ahead.max(1);
-        // Waiting for room is rare: it lives in a future of its own, so that the reader's stays
-        // small for the common path.
-        if self.shared.queued.load(Ordering::Acquire) >= read_ahead && !Box::pin(self.wait_read_ahead(read_ahead)).await
-        {
-            return false;
+        if self.shared.queued.load(Ordering::Acquire) >= read_ahead {
+            return Routed::Full(item);
         }
+        self.offer_now(item, cx)
+    }
+
+    /// Hand a message to the lane (there is room in the read-ahead).
+    fn offer_now(&self, item: Inbound, cx: &mut Context<'_>) -> Routed {
         self.shared.settle.on_enqueue();
-        if self.lane.offer(item).await.is_err() {
+        if self.lane.offer(item, cx).is_err() {
             // The dispatcher is gone (it only stops when the connection closes): never leave
             // the connection half alive with calls waiting on it.
             self.shared.close(CloseReason::new(CloseKind::FatalError, "the dispatcher stopped"));
-            return false;
+            return Routed::Stop;
         }
-        true
+        Routed::Done
     }
 
     /// Wait while the lane holds the read-ahead already; `false` when the connection closes.
