@@ -162,7 +162,8 @@ type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// What became of a message the reader tried to dispatch itself.
 enum Step {
-    Done,
+    /// Done; with the request's reply slot when nobody holds it any more (for reuse).
+    Done(Option<Arc<ReplySlot>>),
     /// Give the lane to the task: this notification's handler is still running.
     Running(NotificationJob),
     /// Give the lane to the task: this request must wait before it can start.
@@ -187,7 +188,8 @@ impl Lane {
 
     /// The reader hands over a message: dispatched on the spot if the lane is free (its handler
     /// polled once with `cx`, the reader's context), else queued for the dispatcher task.
-    pub(crate) fn offer(&self, item: Inbound, cx: &mut Context<'_>) -> Result<(), LaneClosed> {
+    /// `Ok` may hand back the reply slot of a request that is done with it, for reuse.
+    pub(crate) fn offer(&self, item: Inbound, cx: &mut Context<'_>) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(LaneClosed);
@@ -211,13 +213,13 @@ impl Lane {
                 slot.register();
             }
             q.items.push_back(item);
-            return Ok(());
+            return Ok(None);
         }
         let step = self.step(item, cx);
-        if let Step::Done = step {
+        if let Step::Done(spare) = step {
             // Only the reader queues, and it was busy here: nothing can be queued.
             self.owner.store(owner::IDLE, Ordering::Release);
-            return Ok(());
+            return Ok(spare);
         }
         let mut q = self.lock();
         if self.closed.load(Ordering::Acquire) {
@@ -230,7 +232,7 @@ impl Lane {
             return Err(LaneClosed);
         }
         match step {
-            Step::Done => {}
+            Step::Done(_) => {}
             Step::Running(job) => q.current = Some(job),
             Step::Blocked(item) => {
                 // Not taken after all: the task takes it first.
@@ -246,7 +248,7 @@ impl Lane {
         self.owner.store(owner::TASK, Ordering::Release);
         drop(q);
         self.task.wake();
-        Ok(())
+        Ok(None)
     }
 
     /// Dispatch one message from the reader without waiting for anything.
@@ -259,14 +261,14 @@ impl Lane {
             Inbound::Notification { method, params } => {
                 let Some((name, mut fut)) = d.notification_start(method, params) else {
                     d.shared.settle.set_handled(taken);
-                    return Step::Done;
+                    return Step::Done(None);
                 };
                 // The first poll needs neither the name nor the stop signal as its own: only a
                 // handler that goes on becomes a job.
                 match poll_notification(&mut fut, name, cx) {
                     Poll::Ready(()) => {
                         d.shared.settle.set_handled(taken);
-                        Step::Done
+                        Step::Done(None)
                     }
                     Poll::Pending => Step::Running(NotificationJob::new(name.clone(), fut, &d.shared.handlers)),
                 }
@@ -280,12 +282,11 @@ impl Lane {
                         return Step::Blocked(Inbound::Request { method, params, slot });
                     };
                     d.shared.settle.set_handled(taken);
-                    d.start_request(method, params, slot, permit, cx);
-                } else {
-                    d.shared.settle.set_handled(taken);
-                    slot.answer_unanswered("cancelled before it started");
+                    return Step::Done(d.start_request(method, params, slot, permit, cx));
                 }
-                Step::Done
+                d.shared.settle.set_handled(taken);
+                slot.answer_unanswered("cancelled before it started");
+                Step::Done(None)
             }
         }
     }
@@ -411,7 +412,7 @@ impl Dispatcher {
                 let mut start = Some((method, params, slot, permit));
                 std::future::poll_fn(|cx| {
                     if let Some((method, params, slot, permit)) = start.take() {
-                        self.start_request(method, params, slot, permit, cx);
+                        let _ = self.start_request(method, params, slot, permit, cx);
                     }
                     Poll::Ready(())
                 })
@@ -430,7 +431,7 @@ impl Dispatcher {
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
         cx: &mut Context<'_>,
-    ) {
+    ) -> Option<Arc<ReplySlot>> {
         let responder = Responder::new(slot.clone());
         let request = Request { method, params, slot: slot.clone() };
         // The handler's synchronous part (the closure that builds its future) may panic too; it
@@ -440,8 +441,11 @@ impl Dispatcher {
         });
         let mut handler = match started {
             Ok(Some(handler)) => handler,
-            Ok(None) => return,
-            Err(payload) => return answer_panic(&slot, &payload),
+            Ok(None) => return spare(slot),
+            Err(payload) => {
+                answer_panic(&slot, &payload);
+                return None;
+            }
         };
         // The first poll on the lane; most handlers finish in it, and then cost no task.
         let first = on_lane(|| {
@@ -453,9 +457,15 @@ impl Dispatcher {
             slot.register();
         }
         match first {
-            Ok(Poll::Ready(())) => return,
+            Ok(Poll::Ready(())) => {
+                drop(handler);
+                return spare(slot);
+            }
             Ok(Poll::Pending) => {}
-            Err(payload) => return answer_panic(&slot, &payload),
+            Err(payload) => {
+                answer_panic(&slot, &payload);
+                return None;
+            }
         }
         let permit = permit.owned();
         self.tracker.spawn(async move {
@@ -468,6 +478,7 @@ impl Dispatcher {
             }
             drop(permit);
         });
+        None
     }
 
     /// The handler future for a request, or `None` when it was answered on the spot.
@@ -625,6 +636,11 @@ async fn supervise(
     .await;
     drop(fut);
     end
+}
+
+/// A finished request's reply slot, if nobody holds it any more (the reader reuses it).
+fn spare(mut slot: Arc<ReplySlot>) -> Option<Arc<ReplySlot>> {
+    ReplySlot::retire(&mut slot).then_some(slot)
 }
 
 /// Answer a request whose handler panicked with `-32603` and the panic message.

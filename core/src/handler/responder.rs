@@ -85,6 +85,35 @@ impl ReplySlot {
         })
     }
 
+    /// A slot nobody else holds any more, made ready for another request of the same
+    /// connection (`false`: somebody still holds it). Saves the allocation of a new one.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn renew(
+        slot: &mut Arc<Self>,
+        id: Id,
+        batch: Option<Arc<Batch>>,
+    ) -> Result<(), (Id, Option<Arc<Batch>>)> {
+        let Some(s) = Arc::get_mut(slot) else { return Err((id, batch)) };
+        s.id = id;
+        *s.answered.get_mut() = false;
+        s.tracked = true;
+        *s.registered.get_mut() = false;
+        s.batch = batch;
+        s.silent = false;
+        *s.cancelled.get_mut() = false;
+        *s.peer_cancelled.get_mut() = false;
+        s.token = OnceLock::new();
+        Ok(())
+    }
+
+    /// Let go of what a finished request's slot still holds (before it waits to be renewed).
+    pub(crate) fn retire(slot: &mut Arc<Self>) -> bool {
+        let Some(s) = Arc::get_mut(slot) else { return false };
+        s.batch = None;
+        s.token = OnceLock::new();
+        true
+    }
+
     /// Enter the request in the map of requests in flight (unless it is answered already), so
     /// that the peer's cancellation, a reused id or a progress report finds it. The reader does
     /// this before it reads on, for every request that may still be unanswered then.
