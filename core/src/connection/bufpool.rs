@@ -5,6 +5,7 @@
 //! next, and a call or an answer costs no allocation for its body.
 
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 /// Buffers kept per thread.
 const KEEP: usize = 16;
@@ -17,10 +18,24 @@ thread_local! {
     static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Something kept in a per-thread `pool`, if there is (none while the thread is being torn down).
+pub(crate) fn reuse<T: 'static>(pool: &'static LocalKey<RefCell<Vec<T>>>) -> Option<T> {
+    pool.try_with(|p| p.borrow_mut().pop()).ok().flatten()
+}
+
+/// Keep `item` in a per-thread `pool` unless it holds `keep` already.
+pub(crate) fn keep<T: 'static>(pool: &'static LocalKey<RefCell<Vec<T>>>, item: T, keep: usize) {
+    let _ = pool.try_with(|p| {
+        let mut pool = p.borrow_mut();
+        if pool.len() < keep {
+            pool.push(item);
+        }
+    });
+}
+
 /// An empty buffer with room for at least `min` bytes.
 pub(crate) fn take(min: usize) -> Vec<u8> {
-    let kept = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten();
-    match kept {
+    match reuse(&POOL) {
         Some(mut buf) => {
             buf.reserve(min);
             buf
@@ -35,12 +50,7 @@ pub(crate) fn give(mut buf: Vec<u8>) {
         return;
     }
     buf.clear();
-    let _ = POOL.try_with(|p| {
-        let mut pool = p.borrow_mut();
-        if pool.len() < KEEP {
-            pool.push(buf);
-        }
-    });
+    keep(&POOL, buf, KEEP);
 }
 
 #[cfg(test)]

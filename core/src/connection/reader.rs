@@ -5,6 +5,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
+
+use serde_json::value::RawValue;
 
 use super::dispatch::{Inbound, Lane};
 use super::frames::{FrameSource, Next};
@@ -15,9 +18,6 @@ use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
-use std::task::{Context, Poll, Waker};
-
-use serde_json::value::RawValue;
 
 /// At most this many messages are handled while their answers are held (see `Outbound::hold`).
 const HOLD_MAX: usize = 32;

@@ -206,13 +206,11 @@ impl Decoder for ContentLengthCodec {
     type Error = FrameError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        let found = self.decode_at(src)?;
-        Ok(found.map(|f| f.split_off(src)))
+        super::split_found(self.decode_at(src), src)
     }
 
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        let found = self.decode_eof_at(src)?;
-        Ok(found.map(|f| f.split_off(src)))
+        super::split_found(self.decode_eof_at(src), src)
     }
 }
 

@@ -88,6 +88,11 @@ pub(crate) enum Found {
     Discarded { limit: usize },
 }
 
+/// What a [`Decoder`] yields for what a codec found in place: the frame split off `src`.
+fn split_found(found: Result<Option<Found>, FrameError>, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+    Ok(found?.map(|f| f.split_off(src)))
+}
+
 impl Found {
     /// The frame as an owned [`Frame`], split off the front of `src`.
     fn split_off(self, src: &mut BytesMut) -> Frame {

@@ -4,6 +4,8 @@
 
 use std::cell::RefCell;
 
+use crate::connection::bufpool::{keep, reuse};
+
 /// Strings kept per thread.
 const KEEP: usize = 16;
 /// Longer ones are freed, not kept.
@@ -16,7 +18,7 @@ thread_local! {
 /// `name` as an owned string, in a kept buffer when there is one.
 pub(crate) fn take(name: &str) -> String {
     if name.len() <= MAX_KEPT_CAPACITY
-        && let Some(mut kept) = NAMES.try_with(|n| n.borrow_mut().pop()).ok().flatten()
+        && let Some(mut kept) = reuse(&NAMES)
     {
         kept.clear();
         kept.push_str(name);
@@ -30,12 +32,7 @@ pub(crate) fn give(name: String) {
     if name.capacity() == 0 || name.capacity() > MAX_KEPT_CAPACITY {
         return;
     }
-    let _ = NAMES.try_with(|n| {
-        let mut names = n.borrow_mut();
-        if names.len() < KEEP {
-            names.push(name);
-        }
-    });
+    keep(&NAMES, name, KEEP);
 }
 
 #[cfg(test)]
