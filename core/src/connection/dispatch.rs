@@ -164,9 +164,14 @@ type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 enum Step {
     /// Done; with the request's reply slot when nobody holds it any more (for reuse).
     Done(Option<Arc<ReplySlot>>),
-    /// Give the lane to the task: this notification's handler is still running.
+    /// Give the lane to the task, with what it must take first.
+    Handoff(Handoff),
+}
+
+enum Handoff {
+    /// This notification's handler is still running.
     Running(NotificationJob),
-    /// Give the lane to the task: this request must wait before it can start.
+    /// This request must wait before it can start.
     Blocked(Inbound),
 }
 
@@ -215,26 +220,27 @@ impl Lane {
             q.items.push_back(item);
             return Ok(None);
         }
-        let step = self.step(item, cx);
-        if let Step::Done(spare) = step {
-            // Only the reader queues, and it was busy here: nothing can be queued.
-            self.owner.store(owner::IDLE, Ordering::Release);
-            return Ok(spare);
-        }
+        let handoff = match self.step(item, cx) {
+            Step::Done(spare) => {
+                // Only the reader queues, and it was busy here: nothing can be queued.
+                self.owner.store(owner::IDLE, Ordering::Release);
+                return Ok(spare);
+            }
+            Step::Handoff(handoff) => handoff,
+        };
         let mut q = self.lock();
         if self.closed.load(Ordering::Acquire) {
             // The task stopped meanwhile (the connection is closing): nobody would take this.
             drop(q);
             self.owner.store(owner::IDLE, Ordering::Release);
-            if let Step::Blocked(Inbound::Request { slot, .. }) = step {
+            if let Handoff::Blocked(Inbound::Request { slot, .. }) = handoff {
                 slot.answer_unanswered("the connection closed before the request started");
             }
             return Err(LaneClosed);
         }
-        match step {
-            Step::Done(_) => {}
-            Step::Running(job) => q.current = Some(job),
-            Step::Blocked(item) => {
+        match handoff {
+            Handoff::Running(job) => q.current = Some(job),
+            Handoff::Blocked(item) => {
                 // Not taken after all: the task takes it first.
                 let taken = self.taken.load(Ordering::Acquire);
                 self.taken.store(taken - 1, Ordering::Release);
@@ -270,16 +276,18 @@ impl Lane {
                         d.shared.settle.set_handled(taken);
                         Step::Done(None)
                     }
-                    Poll::Pending => Step::Running(NotificationJob::new(name.clone(), fut, &d.shared.handlers)),
+                    Poll::Pending => {
+                        Step::Handoff(Handoff::Running(NotificationJob::new(name.clone(), fut, &d.shared.handlers)))
+                    }
                 }
             }
             Inbound::Request { method, params, slot } => {
                 if !slot.is_cancelled() {
                     if !d.shared.outbound.has_room() {
-                        return Step::Blocked(Inbound::Request { method, params, slot });
+                        return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     }
                     let Some(permit) = d.permits.try_take() else {
-                        return Step::Blocked(Inbound::Request { method, params, slot });
+                        return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     };
                     d.shared.settle.set_handled(taken);
                     return Step::Done(d.start_request(method, params, slot, permit, cx));

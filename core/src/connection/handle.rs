@@ -99,6 +99,16 @@ impl CallGuard<'_> {
         self.active = false;
     }
 
+    /// The request could not be queued (the connection is ending): the call is over, the peer
+    /// never heard of it.
+    fn unsent(self) -> Error {
+        let shared = self.shared;
+        shared.pending.abandon(self.id);
+        shared.release_call(self.id);
+        self.disarm();
+        Error::ConnectionLost(shared.lost())
+    }
+
     fn send_cancel(&self) {
         let cancel = &self.shared.config.cancel;
         let mut buf = super::bufpool::take(64);
@@ -211,11 +221,10 @@ impl Handle {
     /// alone; everything else goes on in a future of its own, boxed, so that the future a
     /// caller holds (or a `FuturesUnordered` allocates per call) stays small.
     pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: &CallOptions) -> Result<Box<RawValue>, Error> {
-        let rx = match self.start_call(id, buf, options) {
-            Ok(rx) => rx,
+        let (rx, guard) = match self.start_call(id, buf, options) {
+            Ok(started) => started,
             Err(slow) => return slow.await,
         };
-        let guard = CallGuard { shared: &self.shared, id, active: true, sent: true };
         let outcome = rx.await;
         guard.disarm();
         match outcome {
@@ -225,13 +234,14 @@ impl Handle {
     }
 
     /// Register and send the call now if nothing needs waiting for (`Ok`: its answer's
-    /// receiver); otherwise the rest of the call, boxed.
+    /// receiver and the guard that cancels it if the caller goes away); otherwise the rest of
+    /// the call, boxed.
     fn start_call<'a>(
         &'a self,
         id: u64,
         buf: Vec<u8>,
         options: &'a CallOptions,
-    ) -> Result<oneshot::Receiver<Outcome>, BoxedCall<'a>> {
+    ) -> Result<(oneshot::Receiver<Outcome>, CallGuard<'a>), BoxedCall<'a>> {
         let shared = &*self.shared;
         let limited = options.timeout.or(shared.config.default_timeout).is_some() || options.cancel.is_some();
         let rx = match shared.pending.try_register(id) {
@@ -246,20 +256,14 @@ impl Handle {
         let mut guard = CallGuard { shared, id, active: true, sent: false };
         match shared.outbound.try_send_budgeted(buf, true) {
             Ok(Ok(())) => {}
-            Ok(Err(_closed)) => {
-                guard.disarm();
-                shared.pending.abandon(id);
-                shared.release_call(id);
-                return Err(Box::pin(std::future::ready(Err(Error::ConnectionLost(shared.lost())))));
-            }
+            Ok(Err(_closed)) => return Err(Box::pin(std::future::ready(Err(guard.unsent())))),
             Err(buf) => return Err(Box::pin(self.finish_call(rx, guard, Some(buf), options))),
         }
+        guard.sent = true;
         if limited || options.after_notifications {
-            guard.sent = true;
             return Err(Box::pin(self.finish_call(rx, guard, None, options)));
         }
-        guard.disarm();
-        Ok(rx)
+        Ok((rx, guard))
     }
 
     /// The whole call, waiting for a free slot among the pending calls first.
@@ -292,10 +296,7 @@ impl Handle {
                 Err(buf) => shared.outbound.send_waiting(buf, true).await,
             };
             if sent.is_err() {
-                guard.active = false;
-                shared.pending.abandon(guard.id);
-                shared.release_call(guard.id);
-                return Err(Error::ConnectionLost(shared.lost()));
+                return Err(guard.unsent());
             }
             guard.sent = true;
         }
