@@ -26,6 +26,7 @@ pub mod progress;
 mod scope;
 pub mod server;
 pub mod stream;
+mod sync;
 pub mod transport;
 
 pub use connection::{

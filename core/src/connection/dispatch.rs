@@ -14,21 +14,20 @@
 //! never waited for, by the reader.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
-use futures::task::AtomicWaker;
 use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 use super::Handle;
+use super::lane::{Handoff, LaneTurns, Offered};
 use super::settle::on_lane;
 use super::shared::Shared;
 use crate::handler::{Notification, ReplySlot, Request, Responder, Route, Router, supervised};
@@ -39,36 +38,12 @@ pub(crate) enum Inbound {
     Notification { method: String, params: Option<Box<RawValue>> },
 }
 
-/// Who works the lane now (a [`Lane::owner`] value).
-///
-/// Idle → Reader and Reader → Idle are the reader's own moves and need no lock (a lone message
-/// costs one compare-and-swap); every move to or from Task happens under the queue's lock.
-mod owner {
-    /// Nobody: the reader takes the next message itself.
-    pub(super) const IDLE: u8 = 0;
-    /// The reader, dispatching the message it just read.
-    pub(super) const READER: u8 = 1;
-    /// The dispatcher task, with the messages queued behind what it was handed.
-    pub(super) const TASK: u8 = 2;
-}
-
-struct Queue {
-    items: VecDeque<Inbound>,
-    /// A notification handler the reader started and could not finish: the task's first job.
-    current: Option<NotificationJob>,
-    /// The reader has stopped: nothing more will be offered.
-    input_ended: bool,
-}
-
-/// The lane, shared by the reader and the dispatcher task.
+/// The lane, shared by the reader and the dispatcher task. Its hand-off is [`LaneTurns`]'s
+/// state machine; what is dispatched, and how, is this module's.
 pub(crate) struct Lane {
-    queue: Mutex<Queue>,
-    /// Who works the lane (see [`owner`]).
-    owner: AtomicU8,
-    /// The dispatcher task has stopped: nothing is dispatched any more.
-    closed: AtomicBool,
-    task: AtomicWaker,
-    /// Messages taken off the lane so far (for [`super::settle`]).
+    turns: LaneTurns<Inbound, NotificationJob>,
+    /// Messages taken off the lane so far (for [`super::settle`]). Only the lane's owner of the
+    /// moment writes it (the reader while `Here`, the task while `Task`).
     taken: AtomicU64,
     dispatcher: Dispatcher,
 }
@@ -165,96 +140,54 @@ enum Step {
     /// Done; with the request's reply slot when nobody holds it any more (for reuse).
     Done(Option<Arc<ReplySlot>>),
     /// Give the lane to the task, with what it must take first.
-    Handoff(Handoff),
-}
-
-enum Handoff {
-    /// This notification's handler is still running.
-    Running(NotificationJob),
-    /// This request must wait before it can start.
-    Blocked(Inbound),
+    Handoff(Handoff<Inbound, NotificationJob>),
 }
 
 impl Lane {
     pub(crate) fn new(dispatcher: Dispatcher) -> Self {
-        Lane {
-            queue: Mutex::new(Queue { items: VecDeque::new(), current: None, input_ended: false }),
-            owner: AtomicU8::new(owner::IDLE),
-            closed: AtomicBool::new(false),
-            task: AtomicWaker::new(),
-            taken: AtomicU64::new(0),
-            dispatcher,
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+        Lane { turns: LaneTurns::new(), taken: AtomicU64::new(0), dispatcher }
     }
 
     /// The reader hands over a message: dispatched on the spot if the lane is free (its handler
     /// polled once with `cx`, the reader's context), else queued for the dispatcher task.
     /// `Ok` may hand back the reply slot of a request that is done with it, for reuse.
     pub(crate) fn offer(&self, item: Inbound, cx: &mut Context<'_>) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
-        loop {
-            if self.closed.load(Ordering::Acquire) {
-                return Err(LaneClosed);
-            }
-            if self.owner.compare_exchange(owner::IDLE, owner::READER, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                break;
-            }
-            // The task works the lane: queue behind it, unless it let go meanwhile (it only
-            // lets go under the lock).
-            let mut q = self.lock();
-            if self.closed.load(Ordering::Acquire) {
-                // Checked under the lock: the task takes what is queued when it closes.
-                return Err(LaneClosed);
-            }
-            if self.owner.load(Ordering::Acquire) == owner::IDLE {
-                continue;
-            }
-            self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
-            // Queued: a cancellation (or a reused id) read meanwhile must find it.
-            if let Inbound::Request { slot, .. } = &item {
+        let shared = &self.dispatcher.shared;
+        // Queued: a cancellation (or a reused id) read meanwhile must find it.
+        let queued = |item: &Inbound| {
+            shared.queued.fetch_add(1, Ordering::AcqRel);
+            if let Inbound::Request { slot, .. } = item {
                 slot.register();
             }
-            q.items.push_back(item);
-            return Ok(None);
-        }
+        };
+        let item = match self.turns.offer(item, queued) {
+            Offered::Here(item) => item,
+            Offered::Queued => return Ok(None),
+            Offered::Closed(_) => return Err(LaneClosed),
+        };
         let handoff = match self.step(item, cx) {
             Step::Done(spare) => {
-                // Only the reader queues, and it was busy here: nothing can be queued.
-                self.owner.store(owner::IDLE, Ordering::Release);
+                self.turns.done_here();
                 return Ok(spare);
             }
             Step::Handoff(handoff) => handoff,
         };
-        let mut q = self.lock();
-        if self.closed.load(Ordering::Acquire) {
-            // The task stopped meanwhile (the connection is closing): nobody would take this.
-            drop(q);
-            self.owner.store(owner::IDLE, Ordering::Release);
-            if let Handoff::Blocked(Inbound::Request { slot, .. }) = handoff {
-                slot.answer_unanswered("the connection closed before the request started");
-            }
-            return Err(LaneClosed);
-        }
-        match handoff {
-            Handoff::Running(job) => q.current = Some(job),
-            Handoff::Blocked(item) => {
-                // Not taken after all: the task takes it first.
-                let taken = self.taken.load(Ordering::Acquire);
-                self.taken.store(taken - 1, Ordering::Release);
-                self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
-                if let Inbound::Request { slot, .. } = &item {
-                    slot.register();
+        let requeued = |item: &Inbound| {
+            // Not taken after all: the task takes it first.
+            let taken = self.taken.load(Ordering::Acquire);
+            self.taken.store(taken - 1, Ordering::Release);
+            queued(item);
+        };
+        match self.turns.hand_off(handoff, requeued) {
+            Ok(()) => Ok(None),
+            Err(handoff) => {
+                // The task stopped meanwhile (the connection is closing): nobody would take this.
+                if let Handoff::Blocked(Inbound::Request { slot, .. }) = handoff {
+                    slot.answer_unanswered("the connection closed before the request started");
                 }
-                q.items.push_front(item);
+                Err(LaneClosed)
             }
         }
-        self.owner.store(owner::TASK, Ordering::Release);
-        drop(q);
-        self.task.wake();
-        Ok(None)
     }
 
     /// Dispatch one message from the reader without waiting for anything.
@@ -302,20 +235,7 @@ impl Lane {
     /// The reader stopped (after the peer's EOF the messages it read are still dispatched; then
     /// the task ends).
     pub(crate) fn input_ended(&self) {
-        self.lock().input_ended = true;
-        self.task.wake();
-    }
-
-    /// The dispatcher task's turn: `true` once it owns the lane, `false` once the reader has
-    /// stopped and everything it offered is done.
-    fn poll_turn(&self, cx: &mut Context<'_>) -> Poll<bool> {
-        self.task.register(cx.waker());
-        let q = self.lock();
-        match self.owner.load(Ordering::Acquire) {
-            owner::TASK => Poll::Ready(true),
-            owner::IDLE if q.input_ended => Poll::Ready(false),
-            _ => Poll::Pending,
-        }
+        self.turns.input_ended();
     }
 
     /// The dispatcher task: work the lane whenever it is handed over, until the connection
@@ -333,28 +253,17 @@ impl Lane {
             tokio::select! {
                 biased;
                 _ = &mut stopped => break,
-                owns = std::future::poll_fn(|cx| self.poll_turn(cx)) => if !owns {
+                owns = std::future::poll_fn(|cx| self.turns.poll_turn(cx)) => if !owns {
                     break;
                 },
             }
-            let current = self.lock().current.take();
-            if let Some(job) = current {
+            if let Some(job) = self.turns.take_current() {
                 if !job.await {
                     break;
                 }
                 d.shared.settle.set_handled(self.taken.load(Ordering::Acquire));
             }
-            loop {
-                let item = {
-                    let mut q = self.lock();
-                    match q.items.pop_front() {
-                        Some(item) => item,
-                        None => {
-                            self.owner.store(owner::IDLE, Ordering::Release);
-                            break;
-                        }
-                    }
-                };
+            while let Some(item) = self.turns.next() {
                 if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
                     d.shared.space.notify_one();
                 }
@@ -368,13 +277,7 @@ impl Lane {
             }
         }
         // The connection is closing: answer what never started.
-        let left = {
-            let mut q = self.lock();
-            self.closed.store(true, Ordering::Release);
-            q.current = None;
-            std::mem::take(&mut q.items)
-        };
-        for item in left {
+        for item in self.turns.close() {
             if let Inbound::Request { slot, .. } = item {
                 slot.answer_unanswered("the connection closed before the request started");
             }

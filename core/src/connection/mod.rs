@@ -7,6 +7,7 @@ mod dispatch;
 mod error;
 mod frames;
 mod handle;
+mod lane;
 mod messages;
 mod outbound;
 mod pending;
