@@ -109,7 +109,7 @@ impl<T, J> LaneTurns<T, J> {
     pub(crate) fn hand_off(&self, handoff: Handoff<T, J>, on_requeue: impl FnOnce(&T)) -> Result<(), Handoff<T, J>> {
         let mut q = self.turns.lock();
         if self.closed.load(Ordering::Acquire) {
-            q.to_idle();
+            q.let_go();
             return Err(handoff);
         }
         match handoff {
@@ -119,7 +119,7 @@ impl<T, J> LaneTurns<T, J> {
                 q.items.push_front(item);
             }
         }
-        q.to_task();
+        q.pass_to_task();
         drop(q);
         self.turns.wake_task();
         Ok(())
@@ -153,7 +153,7 @@ impl<T, J> LaneTurns<T, J> {
         let mut q = self.turns.lock();
         let item = q.items.pop_front();
         if item.is_none() {
-            q.to_idle();
+            q.let_go();
         }
         item
     }

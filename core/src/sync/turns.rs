@@ -24,8 +24,8 @@
 //! | `Idle` → `Here` | [`Locked::take_here`] | yes | a producer that queued under the lock (a sender of answers) |
 //! | `Idle` → `Held` | [`Locked::take_held`] | yes | a producer, while the reader holds |
 //! | `Held` → `Here` | [`Locked::held_to_here`] | yes | the reader, done holding |
-//! | `Idle`, `Here`, `Held` → `Task` | [`Locked::to_task`] | yes | a producer of work that must wait; an owner that cannot finish |
-//! | `Here`, `Task` → `Idle` | [`Locked::to_idle`] | yes | the owner, having seen the queue empty |
+//! | `Idle`, `Here`, `Held` → `Task` | [`Locked::pass_to_task`] | yes | a producer of work that must wait; an owner that cannot finish |
+//! | `Here`, `Task` → `Idle` | [`Locked::let_go`] | yes | the owner, having seen the queue empty |
 //! | `Here` → `Idle` | [`Turns::leave_here`] | no | the single producer, having worked all it queued (nobody else can queue) |
 //!
 //! # Rules that make it correct
@@ -94,9 +94,7 @@ impl<Q> Turns<Q> {
     /// `Idle` → `Here` without the lock; `false` if somebody else works the queue. Only for the
     /// single producer of a queue (nobody else may queue while it works, see [`Turns::leave_here`]).
     pub(crate) fn try_here(&self) -> bool {
-        self.owner
-            .compare_exchange(Owner::Idle as u8, Owner::Here as u8, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        self.owner.compare_exchange(Owner::Idle as u8, Owner::Here as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// `Here` → `Idle` without the lock: the single producer worked everything it queued.
@@ -153,7 +151,7 @@ impl<Q> Locked<'_, Q> {
     }
 
     /// Any state → `Task`. Returns whether it moved (then wake the task once the lock is let go).
-    pub(crate) fn to_task(&mut self) -> bool {
+    pub(crate) fn pass_to_task(&mut self) -> bool {
         let moved = self.owner() != Owner::Task;
         if moved {
             self.set(Owner::Task);
@@ -162,9 +160,9 @@ impl<Q> Locked<'_, Q> {
     }
 
     /// `Here` or `Task` → `Idle`: the owner saw the queue empty. Returns who owned it.
-    pub(crate) fn to_idle(&mut self) -> Owner {
+    pub(crate) fn let_go(&mut self) -> Owner {
         let was = self.owner();
-        debug_assert!(matches!(was, Owner::Here | Owner::Task), "to_idle from {was:?}");
+        debug_assert!(matches!(was, Owner::Here | Owner::Task), "let_go from {was:?}");
         self.set(Owner::Idle);
         was
     }

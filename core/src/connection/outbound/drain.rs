@@ -1,0 +1,96 @@
+//! The writer task and the final drain when the connection stops.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::FLUSH_TIMEOUT;
+use crate::connection::shared::Shared;
+use crate::connection::{CloseKind, CloseReason};
+
+/// The writer task's side, shared by the byte writer and the message writer: its turns while the
+/// connection lives, then the final drain when it stops (wait for the handlers still running,
+/// write what they answered, give up after [`FLUSH_TIMEOUT`]).
+pub(crate) struct Drain {
+    shared: Arc<Shared>,
+    give_up: Pin<Box<dyn Future<Output = ()> + Send>>,
+    handlers_done: Pin<Box<dyn Future<Output = ()> + Send>>,
+    handlers_finished: bool,
+}
+
+impl Drain {
+    pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
+        let stop = shared.shutdown.clone();
+        let give_up = Box::pin(async move {
+            stop.cancelled().await;
+            tokio::time::sleep(FLUSH_TIMEOUT).await;
+        });
+        let stop = shared.shutdown.clone();
+        let handlers_done = Box::pin(async move {
+            stop.cancelled().await;
+            handlers.close();
+            handlers.wait().await;
+        });
+        Drain { shared, give_up, handlers_done, handlers_finished: false }
+    }
+
+    /// Wait for the writer task's turn (`true`: it owns the queue), or `false` when the writer
+    /// should stop: the connection ended and everything was written, or the drain gave up.
+    pub(crate) async fn turn(&mut self) -> bool {
+        loop {
+            let out = &self.shared.outbound;
+            let ending = self.handlers_finished;
+            tokio::select! {
+                biased;
+                owns = std::future::poll_fn(|cx| out.poll_turn(cx, ending)) => return owns,
+                _ = &mut self.handlers_done, if !self.handlers_finished => self.handlers_finished = true,
+                _ = &mut self.give_up => return false,
+            }
+        }
+    }
+
+    /// Run one write, unless the drain gives up first (`None`).
+    pub(crate) async fn write<T>(&mut self, write: impl Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            res = write => Some(res),
+            _ = &mut self.give_up => None,
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+/// The writer task: write what inline writers could not and what is queued for it, until the
+/// connection stops; then flush what is left (waiting for the handlers still running, within
+/// [`FLUSH_TIMEOUT`]) and shut the write side down. A failed write ends the connection, and the
+/// write side is still shut (a message transport may have a closing handshake to finish, say a
+/// WebSocket whose peer closed first).
+pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
+    let shared = drain.shared().clone();
+    let out = &shared.outbound;
+    while drain.turn().await {
+        let pumped =
+            std::future::poll_fn(|cx| out.with_pump(|p| p.poll_pump(cx, out, None)).unwrap_or(Poll::Ready(Ok(()))));
+        match drain.write(pumped).await {
+            None => break,
+            Some(Err(e)) => {
+                shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
+                break;
+            }
+            Some(Ok(())) => {}
+        }
+    }
+    let shutdown = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_shutdown(cx)).unwrap_or(Poll::Ready(Ok(()))));
+    let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
+    shared.finish();
+    out.drop_pump();
+    done.cancel();
+}

@@ -1,0 +1,435 @@
+//! The outbound queue and who writes it: one ordered queue per connection.
+//!
+//! Requests and notifications take a share of a byte budget before they are queued, so a peer
+//! that stops reading slows callers down instead of growing memory. Responses and cancellations
+//! are queued without waiting (they are bounded by the in-flight request limit, and they must be
+//! sendable from `Drop`). Everything leaves in the order it was queued.
+//!
+//! Nobody is the writer by default. Whoever queues a request or an answer while nobody writes
+//! becomes the writer on the spot: it writes from its own task, without waiting — one poll of
+//! the stream (or sink) with a no-op waker — and keeps writing what others queue meanwhile. What
+//! cannot be written at once (the peer is slow, the pipe is full) is handed to the writer task,
+//! which also writes notifications (so a burst leaves in a few writes). A lone call thus costs
+//! no task hop on the way out, and a write is never left half done by a caller that goes away:
+//! one poll either takes bytes or takes none. The reader holds what its handlers answer while
+//! it works through what it has read, and writes it in one go before it waits.
+//!
+//! On a byte stream, small messages are framed straight into the queue's tail buffer, which the
+//! writer swaps with its own emptied one: nothing is allocated per message.
+
+mod drain;
+mod pump;
+mod turns;
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::sync::{Notify, Semaphore};
+
+use self::turns::{Content, OutQueue, OutTurns, Writer};
+use super::Direction;
+use super::trace::Tracer;
+use crate::framing::FrameCodec;
+use crate::sync::turns::Locked;
+
+pub(crate) use drain::{Drain, run_writer};
+pub(crate) use pump::{ByteWriter, Pump, SinkWriter};
+
+/// How long a closing connection waits for running handlers and the peer to take queued bytes.
+pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bodies larger than this are written straight from their own buffer instead of being copied
+/// into the batch buffer.
+const DIRECT_WRITE: usize = 32 * 1024;
+
+/// A write buffer larger than this is freed once written (a burst is over): an idle connection
+/// holds no write buffer at all.
+const KEEP_BUFFER: usize = 128 * 1024;
+
+/// What is queued, in order.
+pub(crate) enum Chunk {
+    /// Small messages framed back to back (a byte stream's queue tail, sealed when a large body
+    /// is queued after it).
+    Encoded(BytesMut),
+    /// One message's body: a large one on a byte stream (framed as it is written, not copied),
+    /// every message on a message transport.
+    Body(Vec<u8>),
+}
+
+/// What a take freed (see [`Outbound::took_locked`]).
+struct Taken {
+    /// A sender waits for budget.
+    room: bool,
+    /// Bytes of answers taken.
+    answers: usize,
+}
+
+/// The queue is closed; the connection is ending.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+/// What is queued (the content of the queue's [`OutTurns`], under its lock).
+struct Queue {
+    chunks: VecDeque<Chunk>,
+    /// Small messages framed since the last chunk, written after the chunks (byte streams).
+    /// Senders frame their messages straight into it, so nothing is allocated per message and
+    /// the writer swaps it with its own emptied buffer.
+    tail: BytesMut,
+    /// Bytes of queued requests and notifications: their share of the budget, given back when
+    /// the writer takes them.
+    budgeted: usize,
+    /// Bytes of queued responses and cancellations (see [`Outbound::unbudgeted`]).
+    unbudgeted: usize,
+    /// A sender waits for room (it is first in line: the others wait for the turnstile).
+    waiting: bool,
+    /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline
+    /// (the byte writer gives its own emptied one back here when it lets go).
+    spare: BytesMut,
+}
+
+impl Content for Queue {
+    fn is_empty(&self) -> bool {
+        self.chunks.is_empty() && self.tail.is_empty()
+    }
+}
+
+type QueueGuard<'a> = Locked<'a, OutQueue<Queue>>;
+
+pub(crate) struct Outbound {
+    /// The queue and whose turn it is to write it (see [`turns`]).
+    queue: OutTurns<Queue>,
+    /// The writer (`None` once the writer task ended, so that the stream or sink is closed).
+    pump: Mutex<Option<Box<dyn Pump>>>,
+    /// The framing of a byte stream (`None`: a message transport, one body per message).
+    codec: Option<FrameCodec>,
+    pub(crate) tracer: Tracer,
+    budget_max: usize,
+    /// Senders that found no room wait here in line, first come first served.
+    turnstile: Semaphore,
+    /// Signalled when the writer takes budgeted bytes while a sender waits.
+    room: Notify,
+    /// Set when the connection starts closing: no new requests or notifications.
+    closed: AtomicBool,
+    /// Bytes of responses and cancellations queued without waiting for the budget. They cannot
+    /// wait (they are sent from `Drop`), so instead nothing that produces more of them (a new
+    /// inbound request, an error answer to garbage) starts while they exceed the budget.
+    unbudgeted: AtomicUsize,
+    /// Signalled when the writer takes unbudgeted bytes (or the queue closes).
+    drained: Notify,
+}
+
+impl Outbound {
+    pub(crate) fn new(budget_bytes: usize, tracer: Tracer, codec: Option<FrameCodec>) -> Self {
+        let budget_max = budget_bytes.max(1);
+        Outbound {
+            queue: OutTurns::new(Queue {
+                chunks: VecDeque::new(),
+                tail: BytesMut::new(),
+                budgeted: 0,
+                unbudgeted: 0,
+                waiting: false,
+                spare: BytesMut::new(),
+            }),
+            codec,
+            pump: Mutex::new(None),
+            tracer,
+            budget_max,
+            turnstile: Semaphore::new(1),
+            room: Notify::new(),
+            closed: AtomicBool::new(false),
+            unbudgeted: AtomicUsize::new(0),
+            drained: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> QueueGuard<'_> {
+        self.queue.lock()
+    }
+
+    /// Queue a notification (or progress report), waiting for room in the byte budget. The
+    /// writer task writes it, batched with what else is queued.
+    pub(crate) async fn send(&self, body: Vec<u8>) -> Result<(), Closed> {
+        match self.try_send_budgeted(body, false) {
+            Ok(sent) => sent,
+            Err(body) => Box::pin(self.send_waiting(body, false)).await,
+        }
+    }
+
+    /// Queue `body` if its share of the budget is free and nobody waits in line; `Err` gives it
+    /// back for [`Outbound::send_waiting`]. The waiting lives in a future of its own (boxed when
+    /// needed), so that a caller's future stays small.
+    pub(crate) fn try_send_budgeted(&self, body: Vec<u8>, inline: bool) -> Result<Result<(), Closed>, Vec<u8>> {
+        // Traced before the lock: the redactor is user code.
+        self.tracer.message(Direction::Outgoing, &body);
+        // A body larger than the whole budget takes all of it.
+        let n = body.len().clamp(1, self.budget_max);
+        let mut q = self.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(Err(Closed));
+        }
+        if !q.waiting && q.budgeted + n <= self.budget_max {
+            q.budgeted += n;
+            return Ok(self.push_locked(q, body, inline));
+        }
+        Err(body)
+    }
+
+    pub(crate) async fn send_waiting(&self, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
+        let n = body.len().clamp(1, self.budget_max);
+        // No room: wait in line, then (first in line) until the writer has taken enough.
+        let _turn = self.turnstile.acquire().await.map_err(|_| Closed)?;
+        struct Waiting<'a>(&'a Outbound);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.lock().waiting = false;
+            }
+        }
+        self.lock().waiting = true;
+        let _waiting = Waiting(self);
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut q = self.lock();
+                if self.closed.load(Ordering::Acquire) {
+                    return Err(Closed);
+                }
+                if q.budgeted + n <= self.budget_max {
+                    q.budgeted += n;
+                    q.waiting = false;
+                    return self.push_locked(q, body, inline);
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// Queue a response or a cancellation now (callable from `Drop`), and write it from here if
+    /// nobody is writing.
+    pub(crate) fn send_now(&self, body: Vec<u8>) -> Result<(), Closed> {
+        // Traced before the lock: the redactor is user code.
+        self.tracer.message(Direction::Outgoing, &body);
+        let mut q = self.lock();
+        if q.dead {
+            return Err(Closed);
+        }
+        q.unbudgeted += body.len();
+        // Only ever changed under the queue lock: a plain store keeps the mirror exact.
+        self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+        self.push_locked(q, body, true)
+    }
+
+    fn push_locked(&self, mut q: QueueGuard<'_>, mut body: Vec<u8>, inline: bool) -> Result<(), Closed> {
+        if q.dead {
+            return Err(Closed);
+        }
+        let mut spent = None;
+        match &self.codec {
+            Some(codec) if body.len() < DIRECT_WRITE => {
+                codec.encode(&body, &mut q.tail);
+                spent = Some(body);
+            }
+            Some(codec) => {
+                codec.prepare_body(&mut body);
+                if !q.tail.is_empty() {
+                    let sealed = std::mem::take(&mut q.tail);
+                    q.chunks.push_back(Chunk::Encoded(sealed));
+                }
+                q.chunks.push_back(Chunk::Body(body));
+            }
+            None => q.chunks.push_back(Chunk::Body(body)),
+        }
+        // Who writes it: this task (now), the reader (before it waits), the writer task (woken
+        // here), or whoever writes already.
+        let writer = OutTurns::after_push(&mut q, inline);
+        let (write_here, wake_task) = (writer == Writer::Here, writer == Writer::Task);
+        // The new inline owner of a byte stream takes the tail now, under this lock, instead of
+        // locking again to take it (unless large bodies are queued: they go first).
+        let (first, taken) = if write_here && self.codec.is_some() && q.chunks.is_empty() {
+            let spare = std::mem::take(&mut q.spare);
+            let first = std::mem::replace(&mut q.tail, spare);
+            (Some(first), Some(self.took_locked(&mut q)))
+        } else {
+            (None, None)
+        };
+        drop(q);
+        if let Some(taken) = taken {
+            self.after_take(taken);
+        }
+        if wake_task {
+            self.queue.wake_task();
+        }
+        // Back to this thread's pool (it was taken on this thread when the message was encoded).
+        if let Some(body) = spent {
+            super::bufpool::give(body);
+        }
+        if write_here {
+            self.write_inline(first);
+        }
+        Ok(())
+    }
+
+    /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
+    /// any error, for the writer task to report) to the writer task.
+    fn write_inline(&self, first: Option<BytesMut>) {
+        let handed = {
+            let mut guard = self.pump.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut() {
+                None => true,
+                Some(pump) => match pump.poll_pump(&mut Context::from_waker(Waker::noop()), self, first) {
+                    Poll::Ready(Ok(())) => false,
+                    Poll::Ready(Err(e)) => {
+                        pump.keep_error(e);
+                        true
+                    }
+                    Poll::Pending => true,
+                },
+            }
+        };
+        if handed {
+            self.hand_to_task();
+        }
+    }
+
+    /// The reader starts on messages it has read: answers its handlers give right away are held
+    /// and written together by [`Outbound::release`] (one write for a whole read's worth of
+    /// requests), instead of one write each.
+    pub(crate) fn hold(&self) {
+        self.queue.hold();
+    }
+
+    /// The reader is about to wait (or has read a batch's worth): write what was held.
+    pub(crate) fn release(&self) {
+        if self.queue.release() {
+            self.write_inline(None);
+        }
+    }
+
+    fn hand_to_task(&self) {
+        self.queue.hand_to_task();
+    }
+
+    /// The owner's next batch: swap the queued chunks into `chunks` and the tail into `tail`
+    /// (both must be empty), or, if nothing is queued, give up ownership (`false`); `spare`, an
+    /// emptied buffer of the writer's, is kept for the next inline owner.
+    pub(crate) fn take_or_release(
+        &self,
+        chunks: &mut VecDeque<Chunk>,
+        tail: &mut BytesMut,
+        spare: &mut Option<BytesMut>,
+    ) -> bool {
+        let mut taken = None;
+        let took = self.queue.take_or_release(
+            |q| {
+                std::mem::swap(&mut q.chunks, chunks);
+                std::mem::swap(&mut q.tail, tail);
+                taken = Some(Self::took(q, &self.unbudgeted));
+            },
+            |q| {
+                if q.spare.capacity() == 0
+                    && let Some(spare) = spare.take()
+                {
+                    q.spare = spare;
+                }
+            },
+        );
+        if let Some(taken) = taken {
+            self.after_take(taken);
+        }
+        took
+    }
+
+    /// Everything queued was just taken (under the lock): it no longer counts against the
+    /// budget. Returns what [`Outbound::after_take`] needs once the lock is let go.
+    fn took_locked(&self, q: &mut Queue) -> Taken {
+        Self::took(q, &self.unbudgeted)
+    }
+
+    fn took(q: &mut Queue, mirror: &AtomicUsize) -> Taken {
+        let room = q.waiting && q.budgeted > 0;
+        q.budgeted = 0;
+        let answers = std::mem::take(&mut q.unbudgeted);
+        if answers > 0 {
+            mirror.store(0, Ordering::Release);
+        }
+        Taken { room, answers }
+    }
+
+    /// Wake who waits for what a take freed.
+    fn after_take(&self, taken: Taken) {
+        if taken.room {
+            self.room.notify_waiters();
+        }
+        if taken.answers > self.budget_max {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
+    /// once the queue is empty and nobody writes.
+    fn poll_turn(&self, cx: &mut Context<'_>, ending: bool) -> Poll<bool> {
+        self.queue.poll_turn(cx, ending)
+    }
+
+    /// Wait until the responses queued without budget fit in the budget again (or the queue
+    /// closes): a peer that does not read our answers stops us from taking on more work.
+    pub(crate) async fn wait_room(&self) {
+        if self.has_room() {
+            return;
+        }
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.has_room() {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    pub(crate) fn has_room(&self) -> bool {
+        self.unbudgeted.load(Ordering::Acquire) <= self.budget_max || self.closed.load(Ordering::Acquire)
+    }
+
+    /// No new requests or notifications (answers are still written until the writer stops).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.turnstile.close();
+        self.room.notify_waiters();
+        self.drained.notify_waiters();
+    }
+
+    /// The writer is gone: refuse everything and drop what is left.
+    pub(crate) fn finish(&self) {
+        self.close();
+        let left = {
+            let mut q = self.lock();
+            q.dead = true;
+            q.content.tail = BytesMut::new();
+            std::mem::take(&mut q.content.chunks)
+        };
+        drop(left);
+    }
+
+    /// Set the writer (once, before anything is queued).
+    pub(crate) fn install(&self, pump: Box<dyn Pump>) {
+        *self.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(pump);
+    }
+
+    fn with_pump<T>(&self, f: impl FnOnce(&mut dyn Pump) -> T) -> Option<T> {
+        let mut pump = self.pump.lock().unwrap_or_else(|p| p.into_inner());
+        Some(f(&mut **pump.as_mut()?))
+    }
+
+    /// Drop the byte writer (closing the stream, for pipes and sockets whose shutdown does not).
+    fn drop_pump(&self) {
+        let pump = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(pump);
+    }
+}

@@ -1,0 +1,224 @@
+//! The writers a queue owner drives: a byte stream's ([`ByteWriter`]) and a message sink's
+//! ([`SinkWriter`]).
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::BytesMut;
+use tokio::io::AsyncWrite;
+
+use super::{Chunk, KEEP_BUFFER, Outbound};
+use crate::framing::FrameCodec;
+
+/// A byte stream's write side, written by whoever owns the queue.
+pub(crate) trait Pump: Send {
+    /// Write what is queued, taking more from `out` until the queue is empty; then flush and
+    /// give up ownership (`Ready(Ok)`). `Pending` leaves ownership with the caller. `first` is
+    /// a queue tail its new owner took already, under the lock it queued its message with.
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>>;
+    /// Keep an error met by an inline writer for the writer task to report.
+    fn keep_error(&mut self, e: io::Error);
+    /// Shut the write side down.
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
+/// A byte stream's writer: writes the chunks and the tail it takes from the queue, in order.
+pub(crate) struct ByteWriter<W> {
+    io: W,
+    codec: FrameCodec,
+    /// Chunks taken from the queue, not written yet.
+    chunks: VecDeque<Chunk>,
+    /// The chunk being written; for a body, `head` (its prefix) goes first and `foot` after.
+    current: Option<Chunk>,
+    head: BytesMut,
+    foot: BytesMut,
+    /// 0: head, 1: body, 2: foot (for a body chunk).
+    stage: u8,
+    /// The tail taken from the queue, written after the chunks; swapped back in emptied.
+    tail: BytesMut,
+    /// This writer's emptied buffer, replaced by a tail its inline owner took: given back to
+    /// the queue when the writer lets go.
+    spare: Option<BytesMut>,
+    /// How much of the current piece is written.
+    pos: usize,
+    /// Written to since the last flush.
+    dirty: bool,
+    error: Option<io::Error>,
+}
+
+impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
+    pub(crate) fn new(io: W, codec: FrameCodec) -> Self {
+        ByteWriter {
+            io,
+            codec,
+            chunks: VecDeque::new(),
+            current: None,
+            head: BytesMut::new(),
+            foot: BytesMut::new(),
+            stage: 0,
+            // Empty until the first message (an idle connection should cost little).
+            tail: BytesMut::new(),
+            spare: None,
+            pos: 0,
+            dirty: false,
+            error: None,
+        }
+    }
+
+    fn poll_write_all(io: &mut W, cx: &mut Context<'_>, bytes: &[u8], pos: &mut usize) -> Poll<io::Result<()>> {
+        while *pos < bytes.len() {
+            let n = ready!(Pin::new(&mut *io).poll_write(cx, &bytes[*pos..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *pos += n;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Write the current chunk to its end.
+    fn poll_current(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(chunk) = &self.current else { return Poll::Ready(Ok(())) };
+        self.dirty = true;
+        match chunk {
+            Chunk::Encoded(bytes) => ready!(Self::poll_write_all(&mut self.io, cx, bytes, &mut self.pos))?,
+            Chunk::Body(body) => {
+                while self.stage < 3 {
+                    let piece: &[u8] = match self.stage {
+                        0 => &self.head,
+                        1 => body,
+                        _ => &self.foot,
+                    };
+                    ready!(Self::poll_write_all(&mut self.io, cx, piece, &mut self.pos))?;
+                    self.stage += 1;
+                    self.pos = 0;
+                }
+            }
+        }
+        self.current = None;
+        self.pos = 0;
+        self.stage = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>> {
+        if let Some(first) = first {
+            if self.tail.is_empty() {
+                let emptied = std::mem::replace(&mut self.tail, first);
+                if emptied.capacity() > 0 {
+                    self.spare = Some(emptied);
+                }
+            } else {
+                // Cannot happen (an idle writer has written its tail), but never lose bytes.
+                self.tail.extend_from_slice(&first);
+            }
+        }
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        loop {
+            ready!(self.poll_current(cx))?;
+            if let Some(chunk) = self.chunks.pop_front() {
+                if let Chunk::Body(body) = &chunk {
+                    self.head.clear();
+                    self.codec.encode_prefix(body.len(), &mut self.head);
+                    self.foot.clear();
+                    self.codec.encode_suffix(&mut self.foot);
+                }
+                self.current = Some(chunk);
+                continue;
+            }
+            if !self.tail.is_empty() {
+                self.dirty = true;
+                ready!(Self::poll_write_all(&mut self.io, cx, &self.tail, &mut self.pos))?;
+                self.tail.clear();
+                self.pos = 0;
+            }
+            if self.dirty {
+                ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+                self.dirty = false;
+            }
+            if self.tail.capacity() > KEEP_BUFFER {
+                // A burst is over: do not keep its buffer.
+                self.tail = BytesMut::new();
+            }
+            if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut self.spare) {
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+
+    fn keep_error(&mut self, e: io::Error) {
+        self.error = Some(e);
+    }
+
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A message transport's writer: one sink item per queued body, flushed once per batch.
+pub(crate) struct SinkWriter<Si> {
+    sink: Si,
+    chunks: VecDeque<Chunk>,
+    /// Always empty: a message transport's queue has no tail.
+    tail: BytesMut,
+    /// A body waiting for the sink to be ready.
+    next: Option<Vec<u8>>,
+    /// Fed since the last flush.
+    dirty: bool,
+    error: Option<io::Error>,
+}
+
+impl<Si> SinkWriter<Si> {
+    pub(crate) fn new(sink: Si) -> Self {
+        SinkWriter { sink, chunks: VecDeque::new(), tail: BytesMut::new(), next: None, dirty: false, error: None }
+    }
+}
+
+impl<Si> Pump for SinkWriter<Si>
+where
+    Si: futures::Sink<Vec<u8>, Error = io::Error> + Send + Unpin,
+{
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, _first: Option<BytesMut>) -> Poll<io::Result<()>> {
+        // A message transport queues chunks only: no tail is ever taken for it.
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        loop {
+            if self.next.is_some() {
+                ready!(Pin::new(&mut self.sink).poll_ready(cx))?;
+                if let Some(body) = self.next.take() {
+                    Pin::new(&mut self.sink).start_send(body)?;
+                    self.dirty = true;
+                }
+                continue;
+            }
+            if let Some(chunk) = self.chunks.pop_front() {
+                if let Chunk::Body(body) = chunk {
+                    self.next = Some(body);
+                }
+                continue;
+            }
+            if self.dirty {
+                ready!(Pin::new(&mut self.sink).poll_flush(cx))?;
+                self.dirty = false;
+            }
+            if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut None) {
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+
+    fn keep_error(&mut self, e: io::Error) {
+        self.error = Some(e);
+    }
+
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.sink).poll_close(cx)
+    }
+}
