@@ -34,7 +34,7 @@ pub use connection::{
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
 pub use message::{ErrorObject, Id, codes};
-pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken};
+pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};
 pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;
 

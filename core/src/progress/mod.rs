@@ -19,6 +19,7 @@
 //! member names are a connection setting ([`ProgressProtocol`]; MCP's `notifications/progress`
 //! puts the value's members next to `progressToken`).
 
+mod in_params;
 mod receiver;
 mod registry;
 mod reporter;
@@ -26,6 +27,7 @@ mod token;
 
 use std::borrow::Cow;
 
+pub use in_params::TokenInParams;
 pub use receiver::ProgressReceiver;
 pub(crate) use registry::Receivers;
 pub use reporter::Progress;
