@@ -25,7 +25,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use jsonrpc_duplex::{CancelProtocol, CancellationToken, Connection, Framing};
+use jsonrpc_duplex::{CancellationToken, Connection, Profile};
 use protocol::*;
 
 /// This agent's name in `agentInfo`.
@@ -457,8 +457,7 @@ async fn main() {
         )
         .init();
     let conn = Connection::builder()
-        .framing(Framing::NewlineDelimited)
-        .cancel_protocol(CancelProtocol::acp())
+        .profile(Profile::acp())
         .serve(AgentServer::new(SummaryAgent::default()))
         .stdio();
     // The editor ends the session by closing our stdin.
