@@ -42,7 +42,7 @@ const RESERVED: &[(&str, &str)] = &[
 ];
 
 /// Inherent methods of the generated client, which a trait method of the same name would clash with.
-const CLIENT_METHODS: &[&str] = &["new", "handle", "with_options"];
+const CLIENT_METHODS: &[&str] = &["new", "handle", "options", "with_options"];
 
 pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
     let mut seen: HashMap<&str, &syn::Ident> = HashMap::new();

@@ -42,6 +42,12 @@ pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
                 Self { handle: ::core::clone::Clone::clone(&self.handle), options }
             }
 
+            /// The options every call through this client uses (to extend them:
+            /// `client.with_options(client.options().clone().cancel(token))`).
+            #vis fn options(&self) -> &#p::CallOptions {
+                &self.options
+            }
+
             /// The connection handle this client calls through.
             #vis fn handle(&self) -> &#p::Handle {
                 &self.handle
