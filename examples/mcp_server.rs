@@ -266,6 +266,8 @@ fn input<T: DeserializeOwned>(arguments: Value) -> Result<T, CallToolResult> {
 async fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // The client usually logs our stderr as text: colours only on a terminal.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
