@@ -456,10 +456,7 @@ async fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let conn = Connection::builder()
-        .profile(Profile::acp())
-        .serve(AgentServer::new(SummaryAgent::default()))
-        .stdio();
+    let conn = Connection::builder().profile(Profile::acp()).serve(AgentServer::new(SummaryAgent::default())).stdio();
     // The editor ends the session by closing our stdin.
     let reason = conn.closed().await;
     tracing::info!("connection closed: {reason}");

@@ -161,10 +161,13 @@ impl LanguageServer for NotesServer {
         let Some(text) = self.text(&at.text_document.uri) else { return Ok(None) };
         // The part of the word before the cursor.
         let prefix = match word_at(&text, at.position) {
-            Some((word, range)) => word.chars().take(at.position.character.saturating_sub(range.start.character) as usize).collect(),
+            Some((word, range)) => {
+                word.chars().take(at.position.character.saturating_sub(range.start.character) as usize).collect()
+            }
             None => String::new(),
         };
-        let mut found: Vec<&str> = words(&text).map(|(w, _)| w).filter(|w| w.starts_with(&prefix) && *w != prefix).collect();
+        let mut found: Vec<&str> =
+            words(&text).map(|(w, _)| w).filter(|w| w.starts_with(&prefix) && *w != prefix).collect();
         found.sort_unstable();
         found.dedup();
         let items = found
@@ -189,7 +192,8 @@ impl LanguageServer for NotesServer {
             Err(_) => Vec::new(),
         };
         // A pause per document, so that there is progress to see and time to cancel.
-        let pause = params.arguments.first().and_then(Value::as_u64).map_or(Duration::from_millis(50), Duration::from_millis);
+        let pause =
+            params.arguments.first().and_then(Value::as_u64).map_or(Duration::from_millis(50), Duration::from_millis);
         let begin = WorkDoneProgressBegin {
             title: "Counting words".into(),
             cancellable: Some(true),
@@ -245,7 +249,8 @@ fn words(text: &str) -> impl Iterator<Item = (&str, Range)> {
             match (is_word, start) {
                 (true, None) => start = Some((i, col)),
                 (false, Some((s, s_col))) => {
-                    let range = Range { start: Position::new(line as u32, s_col), end: Position::new(line as u32, col) };
+                    let range =
+                        Range { start: Position::new(line as u32, s_col), end: Position::new(line as u32, col) };
                     out.push((&line_text[s..i], range));
                     start = None;
                 }

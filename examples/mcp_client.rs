@@ -20,8 +20,8 @@ mod protocol;
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use jsonrpc_duplex::{CallOptions, CancellationToken, ClientError, Connection, Profile, RpcError};
@@ -48,7 +48,8 @@ struct Options {
 
 fn parse_args() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
-    let mut options = Options { actions: Vec::new(), roots: Vec::new(), timeout: Duration::from_secs(60), server: Vec::new() };
+    let mut options =
+        Options { actions: Vec::new(), roots: Vec::new(), timeout: Duration::from_secs(60), server: Vec::new() };
     let mut cancel_after = None;
     let json = |text: Option<String>, what: &str| -> Result<Value, String> {
         let text = text.ok_or(format!("{what} needs a JSON object"))?;

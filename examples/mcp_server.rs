@@ -67,10 +67,8 @@ impl Mcp for DemoServer {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult, RpcError> {
         tracing::info!(client = %params.client_info.name, version = %params.protocol_version, "initialize");
         // The client's revision if we speak it, else our newest (the client then decides).
-        let version = PROTOCOL_VERSIONS
-            .iter()
-            .find(|v| **v == params.protocol_version)
-            .unwrap_or(&PROTOCOL_VERSIONS[0]);
+        let version =
+            PROTOCOL_VERSIONS.iter().find(|v| **v == params.protocol_version).unwrap_or(&PROTOCOL_VERSIONS[0]);
         Ok(InitializeResult {
             protocol_version: (*version).to_owned(),
             capabilities: ServerCapabilities {
@@ -213,8 +211,12 @@ impl Mcp for DemoServer {
 
     async fn read_resource(&self, params: ReadResourceParams) -> Result<ReadResourceResult, RpcError> {
         let (mime, text) = match params.uri.as_str() {
-            "demo://readme" => ("text/markdown", "# jsonrpc-duplex MCP demo\n\nAn MCP server in a few lines of Rust.\n".into()),
-            "demo://stats" => ("application/json", json!({"toolCalls": self.tool_calls.load(Ordering::Relaxed)}).to_string()),
+            "demo://readme" => {
+                ("text/markdown", "# jsonrpc-duplex MCP demo\n\nAn MCP server in a few lines of Rust.\n".into())
+            }
+            "demo://stats" => {
+                ("application/json", json!({"toolCalls": self.tool_calls.load(Ordering::Relaxed)}).to_string())
+            }
             other => {
                 return Err(RpcError::new(RESOURCE_NOT_FOUND, "Resource not found").with_data(json!({ "uri": other })));
             }

@@ -36,7 +36,10 @@ async fn session(flags: &[&str]) -> (Value, String) {
     let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
     let summary: Value = serde_json::from_str(line)
         .unwrap_or_else(|e| panic!("no JSON summary ({e})\nstdout:\n{stdout}\nstderr:\n{stderr}"));
-    assert!(out.status.success() && summary["ok"] == json!(true), "lsp_client.js failed: {summary:#}\nstderr:\n{stderr}");
+    assert!(
+        out.status.success() && summary["ok"] == json!(true),
+        "lsp_client.js failed: {summary:#}\nstderr:\n{stderr}"
+    );
     (summary, stderr)
 }
 

@@ -70,10 +70,14 @@ async fn the_client_puts_its_token_in_meta_and_sees_every_report_before_the_answ
         "params":{"name":"index","arguments":{"path":"."},"_meta":{"progressToken":0}}
     }))
     .await;
-    peer.send(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":1,"total":2}}"#)
-        .await;
-    peer.send(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":2,"total":2}}"#)
-        .await;
+    peer.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":1,"total":2}}"#,
+    )
+    .await;
+    peer.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":2,"total":2}}"#,
+    )
+    .await;
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":"done"}"#).await;
     let (answer, seen) = within(call).await.unwrap();
     assert_eq!(answer, Ok("done".to_owned()));
@@ -107,8 +111,10 @@ async fn under_lsp_the_token_is_the_work_done_token() {
         let answer = tools.call_tool(params, |step| seen.push(step)).await.map_err(|e| e.to_string());
         (answer, seen)
     });
-    peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"x","arguments":null,"workDoneToken":0}}))
-        .await;
+    peer.expect(
+        json!({"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"x","arguments":null,"workDoneToken":0}}),
+    )
+    .await;
     peer.send(r#"{"jsonrpc":"2.0","method":"$/progress","params":{"token":0,"value":{"progress":1,"total":1}}}"#).await;
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":"ok"}"#).await;
     let (answer, seen) = within(call).await.unwrap();
@@ -116,8 +122,10 @@ async fn under_lsp_the_token_is_the_work_done_token() {
 
     let (_conn, mut peer) =
         start(Connection::builder().profile(Profile::lsp()).serve(ToolsServer::new(Runner)), Framing::ContentLength);
-    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"y","arguments":{},"workDoneToken":"w"}}"#)
-        .await;
+    peer.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"y","arguments":{},"workDoneToken":"w"}}"#,
+    )
+    .await;
     peer.expect(json!({"jsonrpc":"2.0","method":"$/progress","params":{"token":"w","value":{"progress":1,"total":2}}}))
         .await;
     peer.expect(json!({"jsonrpc":"2.0","method":"$/progress","params":{"token":"w","value":{"progress":2,"total":2}}}))

@@ -9,8 +9,8 @@ mod raw_peer;
 use std::time::Duration;
 
 use jsonrpc_duplex::{
-    Builder, CallOptions, CancelProtocol, CancellationToken, CloseKind, Connection, ErrorObject, Framing,
-    Notification, Profile, Request, Responder, Router,
+    Builder, CallOptions, CancelProtocol, CancellationToken, CloseKind, Connection, ErrorObject, Framing, Notification,
+    Profile, Request, Responder, Router,
 };
 use raw_peer::{RawPeer, capture_logs, within};
 use serde_json::json;
@@ -51,7 +51,8 @@ async fn mcp_profile_is_newline_framing_with_mcp_cancellation_and_progress() {
 
 #[tokio::test]
 async fn acp_profile_is_newline_framing_with_acp_cancellation() {
-    let (_conn, mut peer) = start(Connection::builder().profile(Profile::acp()).serve(slow_router()), Framing::NewlineDelimited);
+    let (_conn, mut peer) =
+        start(Connection::builder().profile(Profile::acp()).serve(slow_router()), Framing::NewlineDelimited);
     peer.send(r#"{"jsonrpc":"2.0","id":4,"method":"slow"}"#).await;
     peer.send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}"#).await;
     let (id, code, _) = within(peer.recv_error()).await;
@@ -61,7 +62,8 @@ async fn acp_profile_is_newline_framing_with_acp_cancellation() {
 #[tokio::test]
 async fn lsp_and_plain_profiles_are_content_length_with_lsp_cancellation() {
     for profile in [Profile::lsp(), Profile::json_rpc()] {
-        let (_conn, mut peer) = start(Connection::builder().profile(profile).serve(slow_router()), Framing::ContentLength);
+        let (_conn, mut peer) =
+            start(Connection::builder().profile(profile).serve(slow_router()), Framing::ContentLength);
         peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"slow"}"#).await;
         peer.send(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#).await;
         let (id, code, _) = within(peer.recv_error()).await;
@@ -94,7 +96,10 @@ async fn a_route_for_the_profiles_cancel_method_is_refused_naming_it() {
     let (conn, _peer) = start(Connection::builder().profile(Profile::mcp()).serve(router), Framing::NewlineDelimited);
     let reason = within(conn.closed()).await;
     assert_eq!(reason.kind, CloseKind::FatalError);
-    assert!(reason.message.contains("\"notifications/cancelled\"") && reason.message.contains("MCP profile"), "{reason}");
+    assert!(
+        reason.message.contains("\"notifications/cancelled\"") && reason.message.contains("MCP profile"),
+        "{reason}"
+    );
 
     // The same name is an ordinary notification under LSP: the connection serves on.
     let router = Router::new()
@@ -109,7 +114,8 @@ async fn a_route_for_the_profiles_cancel_method_is_refused_naming_it() {
 
 #[tokio::test]
 async fn a_route_for_the_enumerator_protocol_is_refused_naming_it() {
-    let router = Router::new().method("$/enumerator/next", |_: serde_json::Value, _| async { Ok::<_, ErrorObject>(()) });
+    let router =
+        Router::new().method("$/enumerator/next", |_: serde_json::Value, _| async { Ok::<_, ErrorObject>(()) });
     let (conn, _peer) = start(Connection::builder().serve(router), Framing::ContentLength);
     let reason = within(conn.closed()).await;
     assert_eq!(reason.kind, CloseKind::FatalError);
@@ -119,7 +125,10 @@ async fn a_route_for_the_enumerator_protocol_is_refused_naming_it() {
 #[tokio::test(flavor = "current_thread")]
 async fn an_unknown_notification_is_logged_at_warn_once_per_name() {
     let (guard, logs) = capture_logs();
-    let (conn, mut peer) = start(Connection::builder().serve(Router::new().method("ping", |(): (), _| async { Ok::<_, ErrorObject>("pong") })), Framing::ContentLength);
+    let (conn, mut peer) = start(
+        Connection::builder().serve(Router::new().method("ping", |(): (), _| async { Ok::<_, ErrorObject>("pong") })),
+        Framing::ContentLength,
+    );
     for _ in 0..3 {
         peer.send(r#"{"jsonrpc":"2.0","method":"textDocument/didchange","params":{}}"#).await;
     }
@@ -131,7 +140,15 @@ async fn an_unknown_notification_is_logged_at_warn_once_per_name() {
     let warned: Vec<_> = text.lines().filter(|l| l.contains("WARN") && l.contains("textDocument/didchange")).collect();
     assert_eq!(warned.len(), 1, "{text}");
     assert!(warned[0].contains("no route"), "{text}");
-    assert_eq!(text.lines().filter(|l| l.contains("DEBUG") && l.contains("unhandled notification dropped method=textDocument/didchange")).count(), 2, "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(
+                |l| l.contains("DEBUG") && l.contains("unhandled notification dropped method=textDocument/didchange")
+            )
+            .count(),
+        2,
+        "{text}"
+    );
     // `$/` notifications are optional by LSP's rules: not a mistake.
     assert!(!text.lines().any(|l| l.contains("WARN") && l.contains("$/setTrace")), "{text}");
     drop(conn);

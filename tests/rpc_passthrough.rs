@@ -62,8 +62,10 @@ async fn the_peers_error_object_passes_through_a_handlers_question_mark_unchange
     let (_conn, mut peer) = pair(Connection::builder().serve(RelayServer::new(Relayer)), Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","id":"outer","method":"relay","params":["why?"]}"#).await;
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"ask","params":["why?"]})).await;
-    peer.send(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32042,"message":"quota exceeded","data":{"retryAfter":30}}}"#)
-        .await;
+    peer.send(
+        r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32042,"message":"quota exceeded","data":{"retryAfter":30}}}"#,
+    )
+    .await;
     peer.expect(json!({
         "jsonrpc":"2.0","id":"outer",
         "error":{"code":-32042,"message":"quota exceeded","data":{"retryAfter":30}}

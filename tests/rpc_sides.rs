@@ -62,8 +62,8 @@ pub trait Pinger {
     async fn ping(&self, ping: Ping) -> Pong;
 
     /// Times ten.
-    #[method(name = "new")]
-    async fn new(&self, ping: Ping) -> Pong;
+    #[method(name = "handle")]
+    async fn handle(&self, ping: Ping) -> Pong;
 }
 
 struct Me;
@@ -72,7 +72,7 @@ impl Pinger for Me {
     async fn ping(&self, ping: Ping) -> Pong {
         Pong { n: ping.n + 1 }
     }
-    async fn new(&self, ping: Ping) -> Pong {
+    async fn handle(&self, ping: Ping) -> Pong {
         Pong { n: ping.n * 10 }
     }
 }
@@ -98,7 +98,7 @@ async fn a_server_only_trait_serves_deserialize_only_params_and_serialize_only_r
     let (_conn, mut peer) = pair(Connection::builder().serve(PingerServer::new(Me)), Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":41}}"#).await;
     peer.expect(json!({"jsonrpc":"2.0","id":1,"result":{"n":42}})).await;
-    peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"new","params":{"n":4}}"#).await;
+    peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"handle","params":{"n":4}}"#).await;
     peer.expect(json!({"jsonrpc":"2.0","id":2,"result":{"n":40}})).await;
-    assert_eq!(PingerServer::<Me>::METHODS, ["ping", "new"]);
+    assert_eq!(PingerServer::<Me>::METHODS, ["ping", "handle"]);
 }

@@ -47,8 +47,11 @@ pub trait LanguageServer {
     /// What is at a position (a type, a signature, docs); `null` if nothing. The server may
     /// call the client back (`workspace/configuration`) while it answers.
     #[method(name = "textDocument/hover")]
-    async fn hover(&self, params: HoverParams, #[context] client: LanguageClientClient)
-    -> Result<Option<Hover>, RpcError>;
+    async fn hover(
+        &self,
+        params: HoverParams,
+        #[context] client: LanguageClientClient,
+    ) -> Result<Option<Hover>, RpcError>;
 
     /// Completions at a position.
     #[method(name = "textDocument/completion")]

@@ -171,7 +171,9 @@ fn flag(errors: &mut Errors, meta: &ParseNestedMeta<'_>, once: &mut Once<()>) ->
         let what = if key == CLIENT { "the client (`{Trait}Client`)" } else { "the server (`{Trait}Server`)" };
         errors.spanned(
             &meta.path,
-            format_args!("`{key}` takes no value: write `#[rpc({key})]` to generate only {what}, or leave it out for both"),
+            format_args!(
+                "`{key}` takes no value: write `#[rpc({key})]` to generate only {what}, or leave it out for both"
+            ),
         );
         if meta.input.peek(Token![=]) {
             meta.value()?.parse::<syn::Expr>()?;

@@ -531,7 +531,8 @@ impl Dispatcher {
                 return None;
             };
             let peer = self.handle.clone();
-            let started = std::panic::catch_unwind(AssertUnwindSafe(|| fallback(Notification { method, params, peer })));
+            let started =
+                std::panic::catch_unwind(AssertUnwindSafe(|| fallback(Notification { method, params, peer })));
             return match started {
                 Ok(fut) => Some((name, fut)),
                 Err(payload) => {

@@ -62,7 +62,9 @@ impl From<Error> for ErrorObject {
         match error {
             Error::Remote(object) => object,
             Error::Cancelled => ErrorObject::request_cancelled(),
-            Error::Timeout(after) => ErrorObject::request_timeout(format_args!("no answer from the peer within {after:?}")),
+            Error::Timeout(after) => {
+                ErrorObject::request_timeout(format_args!("no answer from the peer within {after:?}"))
+            }
             Error::ConnectionLost(reason) => {
                 ErrorObject::new(crate::codes::CONNECTION_CLOSED, format!("Connection lost: {reason}"))
             }

@@ -26,8 +26,8 @@ use tokio_util::task::TaskTracker;
 
 pub use close::{CloseKind, CloseReason};
 pub use config::{
-    CancelProtocol, Profile, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS,
-    DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, Direction, Limits, TraceRedactor,
+    CancelProtocol, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS,
+    DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, Direction, Limits, Profile, TraceRedactor,
 };
 pub use error::Error;
 pub use handle::{CallOptions, Handle};

@@ -240,7 +240,8 @@ impl Router {
         F: Fn(Notification) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.notification_fallback = Some((Arc::from("(notification fallback)"), Arc::new(move |n| Box::pin(handler(n)))));
+        self.notification_fallback =
+            Some((Arc::from("(notification fallback)"), Arc::new(move |n| Box::pin(handler(n)))));
         self
     }
 

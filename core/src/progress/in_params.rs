@@ -1,10 +1,9 @@
 //! A request's own progress token inside its params object, where the protocol carries it
 //! (MCP's `_meta.progressToken`, LSP's `workDoneToken`; [`ProgressProtocol::request_token`](crate::ProgressProtocol::request_token)).
 
-use std::collections::HashMap;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 
 use serde::de::DeserializeOwned;
 use serde::ser::Error as _;
@@ -91,7 +90,11 @@ fn insert(params: &mut Value, path: &str, token: Value) -> Result<(), String> {
         }
         at = match next {
             Value::Object(map) => map,
-            other => return Err(format!("the params' `{member}` is {other}, not an object that can carry the progress token")),
+            other => {
+                return Err(format!(
+                    "the params' `{member}` is {other}, not an object that can carry the progress token"
+                ));
+            }
         };
     }
     Err("an empty path for the progress token".into())
@@ -103,7 +106,7 @@ pub(crate) fn token_at(params: &RawValue, path: &str) -> Option<ProgressToken> {
     for member in path.split('.') {
         let next: &RawValue = {
             let map: HashMap<Cow<'_, str>, &RawValue> = serde_json::from_str(at.get()).ok()?;
-            *map.get(member)?
+            map.get(member)?
         };
         at = Cow::Owned(next.to_owned());
     }
@@ -153,28 +156,25 @@ impl Handle {
     /// assert_eq!((answer.as_str(), seen), ("done", vec![1, 2, 3]));
     /// # Ok(()) }
     /// ```
-    pub fn request_with_progress<'a, R, T, P>(
-        &'a self,
-        method: &'a str,
-        params: &'a P,
+    pub async fn request_with_progress<R, T, P>(
+        &self,
+        method: &str,
+        params: &P,
         options: CallOptions,
-        on_report: impl FnMut(T) + Send + 'a,
-    ) -> impl Future<Output = Result<R, Error>> + Send + 'a
+        on_report: impl FnMut(T),
+    ) -> Result<R, Error>
     where
         R: DeserializeOwned,
-        T: DeserializeOwned + Send + 'a,
-        P: Serialize + Sync + ?Sized,
+        T: DeserializeOwned,
+        P: Serialize + ?Sized,
     {
-        async move {
-            let (token, receiver) = self.progress::<T>();
-            let params = token.in_params(params);
-            let call = self.request_raw(method, &params, options);
-            let raw = receiver.drive(call, on_report).await?;
-            serde_json::from_str(raw.get()).map_err(Error::Deserialize)
-        }
+        let (token, receiver) = self.progress::<T>();
+        let params = token.in_params(params);
+        let call = self.request_raw(method, &params, options);
+        let raw = receiver.drive(call, on_report).await?;
+        serde_json::from_str(raw.get()).map_err(Error::Deserialize)
     }
 }
-
 
 #[cfg(test)]
 mod tests {

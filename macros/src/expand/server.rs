@@ -133,7 +133,8 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
         Kind::Request => {
             let peer = needs_peer.then(|| quote!(let __stream_peer = ::core::clone::Clone::clone(__request.peer());));
             let cx = needs_cx.then(|| quote!(let __stream_cx = __request.context();));
-            let token = m.progress_in_object().is_some().then(|| quote!(let __request_token = __request.progress_token();));
+            let token =
+                m.progress_in_object().is_some().then(|| quote!(let __request_token = __request.progress_token();));
             quote!(#peer #cx #token)
         }
         Kind::Notification => TokenStream::new(),
@@ -141,9 +142,9 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
     let conversions = m.wire_args().zip(&wire_vars).filter_map(|((a, _, _), var)| match &a.special {
         Special::Stream(_) => Some(quote_spanned!(a.ty.span()=> let #var = #p::open_stream(&__stream_peer, #var);)),
         // In an object method the token is not a param of its own: it is where the profile says.
-        Special::Progress(_) if m.params == ParamStyle::Object => Some(
-            quote_spanned!(a.ty.span()=> let #var = #p::Progress::for_request(&__stream_cx, __request_token);),
-        ),
+        Special::Progress(_) if m.params == ParamStyle::Object => {
+            Some(quote_spanned!(a.ty.span()=> let #var = #p::Progress::for_request(&__stream_cx, __request_token);))
+        }
         Special::Progress(_) => {
             Some(quote_spanned!(a.ty.span()=> let #var = #p::Progress::for_request(&__stream_cx, #var);))
         }
