@@ -174,7 +174,8 @@ impl Builder {
     ///         // State of this connection only; `peer` calls this connection's client.
     ///         Router::new().method("who_are_you", move |(): (), _ctx| {
     ///             let peer = peer.clone();
-    ///             async move { peer.request::<String>("name", ()).await.map_err(|e| ErrorObject::internal_error(e)) }
+    ///             // A failed call passes on what the peer answered (or -32800 / -32001).
+    ///             async move { Ok::<_, ErrorObject>(peer.request::<String>("name", ()).await?) }
     ///         })
     ///     })
     ///     .connect_io(a);
