@@ -31,8 +31,8 @@ pub(crate) fn rpc(args: TokenStream, input: TokenStream) -> syn::Result<TokenStr
     errors.finish()?;
 
     let rewritten = trait_::expand(&model);
-    let client = client::expand(&model);
-    let server = server::expand(&model);
+    let client = model.sides.client.then(|| client::expand(&model));
+    let server = model.sides.server.then(|| server::expand(&model));
     Ok(quote! {
         #rewritten
         #client
