@@ -32,6 +32,7 @@ mod rpc_stream;
 #[cfg(feature = "openrpc")]
 pub mod openrpc;
 #[cfg(feature = "openrpc")]
+pub mod typescript;
 
 pub use jsonrpc_duplex_core::*;
 

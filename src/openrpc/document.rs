@@ -95,10 +95,18 @@ impl Document {
         Doc {
             openrpc: OPENRPC_VERSION,
             info: Info { title: &self.title, version: &self.version, description },
-            methods: self.services.iter().flat_map(|s| s.methods.iter().map(move |m| method(s, m, definitions))).collect(),
+            methods: self
+                .services
+                .iter()
+                .flat_map(|s| s.methods.iter().map(move |m| method(s, m, definitions)))
+                .collect(),
             components: Components {
                 schemas: definitions,
-                tags: self.services.iter().map(|s| (s.name.as_str(), Tag { name: &s.name, description: non_empty(&s.docs) })).collect(),
+                tags: self
+                    .services
+                    .iter()
+                    .map(|s| (s.name.as_str(), Tag { name: &s.name, description: non_empty(&s.docs) }))
+                    .collect(),
             },
         }
     }
@@ -204,9 +212,8 @@ fn method<'a>(service: &'a Service, m: &'a Method, definitions: &'a BTreeMap<Str
         ParamStructure::ByName => ("by-name", m.args.iter().map(param).collect(), None),
         ParamStructure::Object => {
             let object = m.args.first();
-            let params = object.map_or_else(Vec::new, |p| {
-                object_properties(&p.schema, definitions).unwrap_or_else(|| vec![param(p)])
-            });
+            let params = object
+                .map_or_else(Vec::new, |p| object_properties(&p.schema, definitions).unwrap_or_else(|| vec![param(p)]));
             ("by-name", params, object.map(|p| &p.schema))
         }
     };
@@ -280,8 +287,10 @@ fn object_properties<'a>(
         return None;
     }
     let properties = object.get("properties")?.as_object()?;
-    let required: Vec<&str> =
-        object.get("required").and_then(Value::as_array).map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
+    let required: Vec<&str> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
     Some(
         properties
             .iter()
