@@ -37,13 +37,29 @@ mod client;
 mod server;
 mod types;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::openrpc::{Describe, ErrorDoc, Method, ParamKind, ParamStructure, Schemas, Service};
 use types::{Member, Types, doc_comment, object_literal, pascal, string_literal, wrap};
 
-/// The helpers every generated module carries (calls, typed errors, progress, enumerators).
+/// The helpers generated modules carry (calls, typed errors, progress, enumerators): a core
+/// every module has, then `// helper: name` sections that served interfaces use, each included
+/// only when used (so that `noUnusedLocals` holds).
 const RUNTIME: &str = include_str!("runtime.ts");
+
+/// The runtime with the helpers in `used`.
+fn runtime(used: &BTreeSet<&str>) -> String {
+    let mut sections = RUNTIME.split("// helper: ");
+    let mut out = sections.next().unwrap_or_default().to_owned();
+    for section in sections {
+        let (name, body) = section.split_once('\n').unwrap_or((section, ""));
+        if used.contains(name.trim()) {
+            out.push_str(body);
+        }
+    }
+    // Sections end with a blank line; the module ends with one newline.
+    format!("{}\n", out.trim_end())
+}
 
 /// A TypeScript module for a vscode-jsonrpc peer: clients for the traits the Rust side serves,
 /// interfaces for those the TypeScript side serves.
@@ -88,10 +104,11 @@ impl Module {
         let errors = ErrorClasses::new(self.clients.iter().chain(&self.servers));
         let mut out = String::new();
         self.render_header(&mut out);
-        out.push_str(
-            "import {\n  CancellationToken,\n  Disposable,\n  MessageConnection,\n  ParameterStructures,\n  \
-             ProgressType,\n  ResponseError,\n} from \"vscode-jsonrpc\";\n",
-        );
+        let disposable = if self.servers.is_empty() { "" } else { "  Disposable,\n" };
+        out.push_str(&format!(
+            "import {{\n  CancellationToken,\n{disposable}  MessageConnection,\n  ParameterStructures,\n  \
+             ProgressType,\n  ResponseError,\n}} from \"vscode-jsonrpc\";\n"
+        ));
         if !self.schemas.definitions.is_empty() {
             section(&mut out, "Types");
             for (i, (name, schema)) in self.schemas.definitions.iter().enumerate() {
@@ -117,6 +134,7 @@ impl Module {
             );
             out.push_str(&client::render(service, &types, &errors));
         }
+        let mut helpers = BTreeSet::new();
         for service in &self.servers {
             section(
                 &mut out,
@@ -125,10 +143,10 @@ impl Module {
                     service.name, service.name, service.name
                 ),
             );
-            out.push_str(&server::render(service, &types));
+            out.push_str(&server::render(service, &types, &mut helpers));
         }
         out.push('\n');
-        out.push_str(RUNTIME);
+        out.push_str(&runtime(&helpers));
         out
     }
 

@@ -203,6 +203,7 @@ function generators(connection: MessageConnection): Generators {
   return registry;
 }
 
+// helper: received
 /** Params as received (vscode-jsonrpc spreads an array), by position. */
 function received(args: unknown[], structure: ParameterStructures, keys: readonly string[]): unknown[] {
   const [first] = args;
@@ -214,6 +215,7 @@ function received(args: unknown[], structure: ParameterStructures, keys: readonl
   return args;
 }
 
+// helper: reporter
 /** A progress reporter for the token a caller sent (reports nothing for `null`). */
 function reporter<T>(connection: MessageConnection, token: unknown): (report: T) => void {
   if (typeof token !== "string" && typeof token !== "number") {
@@ -224,11 +226,13 @@ function reporter<T>(connection: MessageConnection, token: unknown): (report: T)
   };
 }
 
+// helper: argumentStream
 /** A stream argument the caller offers, pulled as the implementation consumes it. */
 function argumentStream<T>(connection: MessageConnection, enumerable: unknown): AsyncGenerator<T, void, undefined> {
   return pull<T>(connection, async () => (enumerable ?? {}) as Enumerable<T>, []);
 }
 
+// helper: offerResult
 /** A stream result: offered to the caller, which pulls it. */
 async function offerResult<T>(
   connection: MessageConnection,
@@ -237,6 +241,7 @@ async function offerResult<T>(
   return { token: generators(connection).offer(await items).token };
 }
 
+// helper: handled
 /** Run a notification handler; a failure has no answer to go to, so it is logged. */
 function handled(method: string, run: () => void | Promise<void>): void {
   try {

@@ -87,6 +87,8 @@ fn method(t: &RpcTrait, m: &Method) -> TokenStream {
             let schema = schema(t, ty);
             (quote!(#o::Returns::Value(#schema)), None)
         }
+        // `Result<(), E>` answers `null` like a method returning nothing.
+        (Kind::Request, ReturnKind::Result { ok, err }) if is_unit(ok) => (quote!(#o::Returns::Unit), Some(&**err)),
         (Kind::Request, ReturnKind::Result { ok, err }) => {
             let schema = schema(t, ok);
             (quote!(#o::Returns::Value(#schema)), Some(&**err))
@@ -110,6 +112,10 @@ fn method(t: &RpcTrait, m: &Method) -> TokenStream {
             __service.push(__method);
         }
     }
+}
+
+fn is_unit(ty: &Type) -> bool {
+    matches!(ty, Type::Tuple(t) if t.elems.is_empty())
 }
 
 /// The schema of `ty`, or "any value" when it has none.
