@@ -49,7 +49,7 @@ fn method(m: &Method, types: &Types<'_>, errors: &ErrorClasses<'_>) -> String {
         Returns::Unit | Returns::Nothing => ("Promise<void>".into(), "call.request<void>".into()),
     };
     format!(
-        "  {name}({}): {returns} {{\n    const call = new Call(this.connection, token, {});\n    return {send}({wire}, {}, {});\n  }}\n",
+        "  {name}({}): {returns} {{\n    const call = new RpcCall(this.connection, token, {});\n    return {send}({wire}, {}, {});\n  }}\n",
         params.join(", "),
         errors.of(m),
         structure(m),

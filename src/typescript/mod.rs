@@ -37,28 +37,79 @@ mod client;
 mod server;
 mod types;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::openrpc::{Describe, ErrorDoc, Method, ParamKind, ParamStructure, Schemas, Service};
 use types::{Member, Types, doc_comment, object_literal, pascal, string_literal, wrap};
 
-/// The helpers generated modules carry (calls, typed errors, progress, enumerators): a core
-/// every module has, then `// helper: name` sections that served interfaces use, each included
-/// only when used (so that `noUnusedLocals` holds).
+/// The helpers generated modules carry (calls, typed errors, progress, enumerators), in
+/// `// section: name` parts, each declaring `name`. A module carries the parts its code refers
+/// to (and the parts those refer to), so that `noUnusedLocals` holds; the names are prefixed
+/// `rpc` / `Rpc` so that they do not meet the names of types.
 const RUNTIME: &str = include_str!("runtime.ts");
 
-/// The runtime with the helpers in `used`.
-fn runtime(used: &BTreeSet<&str>) -> String {
-    let mut sections = RUNTIME.split("// helper: ");
-    let mut out = sections.next().unwrap_or_default().to_owned();
-    for section in sections {
-        let (name, body) = section.split_once('\n').unwrap_or((section, ""));
-        if used.contains(name.trim()) {
-            out.push_str(body);
+/// What the module imports from vscode-jsonrpc, each only when its code uses it.
+const IMPORTS: &[&str] =
+    &["CancellationToken", "Disposable", "MessageConnection", "ParameterStructures", "ProgressType", "ResponseError"];
+
+/// `body` (the generated declarations) followed by the runtime parts it needs, with the imports
+/// it uses before them.
+fn link(header: &str, body: &str) -> String {
+    let mut parts = RUNTIME.split("// section: ");
+    let banner = parts.next().unwrap_or_default();
+    let sections: Vec<(&str, &str)> = parts.map(|p| p.split_once('\n').unwrap_or((p, ""))).collect();
+    let mut included = vec![false; sections.len()];
+    let mut code = code_of(body);
+    loop {
+        let mut changed = false;
+        for (i, (name, text)) in sections.iter().enumerate() {
+            if !included[i] && refers_to(&code, name.trim()) {
+                included[i] = true;
+                code.push_str(&code_of(text));
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
         }
     }
-    // Sections end with a blank line; the module ends with one newline.
+    let imports: Vec<&str> = IMPORTS.iter().copied().filter(|name| refers_to(&code, name)).collect();
+    let mut out = String::from(header);
+    out.push_str(&format!(
+        "import {{\n{}}} from \"vscode-jsonrpc\";\n",
+        imports.iter().map(|i| format!("  {i},\n")).collect::<String>()
+    ));
+    out.push_str(body);
+    out.push('\n');
+    out.push_str(banner);
+    for ((_, text), used) in sections.iter().zip(included) {
+        if used {
+            out.push_str(text);
+        }
+    }
+    // Parts end with a blank line; the module ends with one newline.
     format!("{}\n", out.trim_end())
+}
+
+/// The lines of `text` that are not comments (generated comments take whole lines).
+fn code_of(text: &str) -> String {
+    text.lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.starts_with("//") || t.starts_with("/**") || t.starts_with('*'))
+        })
+        .flat_map(|l| [l, "\n"])
+        .collect()
+}
+
+/// `name` as a whole identifier in `code`.
+fn refers_to(code: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + name.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 /// A TypeScript module for a vscode-jsonrpc peer: clients for the traits the Rust side serves,
@@ -102,13 +153,9 @@ impl Module {
     pub fn render(&self) -> String {
         let types = Types { definitions: &self.schemas.definitions };
         let errors = ErrorClasses::new(self.clients.iter().chain(&self.servers));
+        let mut header = String::new();
+        self.render_header(&mut header);
         let mut out = String::new();
-        self.render_header(&mut out);
-        let disposable = if self.servers.is_empty() { "" } else { "  Disposable,\n" };
-        out.push_str(&format!(
-            "import {{\n  CancellationToken,\n{disposable}  MessageConnection,\n  ParameterStructures,\n  \
-             ProgressType,\n  ResponseError,\n}} from \"vscode-jsonrpc\";\n"
-        ));
         if !self.schemas.definitions.is_empty() {
             section(&mut out, "Types");
             for (i, (name, schema)) in self.schemas.definitions.iter().enumerate() {
@@ -134,7 +181,6 @@ impl Module {
             );
             out.push_str(&client::render(service, &types, &errors));
         }
-        let mut helpers = BTreeSet::new();
         for service in &self.servers {
             section(
                 &mut out,
@@ -143,11 +189,9 @@ impl Module {
                     service.name, service.name, service.name
                 ),
             );
-            out.push_str(&server::render(service, &types, &mut helpers));
+            out.push_str(&server::render(service, &types));
         }
-        out.push('\n');
-        out.push_str(&runtime(&helpers));
-        out
+        link(&header, &out)
     }
 
     fn render_header(&self, out: &mut String) {
@@ -294,9 +338,15 @@ fn parameters(m: &Method, side: Side, types: &Types<'_>) -> Vec<String> {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| {
-                    let optional = i >= optional_from && (side == Side::Client || p.kind == ParamKind::Value);
-                    let mark = if optional { "?" } else { "" };
-                    format!("{}{mark}: {}", camel(&p.rust_name), param_type(&p.kind, &p.schema, side, types, 1))
+                    let t = param_type(&p.kind, &p.schema, side, types, 1);
+                    match side {
+                        Side::Client if i >= optional_from => format!("{}?: {t}", camel(&p.rust_name)),
+                        // The token follows, so a param left out is `undefined` rather than `?`.
+                        Side::Server if !p.required && p.kind == ParamKind::Value => {
+                            format!("{}: {t} | undefined", camel(&p.rust_name))
+                        }
+                        _ => format!("{}: {t}", camel(&p.rust_name)),
+                    }
                 })
                 .collect()
         }

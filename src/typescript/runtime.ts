@@ -3,29 +3,36 @@
 // (`$/enumerator/next`, `$/enumerator/abort`), on vscode-jsonrpc alone.
 // ---------------------------------------------------------------------------------------------
 
+// section: RpcErrorClass
 /** A typed error class: its code, and how to make one from an error response. */
-interface TypedError {
+interface RpcErrorClass {
   readonly code: number;
   new (message?: string, data?: never): ResponseError<unknown>;
 }
 
+// section: RpcEnumerable
 /** What a stream travels as: a token to pull with, and values sent ahead. */
-interface Enumerable<T> {
+interface RpcEnumerable<T> {
   token?: unknown;
   values?: T[] | null;
 }
 
+// section: RpcNextAnswer
 /** The answer to `$/enumerator/next`. */
-interface NextAnswer<T> {
+interface RpcNextAnswer<T> {
   values?: T[] | null;
   finished?: boolean;
 }
 
-const NO_MARSHALED_OBJECT = -32001;
-let progressTokens = 0;
+// section: RPC_NO_MARSHALED_OBJECT
+const RPC_NO_MARSHALED_OBJECT = -32001;
 
+// section: rpcProgressTokens
+let rpcProgressTokens = 0;
+
+// section: rpcTyped
 /** An error response as the typed error of its code, when the method declares one. */
-function typed(error: unknown, errors: readonly TypedError[]): unknown {
+function rpcTyped(error: unknown, errors: readonly RpcErrorClass[]): unknown {
   if (!(error instanceof ResponseError)) {
     return error;
   }
@@ -34,14 +41,15 @@ function typed(error: unknown, errors: readonly TypedError[]): unknown {
   return type === undefined || error instanceof type ? error : new type(message, data as never);
 }
 
+// section: RpcCall
 /** One outgoing call: its progress registrations and offered streams end with it. */
-class Call {
+class RpcCall {
   private readonly cleanup: Array<() => void> = [];
 
   constructor(
     private readonly connection: MessageConnection,
     private readonly token: CancellationToken | undefined,
-    private readonly errors: readonly TypedError[],
+    private readonly errors: readonly RpcErrorClass[],
   ) {}
 
   /** A progress token whose reports go to `callback` until the answer (`null` without one). */
@@ -49,16 +57,16 @@ class Call {
     if (callback === undefined) {
       return null;
     }
-    progressTokens += 1;
-    const token = `jsonrpc-duplex-progress-${progressTokens}`;
+    rpcProgressTokens += 1;
+    const token = `jsonrpc-duplex-progress-${rpcProgressTokens}`;
     const registration = this.connection.onProgress(new ProgressType<T>(), token, callback);
     this.cleanup.push(() => registration.dispose());
     return token;
   }
 
   /** `items` offered to the peer, which pulls them until the answer. */
-  stream<T>(items: AsyncIterable<T> | Iterable<T>): Enumerable<T> {
-    const offer = generators(this.connection).offer(items);
+  stream<T>(items: AsyncIterable<T> | Iterable<T>): RpcEnumerable<T> {
+    const offer = rpcGenerators(this.connection).offer(items);
     this.cleanup.push(offer.release);
     return { token: offer.token };
   }
@@ -72,7 +80,7 @@ class Call {
     try {
       return await this.connection.sendRequest<R>(method, ...args);
     } catch (error) {
-      throw typed(error, this.errors);
+      throw rpcTyped(error, this.errors);
     } finally {
       for (const release of this.cleanup.splice(0)) {
         release();
@@ -82,15 +90,16 @@ class Call {
 
   /** Send the request when first pulled; its result is a stream, pulled as it is consumed. */
   pull<T>(method: string, structure: ParameterStructures, params: unknown[]): AsyncGenerator<T, void, undefined> {
-    return pull<T>(this.connection, () => this.request<Enumerable<T>>(method, structure, params), this.errors, this.token);
+    return rpcPull<T>(this.connection, () => this.request<RpcEnumerable<T>>(method, structure, params), this.errors, this.token);
   }
 }
 
+// section: rpcPull
 /** A stream the peer offers: pulled with `$/enumerator/next`, dropped early with `$/enumerator/abort`. */
-async function* pull<T>(
+async function* rpcPull<T>(
   connection: MessageConnection,
-  open: () => Promise<Enumerable<T>>,
-  errors: readonly TypedError[],
+  open: () => Promise<RpcEnumerable<T>>,
+  errors: readonly RpcErrorClass[],
   cancel?: CancellationToken,
 ): AsyncGenerator<T, void, undefined> {
   const enumerable = await open();
@@ -105,17 +114,17 @@ async function* pull<T>(
       if (finished) {
         return;
       }
-      let answer: NextAnswer<T>;
+      let answer: RpcNextAnswer<T>;
       try {
         const args: unknown[] = [ParameterStructures.byPosition, token];
         if (cancel !== undefined) {
           args.push(cancel);
         }
-        answer = await connection.sendRequest<NextAnswer<T>>("$/enumerator/next", ...args);
+        answer = await connection.sendRequest<RpcNextAnswer<T>>("$/enumerator/next", ...args);
       } catch (error) {
         // An error ends the sequence on both sides: nothing to abort.
         finished = true;
-        throw typed(error, errors);
+        throw rpcTyped(error, errors);
       }
       values = answer.values ?? [];
       finished = answer.finished === true;
@@ -130,17 +139,18 @@ async function* pull<T>(
   }
 }
 
+// section: RpcGenerators
 /** The streams this side offers on one connection, served to `$/enumerator/next`. */
-class Generators {
+class RpcGenerators {
   private nextToken = 1;
   private readonly offered = new Map<number, AsyncIterator<unknown> | Iterator<unknown>>();
 
   constructor(connection: MessageConnection) {
     connection.onRequest("$/enumerator/next", async (...args: unknown[]) => {
-      const token = tokenOf(args);
+      const token = rpcEnumeratorToken(args);
       const iterator = token === undefined ? undefined : this.offered.get(token);
       if (token === undefined || iterator === undefined) {
-        return new ResponseError(NO_MARSHALED_OBJECT, "This remote object no longer exists.");
+        return new ResponseError(RPC_NO_MARSHALED_OBJECT, "This remote object no longer exists.");
       }
       try {
         const item = await iterator.next();
@@ -158,7 +168,7 @@ class Generators {
       }
     });
     connection.onNotification("$/enumerator/abort", (...args: unknown[]) => {
-      const token = tokenOf(args);
+      const token = rpcEnumeratorToken(args);
       if (token !== undefined) {
         this.release(token);
       }
@@ -183,29 +193,32 @@ class Generators {
   }
 }
 
+// section: rpcEnumeratorToken
 /** The token of `$/enumerator/next` or `abort`: `[token]` or `{"token": ..}`. */
-function tokenOf(args: unknown[]): number | undefined {
+function rpcEnumeratorToken(args: unknown[]): number | undefined {
   const first = args[0];
   const token = typeof first === "object" && first !== null && "token" in first ? first.token : first;
   return typeof token === "number" ? token : undefined;
 }
 
-const GENERATORS = Symbol.for("jsonrpc-duplex/generators");
+// section: RPC_GENERATORS
+const RPC_GENERATORS = Symbol.for("jsonrpc-duplex/generators");
 
+// section: rpcGenerators
 /** The connection's generators, registered on first use (and shared by every generated module). */
-function generators(connection: MessageConnection): Generators {
-  const slot = connection as unknown as { [GENERATORS]?: Generators };
-  let registry = slot[GENERATORS];
+function rpcGenerators(connection: MessageConnection): RpcGenerators {
+  const slot = connection as unknown as { [RPC_GENERATORS]?: RpcGenerators };
+  let registry = slot[RPC_GENERATORS];
   if (registry === undefined) {
-    registry = new Generators(connection);
-    slot[GENERATORS] = registry;
+    registry = new RpcGenerators(connection);
+    slot[RPC_GENERATORS] = registry;
   }
   return registry;
 }
 
-// helper: received
+// section: rpcReceived
 /** Params as received (vscode-jsonrpc spreads an array), by position. */
-function received(args: unknown[], structure: ParameterStructures, keys: readonly string[]): unknown[] {
+function rpcReceived(args: unknown[], structure: ParameterStructures, keys: readonly string[]): unknown[] {
   const [first] = args;
   const byName = typeof first === "object" && first !== null && !Array.isArray(first) && args.length === 1;
   if (structure === ParameterStructures.byName && byName) {
@@ -215,9 +228,9 @@ function received(args: unknown[], structure: ParameterStructures, keys: readonl
   return args;
 }
 
-// helper: reporter
+// section: rpcReporter
 /** A progress reporter for the token a caller sent (reports nothing for `null`). */
-function reporter<T>(connection: MessageConnection, token: unknown): (report: T) => void {
+function rpcReporter<T>(connection: MessageConnection, token: unknown): (report: T) => void {
   if (typeof token !== "string" && typeof token !== "number") {
     return () => undefined;
   }
@@ -226,24 +239,24 @@ function reporter<T>(connection: MessageConnection, token: unknown): (report: T)
   };
 }
 
-// helper: argumentStream
+// section: rpcArgumentStream
 /** A stream argument the caller offers, pulled as the implementation consumes it. */
-function argumentStream<T>(connection: MessageConnection, enumerable: unknown): AsyncGenerator<T, void, undefined> {
-  return pull<T>(connection, async () => (enumerable ?? {}) as Enumerable<T>, []);
+function rpcArgumentStream<T>(connection: MessageConnection, enumerable: unknown): AsyncGenerator<T, void, undefined> {
+  return rpcPull<T>(connection, async () => (enumerable ?? {}) as RpcEnumerable<T>, []);
 }
 
-// helper: offerResult
+// section: rpcOfferResult
 /** A stream result: offered to the caller, which pulls it. */
-async function offerResult<T>(
+async function rpcOfferResult<T>(
   connection: MessageConnection,
   items: AsyncIterable<T> | Iterable<T> | Promise<AsyncIterable<T> | Iterable<T>>,
-): Promise<Enumerable<T>> {
-  return { token: generators(connection).offer(await items).token };
+): Promise<RpcEnumerable<T>> {
+  return { token: rpcGenerators(connection).offer(await items).token };
 }
 
-// helper: handled
+// section: rpcNotification
 /** Run a notification handler; a failure has no answer to go to, so it is logged. */
-function handled(method: string, run: () => void | Promise<void>): void {
+function rpcNotification(method: string, run: () => void | Promise<void>): void {
   try {
     void Promise.resolve(run()).catch((error: unknown) => console.error(`notification ${method} failed:`, error));
   } catch (error) {

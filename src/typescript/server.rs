@@ -3,12 +3,9 @@
 
 use super::types::{Types, camel, doc_comment, pascal, property_key, string_literal, wrap};
 use super::{Side, method_docs, parameters, structure};
-use std::collections::BTreeSet;
-
 use crate::openrpc::{Method, MethodKind, Param, ParamKind, ParamStructure, Returns, Service};
 
-/// The interface and its `serve` function; the runtime helpers they call are added to `helpers`.
-pub(super) fn render(service: &Service, types: &Types<'_>, helpers: &mut BTreeSet<&'static str>) -> String {
+pub(super) fn render(service: &Service, types: &Types<'_>) -> String {
     let name = &service.name;
     let mut out = doc_comment(&service.docs, "");
     out.push_str(&format!("export interface {name} {{\n"));
@@ -36,7 +33,7 @@ pub(super) fn render(service: &Service, types: &Types<'_>, helpers: &mut BTreeSe
          const handlers: Disposable[] = [];\n"
     ));
     for m in &service.methods {
-        out.push_str(&handler(m, types, helpers));
+        out.push_str(&handler(m, types));
     }
     out.push_str("  return Disposable.create(() => handlers.forEach((handler) => handler.dispose()));\n}\n");
     out
@@ -62,34 +59,28 @@ fn signature(m: &Method, types: &Types<'_>) -> String {
 }
 
 /// The value of the `i`th param as the implementation takes it.
-fn argument(p: &Param, i: usize, types: &Types<'_>, helpers: &mut BTreeSet<&'static str>) -> String {
+fn argument(p: &Param, i: usize, types: &Types<'_>) -> String {
     let t = types.expr(&p.schema, 2);
     match p.kind {
         ParamKind::Value => format!("p[{i}] as {t}"),
-        ParamKind::Stream => {
-            helpers.insert("argumentStream");
-            format!("argumentStream<{t}>(connection, p[{i}])")
-        }
-        ParamKind::Progress => {
-            helpers.insert("reporter");
-            format!("reporter<{t}>(connection, p[{i}])")
-        }
+        ParamKind::Stream => format!("rpcArgumentStream<{t}>(connection, p[{i}])"),
+        ParamKind::Progress => format!("rpcReporter<{t}>(connection, p[{i}])"),
     }
 }
 
-fn handler(m: &Method, types: &Types<'_>, helpers: &mut BTreeSet<&'static str>) -> String {
+fn handler(m: &Method, types: &Types<'_>) -> String {
     let local = format!("on{}", pascal(&m.rust_name));
     let method = camel(&m.rust_name);
     let keys: Vec<String> = m.args.iter().map(|p| string_literal(&p.key)).collect();
     let mut call_args: Vec<String> = match m.params {
-        ParamStructure::ByPosition => m.args.iter().enumerate().map(|(i, p)| argument(p, i, types, helpers)).collect(),
+        ParamStructure::ByPosition => m.args.iter().enumerate().map(|(i, p)| argument(p, i, types)).collect(),
         ParamStructure::ByName if m.args.is_empty() => Vec::new(),
         ParamStructure::ByName => {
             let members: Vec<String> = m
                 .args
                 .iter()
                 .enumerate()
-                .map(|(i, p)| format!("{}: {}", property_key(&p.key), argument(p, i, types, helpers)))
+                .map(|(i, p)| format!("{}: {}", property_key(&p.key), argument(p, i, types)))
                 .collect();
             vec![format!("{{ {} }}", members.join(", "))]
         }
@@ -98,20 +89,16 @@ fn handler(m: &Method, types: &Types<'_>, helpers: &mut BTreeSet<&'static str>) 
     let decode = match m.params {
         _ if m.args.is_empty() => String::new(),
         ParamStructure::Object => String::new(),
-        _ => {
-            helpers.insert("received");
-            format!("    const p = received(args, {}, [{}]);\n", structure(m), keys.join(", "))
-        }
+        _ => format!("    const p = rpcReceived(args, {}, [{}]);\n", structure(m), keys.join(", ")),
     };
     let names = std::iter::once(&m.name).chain(&m.aliases);
     let mut out = String::new();
     match m.kind {
         MethodKind::Notification => {
-            helpers.insert("handled");
             let call = format!("service.{method}({})", call_args.join(", "));
             let args = if m.args.is_empty() { "" } else { "...args: unknown[]" };
             out.push_str(&format!(
-                "  const {local} = ({args}): void => {{\n{decode}    handled({}, () => {call});\n  }};\n",
+                "  const {local} = ({args}): void => {{\n{decode}    rpcNotification({}, () => {call});\n  }};\n",
                 string_literal(&m.name)
             ));
             for name in names {
@@ -128,8 +115,7 @@ fn handler(m: &Method, types: &Types<'_>, helpers: &mut BTreeSet<&'static str>) 
                 Returns::Nothing | Returns::Unit => format!("    await {call};\n    return null;\n"),
                 Returns::Value(_) => format!("    return await {call};\n"),
                 Returns::Stream(item) => {
-                    helpers.insert("offerResult");
-                    format!("    return offerResult<{}>(connection, {call});\n", types.expr(item, 2))
+                    format!("    return rpcOfferResult<{}>(connection, {call});\n", types.expr(item, 2))
                 }
             };
             out.push_str(&format!(

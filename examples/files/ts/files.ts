@@ -168,7 +168,7 @@ export class FilesClient {
    * The request `files/readTextFile` with the object as its params.
    */
   readTextFile(request: ReadTextFile, token?: CancellationToken): Promise<string> {
-    const call = new Call(this.connection, token, [FileNotFoundError, DeniedError]);
+    const call = new RpcCall(this.connection, token, [FileNotFoundError, DeniedError]);
     return call.request<string>("files/readTextFile", ParameterStructures.byName, [request]);
   }
 
@@ -179,7 +179,7 @@ export class FilesClient {
    * The request `files/writeTextFile` with the object as its params.
    */
   writeTextFile(request: WriteTextFile, token?: CancellationToken): Promise<void> {
-    const call = new Call(this.connection, token, [FileNotFoundError, DeniedError]);
+    const call = new RpcCall(this.connection, token, [FileNotFoundError, DeniedError]);
     return call.request<void>("files/writeTextFile", ParameterStructures.byName, [request]);
   }
 
@@ -190,7 +190,7 @@ export class FilesClient {
    * `$/enumerator/next` as it is consumed.
    */
   list(params: { prefix: string }, token?: CancellationToken): AsyncGenerator<Entry, void, undefined> {
-    const call = new Call(this.connection, token, []);
+    const call = new RpcCall(this.connection, token, []);
     return call.pull<Entry>("files/list", ParameterStructures.byName, [params]);
   }
 
@@ -200,7 +200,7 @@ export class FilesClient {
    * The request `files/index` with params by name.
    */
   index(params: { prefix: string; progress?: (report: Indexed) => void }, token?: CancellationToken): Promise<number> {
-    const call = new Call(this.connection, token, []);
+    const call = new RpcCall(this.connection, token, []);
     return call.request<number>("files/index", ParameterStructures.byName, [{ ...params, progress: call.progress(params.progress) }]);
   }
 
@@ -213,7 +213,7 @@ export class FilesClient {
     path: string;
     lines: AsyncIterable<string> | Iterable<string>;
   }, token?: CancellationToken): Promise<number> {
-    const call = new Call(this.connection, token, [FileNotFoundError, DeniedError]);
+    const call = new RpcCall(this.connection, token, [FileNotFoundError, DeniedError]);
     return call.request<number>("files/append", ParameterStructures.byName, [{ ...params, lines: call.stream(params.lines) }]);
   }
 
@@ -224,7 +224,7 @@ export class FilesClient {
    * The request `files/saveAll` without params.
    */
   saveAll(token?: CancellationToken): Promise<number> {
-    const call = new Call(this.connection, token, []);
+    const call = new RpcCall(this.connection, token, []);
     return call.request<number>("files/saveAll", ParameterStructures.byPosition, []);
   }
 
@@ -278,18 +278,18 @@ export function serveEditor(connection: MessageConnection, service: Editor): Dis
   const handlers: Disposable[] = [];
   const onConfirm = async (...args: unknown[]) => {
     const token = args.pop() as CancellationToken;
-    const p = received(args, ParameterStructures.byPosition, ["question"]);
+    const p = rpcReceived(args, ParameterStructures.byPosition, ["question"]);
     return await service.confirm(p[0] as string, token);
   };
   handlers.push(connection.onRequest("editor/confirm", onConfirm));
   const onShowMessage = (...args: unknown[]): void => {
-    const p = received(args, ParameterStructures.byPosition, ["level", "text"]);
-    handled("editor/showMessage", () => service.showMessage(p[0] as MessageLevel, p[1] as string));
+    const p = rpcReceived(args, ParameterStructures.byPosition, ["level", "text"]);
+    rpcNotification("editor/showMessage", () => service.showMessage(p[0] as MessageLevel, p[1] as string));
   };
   handlers.push(connection.onNotification("editor/showMessage", onShowMessage));
   const onOpenDocuments = async (...args: unknown[]) => {
     const token = args.pop() as CancellationToken;
-    return offerResult<OpenDocument>(connection, service.openDocuments(token));
+    return rpcOfferResult<OpenDocument>(connection, service.openDocuments(token));
   };
   handlers.push(connection.onRequest("editor/openDocuments", onOpenDocuments));
   return Disposable.create(() => handlers.forEach((handler) => handler.dispose()));
@@ -301,28 +301,29 @@ export function serveEditor(connection: MessageConnection, service: Editor): Dis
 // ---------------------------------------------------------------------------------------------
 
 /** A typed error class: its code, and how to make one from an error response. */
-interface TypedError {
+interface RpcErrorClass {
   readonly code: number;
   new (message?: string, data?: never): ResponseError<unknown>;
 }
 
 /** What a stream travels as: a token to pull with, and values sent ahead. */
-interface Enumerable<T> {
+interface RpcEnumerable<T> {
   token?: unknown;
   values?: T[] | null;
 }
 
 /** The answer to `$/enumerator/next`. */
-interface NextAnswer<T> {
+interface RpcNextAnswer<T> {
   values?: T[] | null;
   finished?: boolean;
 }
 
-const NO_MARSHALED_OBJECT = -32001;
-let progressTokens = 0;
+const RPC_NO_MARSHALED_OBJECT = -32001;
+
+let rpcProgressTokens = 0;
 
 /** An error response as the typed error of its code, when the method declares one. */
-function typed(error: unknown, errors: readonly TypedError[]): unknown {
+function rpcTyped(error: unknown, errors: readonly RpcErrorClass[]): unknown {
   if (!(error instanceof ResponseError)) {
     return error;
   }
@@ -332,13 +333,13 @@ function typed(error: unknown, errors: readonly TypedError[]): unknown {
 }
 
 /** One outgoing call: its progress registrations and offered streams end with it. */
-class Call {
+class RpcCall {
   private readonly cleanup: Array<() => void> = [];
 
   constructor(
     private readonly connection: MessageConnection,
     private readonly token: CancellationToken | undefined,
-    private readonly errors: readonly TypedError[],
+    private readonly errors: readonly RpcErrorClass[],
   ) {}
 
   /** A progress token whose reports go to `callback` until the answer (`null` without one). */
@@ -346,16 +347,16 @@ class Call {
     if (callback === undefined) {
       return null;
     }
-    progressTokens += 1;
-    const token = `jsonrpc-duplex-progress-${progressTokens}`;
+    rpcProgressTokens += 1;
+    const token = `jsonrpc-duplex-progress-${rpcProgressTokens}`;
     const registration = this.connection.onProgress(new ProgressType<T>(), token, callback);
     this.cleanup.push(() => registration.dispose());
     return token;
   }
 
   /** `items` offered to the peer, which pulls them until the answer. */
-  stream<T>(items: AsyncIterable<T> | Iterable<T>): Enumerable<T> {
-    const offer = generators(this.connection).offer(items);
+  stream<T>(items: AsyncIterable<T> | Iterable<T>): RpcEnumerable<T> {
+    const offer = rpcGenerators(this.connection).offer(items);
     this.cleanup.push(offer.release);
     return { token: offer.token };
   }
@@ -369,7 +370,7 @@ class Call {
     try {
       return await this.connection.sendRequest<R>(method, ...args);
     } catch (error) {
-      throw typed(error, this.errors);
+      throw rpcTyped(error, this.errors);
     } finally {
       for (const release of this.cleanup.splice(0)) {
         release();
@@ -379,15 +380,15 @@ class Call {
 
   /** Send the request when first pulled; its result is a stream, pulled as it is consumed. */
   pull<T>(method: string, structure: ParameterStructures, params: unknown[]): AsyncGenerator<T, void, undefined> {
-    return pull<T>(this.connection, () => this.request<Enumerable<T>>(method, structure, params), this.errors, this.token);
+    return rpcPull<T>(this.connection, () => this.request<RpcEnumerable<T>>(method, structure, params), this.errors, this.token);
   }
 }
 
 /** A stream the peer offers: pulled with `$/enumerator/next`, dropped early with `$/enumerator/abort`. */
-async function* pull<T>(
+async function* rpcPull<T>(
   connection: MessageConnection,
-  open: () => Promise<Enumerable<T>>,
-  errors: readonly TypedError[],
+  open: () => Promise<RpcEnumerable<T>>,
+  errors: readonly RpcErrorClass[],
   cancel?: CancellationToken,
 ): AsyncGenerator<T, void, undefined> {
   const enumerable = await open();
@@ -402,17 +403,17 @@ async function* pull<T>(
       if (finished) {
         return;
       }
-      let answer: NextAnswer<T>;
+      let answer: RpcNextAnswer<T>;
       try {
         const args: unknown[] = [ParameterStructures.byPosition, token];
         if (cancel !== undefined) {
           args.push(cancel);
         }
-        answer = await connection.sendRequest<NextAnswer<T>>("$/enumerator/next", ...args);
+        answer = await connection.sendRequest<RpcNextAnswer<T>>("$/enumerator/next", ...args);
       } catch (error) {
         // An error ends the sequence on both sides: nothing to abort.
         finished = true;
-        throw typed(error, errors);
+        throw rpcTyped(error, errors);
       }
       values = answer.values ?? [];
       finished = answer.finished === true;
@@ -428,16 +429,16 @@ async function* pull<T>(
 }
 
 /** The streams this side offers on one connection, served to `$/enumerator/next`. */
-class Generators {
+class RpcGenerators {
   private nextToken = 1;
   private readonly offered = new Map<number, AsyncIterator<unknown> | Iterator<unknown>>();
 
   constructor(connection: MessageConnection) {
     connection.onRequest("$/enumerator/next", async (...args: unknown[]) => {
-      const token = tokenOf(args);
+      const token = rpcEnumeratorToken(args);
       const iterator = token === undefined ? undefined : this.offered.get(token);
       if (token === undefined || iterator === undefined) {
-        return new ResponseError(NO_MARSHALED_OBJECT, "This remote object no longer exists.");
+        return new ResponseError(RPC_NO_MARSHALED_OBJECT, "This remote object no longer exists.");
       }
       try {
         const item = await iterator.next();
@@ -455,7 +456,7 @@ class Generators {
       }
     });
     connection.onNotification("$/enumerator/abort", (...args: unknown[]) => {
-      const token = tokenOf(args);
+      const token = rpcEnumeratorToken(args);
       if (token !== undefined) {
         this.release(token);
       }
@@ -481,27 +482,27 @@ class Generators {
 }
 
 /** The token of `$/enumerator/next` or `abort`: `[token]` or `{"token": ..}`. */
-function tokenOf(args: unknown[]): number | undefined {
+function rpcEnumeratorToken(args: unknown[]): number | undefined {
   const first = args[0];
   const token = typeof first === "object" && first !== null && "token" in first ? first.token : first;
   return typeof token === "number" ? token : undefined;
 }
 
-const GENERATORS = Symbol.for("jsonrpc-duplex/generators");
+const RPC_GENERATORS = Symbol.for("jsonrpc-duplex/generators");
 
 /** The connection's generators, registered on first use (and shared by every generated module). */
-function generators(connection: MessageConnection): Generators {
-  const slot = connection as unknown as { [GENERATORS]?: Generators };
-  let registry = slot[GENERATORS];
+function rpcGenerators(connection: MessageConnection): RpcGenerators {
+  const slot = connection as unknown as { [RPC_GENERATORS]?: RpcGenerators };
+  let registry = slot[RPC_GENERATORS];
   if (registry === undefined) {
-    registry = new Generators(connection);
-    slot[GENERATORS] = registry;
+    registry = new RpcGenerators(connection);
+    slot[RPC_GENERATORS] = registry;
   }
   return registry;
 }
 
 /** Params as received (vscode-jsonrpc spreads an array), by position. */
-function received(args: unknown[], structure: ParameterStructures, keys: readonly string[]): unknown[] {
+function rpcReceived(args: unknown[], structure: ParameterStructures, keys: readonly string[]): unknown[] {
   const [first] = args;
   const byName = typeof first === "object" && first !== null && !Array.isArray(first) && args.length === 1;
   if (structure === ParameterStructures.byName && byName) {
@@ -512,15 +513,15 @@ function received(args: unknown[], structure: ParameterStructures, keys: readonl
 }
 
 /** A stream result: offered to the caller, which pulls it. */
-async function offerResult<T>(
+async function rpcOfferResult<T>(
   connection: MessageConnection,
   items: AsyncIterable<T> | Iterable<T> | Promise<AsyncIterable<T> | Iterable<T>>,
-): Promise<Enumerable<T>> {
-  return { token: generators(connection).offer(await items).token };
+): Promise<RpcEnumerable<T>> {
+  return { token: rpcGenerators(connection).offer(await items).token };
 }
 
 /** Run a notification handler; a failure has no answer to go to, so it is logged. */
-function handled(method: string, run: () => void | Promise<void>): void {
+function rpcNotification(method: string, run: () => void | Promise<void>): void {
   try {
     void Promise.resolve(run()).catch((error: unknown) => console.error(`notification ${method} failed:`, error));
   } catch (error) {
