@@ -1,22 +1,42 @@
 //! TypeScript modules from `#[rpc]` traits (the `openrpc` feature), for a TypeScript peer on
-//! [vscode-jsonrpc](https://www.npmjs.com/package/vscode-jsonrpc).
+//! [vscode-jsonrpc](https://www.npmjs.com/package/vscode-jsonrpc) (10.x).
 //!
 //! [`Module`] renders, from the same description as the OpenRPC document
 //! ([`Describe`](crate::openrpc::Describe)):
 //!
-//! - the **types** every method names (one declaration per JSON Schema definition, with the
-//!   Rust doc comments),
-//! - an **error class** per typed error (`class NotFoundError extends ResponseError`, with its
-//!   `code`), thrown by clients and throwable by implementations,
-//! - for each trait the Rust side serves, a **client** class over a `MessageConnection`
-//!   (`await files.readTextFile({ path })`): progress as a callback, streams as async iterators
-//!   speaking StreamJsonRpc's enumerator protocol, an optional `CancellationToken` last,
+//! - the **types** every method names: one declaration per JSON Schema definition, with the
+//!   Rust doc comments;
+//! - an **error class** per typed error (`class FileNotFoundError extends ResponseError`, with
+//!   `static readonly code`), which clients throw and implementations may throw;
+//! - for each trait the Rust side serves, a **client** class over a `MessageConnection`;
 //! - for each trait the TypeScript side serves (callbacks), an **interface** to implement and a
-//!   `serve{Trait}(connection, impl)` function that registers it.
+//!   `serve{Trait}(connection, service)` function that registers it (returning a `Disposable`).
 //!
-//! The module imports only `vscode-jsonrpc`, compiles with `tsc --strict`, and is the same
-//! bytes every time it is rendered from the same traits. Write it with a small build step (see
-//! the [`openrpc`](crate::openrpc) docs): a binary in your crate, or a `build.rs`.
+//! The module imports only `vscode-jsonrpc`, compiles with `tsc --strict` (and
+//! `noUnusedLocals`, `noUnusedParameters`), and is the same bytes every time it is rendered from
+//! the same traits. Write it with a build step (see the [`openrpc`](crate::openrpc) docs).
+//!
+//! | in the trait | the client method | the interface method |
+//! |---|---|---|
+//! | `params = "positional"` | one argument per param (`Option` ones at the end may be left out) | the same |
+//! | `params = "named"` | one object, keyed as on the wire: `files.index({ prefix })` | the same object |
+//! | `params = "object"` | the object: `files.readTextFile({ path })` | the same |
+//! | a request | returns a `Promise` of the result; an optional `CancellationToken` last | returns the result or a `Promise` of it; takes a `CancellationToken` last |
+//! | `#[notification]` | returns the `Promise<void>` of the send | returns `void` or a `Promise`; a failure is logged (there is no answer) |
+//! | a typed error (`DescribeErrors`) | rejects with its error class (else with vscode-jsonrpc's `ResponseError`) | throw the class: its code, message and data are the answer |
+//! | `Progress<T>` | a callback `(report: T) => void`, called for each report before the promise settles; leave it out for none | a function that reports (a no-op when the caller asked for none) |
+//! | returns a stream | an `AsyncGenerator<T>`: the request goes out when it is first pulled, each item is a `$/enumerator/next`, leaving the loop early sends `$/enumerator/abort` | return an `AsyncIterable<T>` or `Iterable<T>` (or a `Promise` of one); it is pulled one item per `next` |
+//! | `RpcStream<T>` param | an `AsyncIterable<T>` or `Iterable<T>`, pulled by the peer until the answer | an `AsyncGenerator<T>` to pull before answering |
+//!
+//! Method and param names are the Rust names in camelCase (keywords get a trailing `_`). The
+//! generated helpers (one `$/enumerator/next` handler per connection, shared by every generated
+//! module) are named `rpc…` / `Rpc…`, and only those the module uses are written.
+//!
+//! Limits: incoming params are not checked against their types (as with vscode-jsonrpc's own
+//! handlers); a served method receives them in the shape the Rust trait sends (positional
+//! methods an array, named methods an object). A Rust type named like an import
+//! (`MessageConnection`, `Disposable`, …), a `{Trait}Client` class or a served trait's interface
+//! would clash with it.
 //!
 //! ```
 //! use jsonrpc_duplex::{RpcError, rpc, typescript::Module};
