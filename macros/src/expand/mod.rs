@@ -4,6 +4,7 @@
 //! stable path, so users depend on the facade alone.
 
 mod client;
+mod openrpc;
 mod server;
 mod trait_;
 
@@ -33,9 +34,11 @@ pub(crate) fn rpc(args: TokenStream, input: TokenStream) -> syn::Result<TokenStr
     let rewritten = trait_::expand(&model);
     let client = model.sides.client.then(|| client::expand(&model));
     let server = model.sides.server.then(|| server::expand(&model));
+    let describe = openrpc::expand(&model);
     Ok(quote! {
         #rewritten
         #client
         #server
+        #describe
     })
 }
