@@ -25,7 +25,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use jsonrpc_duplex::{CancelProtocol, CancellationToken, Connection, Framing};
+use jsonrpc_duplex::{CancellationToken, Connection, Profile};
 use protocol::*;
 
 /// This agent's name in `agentInfo`.
@@ -456,11 +456,7 @@ async fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let conn = Connection::builder()
-        .framing(Framing::NewlineDelimited)
-        .cancel_protocol(CancelProtocol::acp())
-        .serve(AgentServer::new(SummaryAgent::default()))
-        .stdio();
+    let conn = Connection::builder().profile(Profile::acp()).serve(AgentServer::new(SummaryAgent::default())).stdio();
     // The editor ends the session by closing our stdin.
     let reason = conn.closed().await;
     tracing::info!("connection closed: {reason}");

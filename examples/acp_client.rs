@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use jsonrpc_duplex::{CallOptions, CancelProtocol, CancellationToken, Connection, Framing};
+use jsonrpc_duplex::{CallOptions, CancellationToken, Connection, Profile};
 use protocol::*;
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
@@ -320,8 +320,7 @@ async fn run(options: Options) -> Result<StopReason, String> {
     let mut command = Command::new(&options.agent[0]);
     command.args(&options.agent[1..]);
     let conn = Connection::builder()
-        .framing(Framing::NewlineDelimited)
-        .cancel_protocol(CancelProtocol::acp())
+        .profile(Profile::acp())
         .serve(EditorServer::new(editor))
         .spawn_child(command)
         .map_err(|e| format!("cannot start {:?}: {e}", options.agent[0]))?;

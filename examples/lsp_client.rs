@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use jsonrpc_duplex::{CallOptions, ErrorObject, Request, Responder, Router, RpcError};
+use jsonrpc_duplex::{CallOptions, ErrorObject, Profile, Request, Responder, Router, RpcError};
 use lsp_types::{
     ClientCapabilities, ClientInfo, ConfigurationParams, DidChangeWatchedFilesClientCapabilities,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, GeneralClientCapabilities, HoverClientCapabilities,
@@ -143,6 +143,16 @@ impl LanguageClient for ConsoleClient {
         self.console.print_text(&format!("log    │ {:<7} ", level(params.typ)), &params.message);
     }
 
+    async fn progress(&self, p: ProgressParams) {
+        let ProgressParamsValue::WorkDone(value) = p.value;
+        let (kind, text) = match value {
+            WorkDoneProgress::Begin(b) => ("begin ", join([Some(b.title), b.message, percent(b.percentage)])),
+            WorkDoneProgress::Report(r) => ("report", join([r.message, percent(r.percentage)])),
+            WorkDoneProgress::End(e) => ("end   ", join([e.message])),
+        };
+        self.console.print(&format!("progress {} {kind} {text}", token(&p.token)));
+    }
+
     async fn show_message(&self, params: ShowMessageParams) {
         self.console.print_text(&format!("show   │ {:<7} ", level(params.typ)), &params.message);
     }
@@ -157,30 +167,15 @@ impl LanguageClient for ConsoleClient {
     }
 }
 
-/// The routes `#[rpc]` cannot declare: `$/progress` (a reserved `$/` name) and a fallback that
-/// shows which requests this client does not know before answering them `-32601`.
-fn extra_routes(console: Console) -> Router {
-    let progress = console.clone();
-    Router::new()
-        .notification("$/progress", move |p: ProgressParams, _ctx| {
-            let console = progress.clone();
-            async move {
-                let ProgressParamsValue::WorkDone(value) = p.value;
-                let (kind, text) = match value {
-                    WorkDoneProgress::Begin(b) => ("begin ", join([Some(b.title), b.message, percent(b.percentage)])),
-                    WorkDoneProgress::Report(r) => ("report", join([r.message, percent(r.percentage)])),
-                    WorkDoneProgress::End(e) => ("end   ", join([e.message])),
-                };
-                console.print(&format!("progress {} {kind} {text}", token(&p.token)));
-            }
-        })
-        .fallback(move |request: Request, reply: Responder| {
-            let console = console.clone();
-            async move {
-                console.print(&format!("server ▸ {} → -32601 (not supported by this client)", request.method()));
-                reply.err(ErrorObject::method_not_found(request.method()));
-            }
-        })
+/// A fallback that shows which requests this client does not know before answering them `-32601`.
+fn fallback(console: Console) -> Router {
+    Router::new().fallback(move |request: Request, reply: Responder| {
+        let console = console.clone();
+        async move {
+            console.print(&format!("server ▸ {} → -32601 (not supported by this client)", request.method()));
+            reply.err(ErrorObject::method_not_found(request.method()));
+        }
+    })
 }
 
 fn token(t: &NumberOrString) -> String {
@@ -290,8 +285,9 @@ async fn run(options: Options) -> Result<(), String> {
     command.args(&options.server[1..]);
     let client = ConsoleClient { console: console.clone(), folder: folder.clone() };
     let conn = jsonrpc_duplex::Connection::builder()
+        .profile(Profile::lsp())
         .serve(LanguageClientServer::new(client))
-        .serve(extra_routes(console.clone()))
+        .serve(fallback(console.clone()))
         .spawn_child(command)
         .map_err(|e| format!("cannot start {:?}: {e}", options.server[0]))?;
     let server = LanguageServerClient::new(conn.handle()).with_options(CallOptions::new().timeout(options.timeout));

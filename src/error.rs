@@ -74,9 +74,13 @@ impl RpcErrorType for ErrorObject {
 ///
 /// Anything that implements [`std::error::Error`] converts into it with `?` (as `-32000`, the
 /// generic application error, with the error's message and its causes), so a handler can write
-/// `std::fs::read_to_string(path)?`. An [`ErrorObject`] converts keeping its code. Build one
-/// with a code of your own with [`RpcError::new`]. It reads like an [`ErrorObject`] (it derefs to
-/// one).
+/// `std::fs::read_to_string(path)?`. An [`ErrorObject`] converts keeping its code. The failure
+/// of a call to a peer (a [`ClientError`] of a generated client with `RpcError` or `ErrorObject`
+/// as its error type, or the core [`Error`]) converts into what the peer said, unchanged (code,
+/// message, data), or, when the call itself failed, into a code the caller can act on: `-32800`
+/// for a cancelled call, `-32001` ([`codes::REQUEST_TIMEOUT`]) for one that timed out, `-32000`
+/// for a lost connection (see [`ClientError::into_error_object`]). Build one with a code of your
+/// own with [`RpcError::new`]. It reads like an [`ErrorObject`] (it derefs to one).
 ///
 /// ```
 /// use jsonrpc_duplex::{RpcError, codes};
@@ -141,9 +145,24 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     fn from(error: E) -> Self {
-        if let Some(object) = (&error as &dyn Any).downcast_ref::<ErrorObject>() {
-            return RpcError { object: object.clone() };
+        // What the peer said, or why the call failed, travels on as it was; any other error is a
+        // `-32000` with its message.
+        let mut error = Some(error);
+        let slot = &mut error as &mut dyn Any;
+        if let Some(object) = take::<ErrorObject>(slot) {
+            return RpcError { object };
         }
+        if let Some(failed) = take::<Error>(slot) {
+            return RpcError { object: failed.into() };
+        }
+        if let Some(failed) = take::<ClientError<RpcError>>(slot) {
+            return RpcError { object: failed.into_error_object() };
+        }
+        if let Some(failed) = take::<ClientError<ErrorObject>>(slot) {
+            return RpcError { object: failed.into_error_object() };
+        }
+        // Taken only when it was one of the types above, which all returned.
+        let Some(error) = error else { return RpcError::internal("an error taken twice") };
         let mut message = error.to_string();
         let mut source = error.source();
         while let Some(cause) = source {
@@ -153,6 +172,11 @@ where
         }
         RpcError::new(codes::SERVER_ERROR, message)
     }
+}
+
+/// `Some(value)` out of `slot` (an `Option<T>`) if it is one.
+fn take<T: 'static>(slot: &mut dyn Any) -> Option<T> {
+    slot.downcast_mut::<Option<T>>().and_then(Option::take)
 }
 
 impl From<RpcError> for ErrorObject {
@@ -218,6 +242,45 @@ impl<E> ClientError<E> {
             ClientError::Remote(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl<E: RpcErrorType> ClientError<E> {
+    /// The error object a handler answers with when this call, made on behalf of its request,
+    /// failed: the peer's error object unchanged (code, message, data); `-32800` for a cancelled
+    /// call; `-32001` ([`codes::REQUEST_TIMEOUT`]) for one that timed out; `-32000` for a lost
+    /// connection; `-32603` when this side could not encode the call or decode its answer.
+    ///
+    /// `?` does this by itself in a handler that returns [`RpcError`] (for the default error
+    /// types) or [`ErrorObject`]; with a typed error of your own, write
+    /// `.map_err(ClientError::into_error_object)?` or implement `From` for it.
+    ///
+    /// ```
+    /// use jsonrpc_duplex::{ClientError, ErrorObject, RpcError, codes};
+    ///
+    /// let peer = ErrorObject::new(-32002, "no such file").with_data(serde_json::json!({"path": "a.txt"}));
+    /// let failed: ClientError = ClientError::Method(RpcError::from(peer.clone()));
+    /// assert_eq!(RpcError::from(failed).into_object(), peer);
+    /// assert_eq!(ClientError::<RpcError>::Cancelled.into_error_object().code, codes::REQUEST_CANCELLED);
+    /// ```
+    pub fn into_error_object(self) -> ErrorObject {
+        match self {
+            ClientError::Method(e) => e.into_error_object(),
+            ClientError::Remote(object) => object,
+            ClientError::ConnectionLost(reason) => Error::ConnectionLost(reason).into(),
+            ClientError::Cancelled => Error::Cancelled.into(),
+            ClientError::Timeout(after) => Error::Timeout(after).into(),
+            ClientError::Serialize(e) => Error::Serialize(e).into(),
+            ClientError::Deserialize(e) => Error::Deserialize(e).into(),
+            ClientError::MessageTooLarge { size, limit } => Error::MessageTooLarge { size, limit }.into(),
+            ClientError::Other(e) => e.into(),
+        }
+    }
+}
+
+impl<E: RpcErrorType> From<ClientError<E>> for ErrorObject {
+    fn from(error: ClientError<E>) -> Self {
+        error.into_error_object()
     }
 }
 

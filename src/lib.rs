@@ -23,10 +23,16 @@
 #![doc = include_str!("rpc.md")]
 
 mod context;
+mod describe_gate;
 mod error;
 mod generator;
 mod params;
 mod rpc_stream;
+
+#[cfg(feature = "openrpc")]
+pub mod openrpc;
+#[cfg(feature = "openrpc")]
+pub mod typescript;
 
 pub use jsonrpc_duplex_core::*;
 

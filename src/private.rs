@@ -23,6 +23,13 @@ pub use crate::generator::{Begin, Generator, Yielder, generate};
 pub use crate::params::ParamsReader;
 pub use crate::rpc_stream::RpcStream;
 
+/// `describe! { .. }`: what `#[rpc]` writes for the `openrpc` feature, kept only with it.
+pub use crate::__jsonrpc_duplex_describe as describe;
+#[cfg(feature = "openrpc")]
+pub use crate::openrpc;
+#[cfg(feature = "openrpc")]
+pub use crate::openrpc::probe::{Probe, WithErrors, WithSchema, WithoutErrors, WithoutSchema};
+
 /// The typed error of a call (a function of its own, so that a missing `RpcErrorType` is
 /// reported once, at the method's error type).
 pub fn client_result<E: RpcErrorType>(result: Result<Box<RawValue>, Error>) -> Result<Box<RawValue>, ClientError<E>> {

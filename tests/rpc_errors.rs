@@ -250,8 +250,15 @@ fn client_errors_are_std_errors_and_convert_into_the_default_error_type() {
     let e: ClientError<FsError> = ClientError::Remote(ErrorObject::method_not_found("x"));
     takes_std_error(&ClientError::<RpcError>::Cancelled);
     assert_eq!(e.remote().map(|o| o.code), Some(-32601));
+    // A call that failed by itself becomes a code the caller can act on.
     let forwarded: RpcError = ClientError::<RpcError>::Cancelled.into();
-    assert_eq!(forwarded.message, "the call was cancelled");
+    assert_eq!((forwarded.code, forwarded.message.as_str()), (-32800, "Request cancelled"));
+    let forwarded: RpcError = ClientError::<RpcError>::Timeout(std::time::Duration::from_secs(1)).into();
+    assert_eq!(forwarded.code, -32001);
+    // The peer's own error object passes through unchanged.
+    let peer = ErrorObject::new(-32050, "quota").with_data(serde_json::json!({"retryAfter": 3}));
+    let forwarded: RpcError = ClientError::<RpcError>::Method(RpcError::from(peer.clone())).into();
+    assert_eq!(forwarded.into_object(), peer);
     // An `ErrorObject` keeps its code when it becomes an `RpcError`.
     let kept: RpcError = ErrorObject::invalid_params("no").into();
     assert_eq!(kept.code, -32602);

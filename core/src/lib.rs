@@ -30,12 +30,12 @@ mod sync;
 pub mod transport;
 
 pub use connection::{
-    Builder, CallOptions, CancelProtocol, CloseKind, CloseReason, Connection, Direction, Error, Handle, Limits,
+    Builder, CallOptions, CancelProtocol, CloseKind, CloseReason, Connection, Direction, Error, Handle, Limits, Profile,
 };
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
 pub use message::{ErrorObject, Id, codes};
-pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken};
+pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};
 pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;
 

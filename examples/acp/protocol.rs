@@ -8,9 +8,8 @@
 //! newer peer that sends more still decodes. Unknown variants of the open unions (session
 //! updates, content blocks) decode as `Unknown` instead of failing the whole message.
 //!
-//! The wire: newline-delimited JSON-RPC 2.0 on the agent's stdin/stdout
-//! (`Framing::NewlineDelimited`), protocol-level cancellation `$/cancel_request {"requestId"}`
-//! (`CancelProtocol::acp()`).
+//! The wire: newline-delimited JSON-RPC 2.0 on the agent's stdin/stdout, protocol-level
+//! cancellation `$/cancel_request {"requestId"}`: `Profile::acp()` sets both.
 
 // Shared by two example binaries through `#[path]`: each uses only one side of it, and its `pub`
 // items are `pub` so that they read like a library's.

@@ -1,22 +1,23 @@
-//! The part of the Language Server Protocol that the `lsp_client` example uses, as two `#[rpc]`
-//! traits over the DTOs of the `lsp-types` crate.
+//! The part of the Language Server Protocol that the `lsp_client` and `lsp_server` examples use,
+//! as two `#[rpc]` traits over the DTOs of the `lsp-types` crate.
 //!
-//! The wire: JSON-RPC 2.0 with `Content-Length` framing (the framework's default) on the
-//! server's stdin/stdout; cancellation is `$/cancelRequest {"id"}` (the default
-//! `CancelProtocol::lsp()`). LSP params are one object, hence `params = "object"`.
-//!
-//! `$/progress` is not in these traits: `#[rpc]` reserves names that start with `$/`, so the
-//! example serves it with a plain `Router` route next to the generated dispatcher.
+//! The wire: JSON-RPC 2.0 with `Content-Length` framing on the server's stdin/stdout;
+//! cancellation is `$/cancelRequest {"id"}`; progress is `$/progress {"token", "value"}`, on a
+//! token the client passes in a request's `workDoneToken` or one the server creates with
+//! `window/workDoneProgress/create`. `Profile::lsp()` sets all of it. LSP params are one object,
+//! hence `params = "object"`; a `Progress<WorkDoneProgress>` argument of such a method is the
+//! request's `workDoneToken`.
 
 // Each side of a protocol module is used by some program, not necessarily this one; its `pub`
 // items are `pub` so that it reads like a library's.
 #![allow(dead_code, unreachable_pub)]
 
-use jsonrpc_duplex::{RpcError, rpc};
+use jsonrpc_duplex::{CancellationToken, Progress, RpcError, rpc};
 use lsp_types::{
-    ConfigurationParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Hover, HoverParams, InitializeParams,
-    InitializeResult, InitializedParams, LogMessageParams, PublishDiagnosticsParams, RegistrationParams,
-    ShowMessageParams, UnregistrationParams, WorkDoneProgressCreateParams, WorkspaceFolder,
+    CompletionParams, CompletionResponse, ConfigurationParams, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
+    DidOpenTextDocumentParams, ExecuteCommandParams, Hover, HoverParams, InitializeParams, InitializeResult,
+    InitializedParams, LogMessageParams, ProgressParams, PublishDiagnosticsParams, RegistrationParams, SetTraceParams,
+    ShowMessageParams, UnregistrationParams, WorkDoneProgress, WorkDoneProgressCreateParams, WorkspaceFolder,
 };
 use serde_json::Value;
 
@@ -33,15 +34,43 @@ pub trait LanguageServer {
 
     /// A document is open in the editor; its text is the editor's from now on.
     #[notification(name = "textDocument/didOpen")]
-    async fn did_open(&self, params: DidOpenTextDocumentParams);
+    async fn did_open(&self, params: DidOpenTextDocumentParams, #[context] client: LanguageClientClient);
+
+    /// The document changed (with full sync: its whole new text).
+    #[notification(name = "textDocument/didChange")]
+    async fn did_change(&self, params: DidChangeTextDocumentParams, #[context] client: LanguageClientClient);
 
     /// The document was closed.
     #[notification(name = "textDocument/didClose")]
-    async fn did_close(&self, params: DidCloseTextDocumentParams);
+    async fn did_close(&self, params: DidCloseTextDocumentParams, #[context] client: LanguageClientClient);
 
-    /// What is at a position (a type, a signature, docs); `null` if nothing.
+    /// What is at a position (a type, a signature, docs); `null` if nothing. The server may
+    /// call the client back (`workspace/configuration`) while it answers.
     #[method(name = "textDocument/hover")]
-    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>, RpcError>;
+    async fn hover(
+        &self,
+        params: HoverParams,
+        #[context] client: LanguageClientClient,
+    ) -> Result<Option<Hover>, RpcError>;
+
+    /// Completions at a position.
+    #[method(name = "textDocument/completion")]
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>, RpcError>;
+
+    /// Run a command the server advertised. Work-done progress goes to the request's
+    /// `workDoneToken`; `$/cancelRequest` fires `cancel` and drops the call.
+    #[method(name = "workspace/executeCommand")]
+    async fn execute_command(
+        &self,
+        params: ExecuteCommandParams,
+        progress: Progress<WorkDoneProgress>,
+        cancel: CancellationToken,
+    ) -> Result<Option<Value>, RpcError>;
+
+    /// How much the server should trace (`$/` names that are not the connection's own are the
+    /// protocol's to declare).
+    #[notification(name = "$/setTrace")]
+    async fn set_trace(&self, params: SetTraceParams);
 
     /// Get ready to exit (no params; answers `null`).
     #[method(name = "shutdown", params = "positional")]
@@ -78,6 +107,10 @@ pub trait LanguageClient {
     /// A line for the client's log.
     #[notification(name = "window/logMessage")]
     async fn log_message(&self, params: LogMessageParams);
+
+    /// Progress on a token the server created (`window/workDoneProgress/create`).
+    #[notification(name = "$/progress")]
+    async fn progress(&self, params: ProgressParams);
 
     /// A message to show to the user.
     #[notification(name = "window/showMessage")]

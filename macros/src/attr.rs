@@ -41,6 +41,9 @@ pub(crate) const SEPARATOR: Symbol = Symbol("separator");
 pub(crate) const RENAME_ALL: Symbol = Symbol("rename_all");
 pub(crate) const RENAME_ALL_PARAMS: Symbol = Symbol("rename_all_params");
 pub(crate) const CRATE: Symbol = Symbol("crate");
+// Flags of `#[rpc(..)]`: generate one side only.
+pub(crate) const CLIENT: Symbol = Symbol("client");
+pub(crate) const SERVER: Symbol = Symbol("server");
 // Keys of `#[rpc(..)]` and `#[method(..)]` / `#[notification(..)]`.
 pub(crate) const PARAMS: Symbol = Symbol("params");
 // Keys of `#[method(..)]` / `#[notification(..)]`.
@@ -49,7 +52,7 @@ pub(crate) const ALIASES: Symbol = Symbol("aliases");
 // Keys of `#[param(..)]`.
 pub(crate) const RENAME: Symbol = Symbol("rename");
 
-const TRAIT_KEYS: &[Symbol] = &[NAMESPACE, SEPARATOR, RENAME_ALL, RENAME_ALL_PARAMS, PARAMS, CRATE];
+const TRAIT_KEYS: &[Symbol] = &[CLIENT, SERVER, NAMESPACE, SEPARATOR, RENAME_ALL, RENAME_ALL_PARAMS, PARAMS, CRATE];
 const METHOD_KEYS: &[Symbol] = &[NAME, ALIASES, PARAMS];
 const PARAM_KEYS: &[Symbol] = &[RENAME];
 
@@ -155,6 +158,34 @@ pub(crate) struct TraitAttrs {
     pub(crate) rename_all_params: Option<RenameRule>,
     pub(crate) params: Option<ParamStyle>,
     pub(crate) krate: Option<Path>,
+    /// `client` was given: generate the client.
+    pub(crate) client: bool,
+    /// `server` was given: generate the server.
+    pub(crate) server: bool,
+}
+
+/// A flag of `#[rpc(..)]` (`client`, `server`): a bare word, no value.
+fn flag(errors: &mut Errors, meta: &ParseNestedMeta<'_>, once: &mut Once<()>) -> syn::Result<()> {
+    let key = once.key;
+    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+        let what = if key == CLIENT { "the client (`{Trait}Client`)" } else { "the server (`{Trait}Server`)" };
+        errors.spanned(
+            &meta.path,
+            format_args!(
+                "`{key}` takes no value: write `#[rpc({key})]` to generate only {what}, or leave it out for both"
+            ),
+        );
+        if meta.input.peek(Token![=]) {
+            meta.value()?.parse::<syn::Expr>()?;
+        } else {
+            let skipped;
+            syn::parenthesized!(skipped in meta.input);
+            skipped.parse::<TokenStream>()?;
+        }
+        return Ok(());
+    }
+    once.set(errors, &meta.path, ());
+    Ok(())
 }
 
 impl TraitAttrs {
@@ -165,8 +196,14 @@ impl TraitAttrs {
         let mut rename_all_params = Once::new(RENAME_ALL_PARAMS);
         let mut params = Once::new(PARAMS);
         let mut krate = Once::new(CRATE);
+        let mut client = Once::new(CLIENT);
+        let mut server = Once::new(SERVER);
         let parser = syn::meta::parser(|meta| {
-            if meta.path == NAMESPACE {
+            if meta.path == CLIENT {
+                flag(errors, &meta, &mut client)?;
+            } else if meta.path == SERVER {
+                flag(errors, &meta, &mut server)?;
+            } else if meta.path == NAMESPACE {
                 let lit = string(&meta)?;
                 namespace.set(errors, &meta.path, lit);
             } else if meta.path == SEPARATOR {
@@ -211,6 +248,8 @@ impl TraitAttrs {
             rename_all_params: rename_all_params.value,
             params: params.value,
             krate: krate.value,
+            client: client.value.is_some(),
+            server: server.value.is_some(),
         }
     }
 }

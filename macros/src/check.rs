@@ -7,14 +7,42 @@ use crate::attr::{Kind, ParamStyle};
 use crate::ctxt::Errors;
 use crate::model::{Method, NameOrigin, ReturnKind, Role, RpcTrait, Special, WireName};
 
-/// Prefixes no method may use.
+/// A prefix no method may use, and what to do instead.
+const RESERVED_PREFIX: (&str, &str) = (
+    "rpc.",
+    "names starting with `rpc.` are reserved by JSON-RPC 2.0 for rpc-internal methods and extensions; name the \
+     method otherwise, or, to answer a peer that sends one anyway, serve a \
+     `Router::new().request_raw(\"rpc.…\", ..)` next to the generated server",
+);
+
+/// Names the connection handles itself (in any profile that uses them), and what to write
+/// instead. Other `$/` names (`$/setTrace`, `$/logTrace`, `$/progress` for tokens the peer made)
+/// are the trait's to declare.
 const RESERVED: &[(&str, &str)] = &[
-    ("rpc.", "names starting with `rpc.` are reserved by JSON-RPC 2.0 for rpc-internal methods"),
-    ("$/", "names starting with `$/` are reserved for protocol messages (cancellation, progress)"),
+    (
+        "$/cancelRequest",
+        "the connection handles cancellation itself; take a `CancellationToken` argument in the method to be \
+         cancelled, and cancel your own calls with `CallOptions::cancel`",
+    ),
+    (
+        "$/cancel_request",
+        "the connection handles cancellation itself (ACP's spelling, `Profile::acp()`); take a \
+         `CancellationToken` argument in the method to be cancelled, and cancel your own calls with \
+         `CallOptions::cancel`",
+    ),
+    (
+        "$/enumerator/next",
+        "the connection serves streams itself; return `impl Stream<Item = T> + Send` from a method, or take an \
+         `RpcStream<T>` argument",
+    ),
+    (
+        "$/enumerator/abort",
+        "the connection serves streams itself; a stream returned by a method is dropped when its consumer aborts it",
+    ),
 ];
 
 /// Inherent methods of the generated client, which a trait method of the same name would clash with.
-const CLIENT_METHODS: &[&str] = &["new", "handle", "with_options"];
+const CLIENT_METHODS: &[&str] = &["new", "handle", "options", "with_options"];
 
 pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
     let mut seen: HashMap<&str, &syn::Ident> = HashMap::new();
@@ -33,7 +61,7 @@ pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
         }
 
         let ident = m.ident.to_string();
-        if CLIENT_METHODS.contains(&ident.as_str()) {
+        if t.sides.client && CLIENT_METHODS.contains(&ident.as_str()) {
             errors.spanned(
                 &m.ident,
                 format_args!(
@@ -65,7 +93,9 @@ pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
         }
 
         if m.params == ParamStyle::Object {
-            let n = m.wire_args().count();
+            // A `Progress` travels inside the object, where the connection's profile puts a
+            // request's token (MCP's `_meta.progressToken`).
+            let n = m.wire_args().filter(|(a, _, _)| !matches!(a.special, Special::Progress(_))).count();
             if n != 1 {
                 errors.spanned(
                     &m.ident,
@@ -108,11 +138,11 @@ fn check_streams(m: &Method, errors: &mut Errors) {
             }
             _ => {}
         }
-        if m.params == ParamStyle::Object && !matches!(arg.special, Special::None) {
+        if m.params == ParamStyle::Object && matches!(arg.special, Special::Stream(_)) {
             errors.spanned(
                 &arg.ty,
-                "with `params = \"object\"` the one argument is the params object itself; a stream or a progress \
-                 token travels as a param of its own: use \"positional\" or \"named\"",
+                "with `params = \"object\"` the one argument is the params object itself; a stream travels as a \
+                 param of its own: use \"positional\" or \"named\"",
             );
         }
     }
@@ -132,14 +162,16 @@ fn check_name(name: &WireName, errors: &mut Errors) {
         errors.at(name.span, "a method name must not be empty");
         return;
     }
-    for (prefix, why) in RESERVED {
-        if name.value.starts_with(prefix) {
-            let derived = if name.origin == NameOrigin::Derived {
-                format!(" (this method's name is \"{}\")", name.value)
-            } else {
-                String::new()
-            };
-            errors.at(name.span, format_args!("reserved method name: {why}{derived}"));
-        }
+    let derived = if name.origin == NameOrigin::Derived {
+        format!(" (this method's name is \"{}\")", name.value)
+    } else {
+        String::new()
+    };
+    let (prefix, why) = RESERVED_PREFIX;
+    if name.value.starts_with(prefix) {
+        errors.at(name.span, format_args!("reserved method name{derived}: {why}"));
+    }
+    if let Some((reserved, instead)) = RESERVED.iter().find(|(reserved, _)| *reserved == name.value) {
+        errors.at(name.span, format_args!("`{reserved}` is never routed to a trait{derived}: {instead}"));
     }
 }

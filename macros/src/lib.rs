@@ -3,7 +3,8 @@
 //! generates.
 //!
 //! Layout: `attr` parses the attribute grammar, `model` turns the trait into data, `check`
-//! reports semantic mistakes, `expand/` writes the trait, the client and the server. Every
+//! reports semantic mistakes, `expand/` writes the trait, the client, the server and the
+//! description (`openrpc`). Every
 //! mistake is collected (`ctxt`) and reported at the user's tokens in one build.
 
 mod attr;
@@ -16,7 +17,8 @@ mod model;
 use proc_macro::TokenStream;
 
 /// Generate a typed client proxy (`{Trait}Client`) and a server dispatcher (`{Trait}Server`)
-/// from a trait of `async fn`s.
+/// from a trait of `async fn`s; with the facade's `openrpc` feature, also `{Trait}Api`, the
+/// trait described for OpenRPC documents and TypeScript modules.
 ///
 /// ```text
 /// #[rpc(namespace = "..", separator = "/", rename_all = "camelCase", rename_all_params = "camelCase",

@@ -24,7 +24,17 @@ pub(crate) struct RpcTrait {
     pub(crate) krate: Path,
     pub(crate) client: Ident,
     pub(crate) server: Ident,
+    /// Which sides to generate.
+    pub(crate) sides: Sides,
     pub(crate) methods: Vec<Method>,
+}
+
+/// `#[rpc]` generates both sides; `#[rpc(client)]` or `#[rpc(server)]` one (jsonrpsee's
+/// spelling), so that a type that only travels one way needs only that way's serde trait.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sides {
+    pub(crate) client: bool,
+    pub(crate) server: bool,
 }
 
 /// One trait method.
@@ -132,6 +142,13 @@ impl Method {
         })
     }
 
+    /// An `"object"` method's progress argument, which travels inside the params object.
+    pub(crate) fn progress_in_object(&self) -> Option<&Arg> {
+        (self.params == ParamStyle::Object)
+            .then(|| self.args.iter().find(|a| matches!(a.special, Special::Progress(_))))
+            .flatten()
+    }
+
     /// The primary name followed by the aliases.
     pub(crate) fn names(&self) -> impl Iterator<Item = &WireName> {
         std::iter::once(&self.name).chain(&self.aliases)
@@ -165,7 +182,12 @@ impl RpcTrait {
         let krate = attrs.krate.unwrap_or_else(|| syn::parse_quote!(::jsonrpc_duplex));
         let client = Ident::new(&format!("{}Client", item.ident), item.ident.span());
         let server = Ident::new(&format!("{}Server", item.ident), item.ident.span());
-        RpcTrait { item, krate, client, server, methods }
+        // Neither flag: both sides.
+        let sides = match (attrs.client, attrs.server) {
+            (false, false) => Sides { client: true, server: true },
+            (client, server) => Sides { client, server },
+        };
+        RpcTrait { item, krate, client, server, sides, methods }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Connection settings: limits and per-protocol method names.
+//! Connection settings: limits, per-protocol method names, and the profiles that set a
+//! protocol's conventions in one call.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -63,6 +64,117 @@ impl Default for CancelProtocol {
     fn default() -> Self {
         Self::lsp()
     }
+}
+
+/// The wire conventions of one protocol, set with one call: [`Builder::profile`](super::Builder::profile).
+///
+/// | profile | framing | cancellation | progress | a request's own progress token |
+/// |---|---|---|---|---|
+/// | [`Profile::lsp`] | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | `workDoneToken` in the params |
+/// | [`Profile::acp`] | newline | `$/cancel_request {"requestId"}` | `$/progress {"token", "value"}` | none |
+/// | [`Profile::mcp`] | newline | `notifications/cancelled {"requestId", "reason"}`, never answered | `notifications/progress {"progressToken", ...value}` | `_meta.progressToken` in the params |
+/// | [`Profile::json_rpc`] (the defaults) | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | none (a progress argument travels as a param of its own) |
+///
+/// The plain JSON-RPC profile is what StreamJsonRpc and vscode-jsonrpc speak, and what a
+/// connection speaks without a profile. A single setting ([`Builder::framing`](super::Builder::framing),
+/// [`Builder::cancel_protocol`](super::Builder::cancel_protocol),
+/// [`Builder::progress_protocol`](super::Builder::progress_protocol)) overrides its part of a
+/// profile whether it is given before or after it.
+///
+/// ```
+/// use jsonrpc_duplex_core::{Connection, Framing, Profile};
+/// // MCP over stdio: newline framing, `notifications/cancelled`, `notifications/progress`.
+/// let mcp = Connection::builder().profile(Profile::mcp());
+/// // LSP conventions over a newline-framed pipe.
+/// let mixed = Connection::builder().framing(Framing::NewlineDelimited).profile(Profile::lsp());
+/// # drop((mcp, mixed));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    name: &'static str,
+    framing: Framing,
+    cancel: CancelProtocol,
+    progress: crate::progress::ProgressProtocol,
+}
+
+impl Profile {
+    /// The Language Server Protocol: `Content-Length` framing, `$/cancelRequest`, `$/progress`,
+    /// a request's work-done token in its `workDoneToken` member.
+    pub fn lsp() -> Self {
+        Profile {
+            name: "LSP",
+            framing: Framing::ContentLength,
+            cancel: CancelProtocol::lsp(),
+            progress: crate::progress::ProgressProtocol::lsp().with_request_token("workDoneToken"),
+        }
+    }
+
+    /// The Agent Client Protocol: newline framing and `$/cancel_request {"requestId"}`.
+    pub fn acp() -> Self {
+        Profile {
+            name: "ACP",
+            framing: Framing::NewlineDelimited,
+            cancel: CancelProtocol::acp(),
+            progress: crate::progress::ProgressProtocol::lsp(),
+        }
+    }
+
+    /// The Model Context Protocol over stdio: newline framing, `notifications/cancelled` (a
+    /// cancelled request is not answered), `notifications/progress` with the token in a request's
+    /// `_meta.progressToken`.
+    pub fn mcp() -> Self {
+        Profile {
+            name: "MCP",
+            framing: Framing::NewlineDelimited,
+            cancel: CancelProtocol::mcp(),
+            progress: crate::progress::ProgressProtocol::mcp(),
+        }
+    }
+
+    /// Plain JSON-RPC 2.0 as StreamJsonRpc and vscode-jsonrpc speak it (the defaults):
+    /// `Content-Length` framing, `$/cancelRequest`, `$/progress`.
+    pub fn json_rpc() -> Self {
+        Profile {
+            name: "JSON-RPC",
+            framing: Framing::ContentLength,
+            cancel: CancelProtocol::lsp(),
+            progress: crate::progress::ProgressProtocol::lsp(),
+        }
+    }
+
+    /// The protocol's name, as messages about it say it (`"MCP"`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The framing this profile uses on byte streams.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// How this profile spells cancellation.
+    pub fn cancel_protocol(&self) -> &CancelProtocol {
+        &self.cancel
+    }
+
+    /// How this profile spells progress.
+    pub fn progress_protocol(&self) -> &crate::progress::ProgressProtocol {
+        &self.progress
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self::json_rpc()
+    }
+}
+
+/// Which settings were given one by one, so that a profile leaves them alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Explicit {
+    pub(crate) framing: bool,
+    pub(crate) cancel: bool,
+    pub(crate) progress: bool,
 }
 
 /// Direction of a traced message.
@@ -139,6 +251,8 @@ impl Default for Limits {
 /// Everything a connection is configured with.
 #[derive(Clone, Default)]
 pub(crate) struct Config {
+    /// The name of the profile in force, for messages (`"JSON-RPC"` without one).
+    pub(crate) profile: Option<&'static str>,
     pub(crate) framing: Framing,
     pub(crate) limits: Limits,
     pub(crate) cancel: CancelProtocol,
@@ -147,4 +261,25 @@ pub(crate) struct Config {
     pub(crate) stream_settings: crate::stream::StreamSettings,
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) redactor: Option<TraceRedactor>,
+}
+
+impl Config {
+    /// Take `profile`'s conventions, except those set one by one.
+    pub(crate) fn apply(&mut self, profile: Profile, explicit: Explicit) {
+        self.profile = Some(profile.name);
+        if !explicit.framing {
+            self.framing = profile.framing;
+        }
+        if !explicit.cancel {
+            self.cancel = profile.cancel;
+        }
+        if !explicit.progress {
+            self.progress = profile.progress;
+        }
+    }
+
+    /// The profile's name, for messages.
+    pub(crate) fn profile_name(&self) -> &'static str {
+        self.profile.unwrap_or("JSON-RPC")
+    }
 }

@@ -57,6 +57,7 @@ pub(crate) struct Dispatcher {
     pub(crate) handle: Handle,
     pub(crate) tracker: TaskTracker,
     pub(crate) permits: Arc<Permits>,
+    pub(crate) unknown: super::unknown::UnknownNotifications,
 }
 
 /// The in-flight request limit: a count, taken without a lock (a request that finishes in its
@@ -428,12 +429,20 @@ impl Dispatcher {
     /// handles it, or building it panicked).
     fn notification_start(&self, method: String, params: Option<Box<RawValue>>) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
-            if method.starts_with("$/") {
-                tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
-            } else {
-                tracing::debug!(target: crate::LOG_TARGET, %method, "unhandled notification dropped");
-            }
-            return None;
+            let Some((name, fallback)) = self.router.notification_fallback_handler() else {
+                self.unknown.dropped(&method);
+                return None;
+            };
+            let peer = self.handle.clone();
+            let started =
+                std::panic::catch_unwind(AssertUnwindSafe(|| fallback(Notification { method, params, peer })));
+            return match started {
+                Ok(fut) => Some((name, fut)),
+                Err(payload) => {
+                    tracing::error!(target: crate::LOG_TARGET, method = %name, panic = panic_message(&payload), "notification handler panicked");
+                    None
+                }
+            };
         };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(route, method, params)));
         match started {

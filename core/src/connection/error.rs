@@ -42,6 +42,37 @@ pub enum Error {
     },
 }
 
+/// What a handler answers when a call it made to a peer failed and it passed the failure on with
+/// `?`: the peer's own error object unchanged (code, message, data); `-32800` when the call was
+/// cancelled; `-32001` ([`codes::REQUEST_TIMEOUT`](crate::codes::REQUEST_TIMEOUT)) when it timed
+/// out; `-32000` when the connection was lost; `-32603` for the rest (this side could not encode
+/// the call or decode its answer).
+///
+/// ```
+/// use std::time::Duration;
+/// use jsonrpc_duplex_core::{Error, ErrorObject, codes};
+///
+/// let peer = ErrorObject::new(-32002, "no such file").with_data(serde_json::json!({"path": "a.txt"}));
+/// assert_eq!(ErrorObject::from(Error::Remote(peer.clone())), peer);
+/// assert_eq!(ErrorObject::from(Error::Cancelled).code, codes::REQUEST_CANCELLED);
+/// assert_eq!(ErrorObject::from(Error::Timeout(Duration::from_secs(5))).code, codes::REQUEST_TIMEOUT);
+/// ```
+impl From<Error> for ErrorObject {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::Remote(object) => object,
+            Error::Cancelled => ErrorObject::request_cancelled(),
+            Error::Timeout(after) => {
+                ErrorObject::request_timeout(format_args!("no answer from the peer within {after:?}"))
+            }
+            Error::ConnectionLost(reason) => {
+                ErrorObject::new(crate::codes::CONNECTION_CLOSED, format!("Connection lost: {reason}"))
+            }
+            other => ErrorObject::internal_error(other),
+        }
+    }
+}
+
 impl Error {
     /// The peer's error object, when the peer answered with one.
     pub fn as_remote(&self) -> Option<&ErrorObject> {

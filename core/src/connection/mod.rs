@@ -15,6 +15,7 @@ mod reader;
 mod settle;
 pub(crate) mod shared;
 mod trace;
+mod unknown;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use tokio_util::task::TaskTracker;
 pub use close::{CloseKind, CloseReason};
 pub use config::{
     CancelProtocol, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS,
-    DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, Direction, Limits, TraceRedactor,
+    DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, Direction, Limits, Profile, TraceRedactor,
 };
 pub use error::Error;
 pub use handle::{CallOptions, Handle};
@@ -45,14 +46,16 @@ use crate::handler::{MethodClash, Router};
 
 /// Configures and starts a [`Connection`].
 ///
+/// A [`Profile`] sets a protocol's wire conventions in one call (LSP, ACP, MCP, plain
+/// JSON-RPC); single settings override its parts.
+///
 /// ```
-/// use jsonrpc_duplex_core::{CancelProtocol, Connection, Framing, Router};
+/// use jsonrpc_duplex_core::{Connection, Profile, Router};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let (a, _b) = tokio::io::duplex(64 * 1024);
 /// let conn = Connection::builder()
-///     .framing(Framing::NewlineDelimited)
-///     .cancel_protocol(CancelProtocol::acp())
+///     .profile(Profile::acp())
 ///     .max_message_size(16 * 1024 * 1024)
 ///     .serve(Router::new())
 ///     .connect_io(a);
@@ -62,6 +65,8 @@ use crate::handler::{MethodClash, Router};
 #[derive(Clone, Default)]
 pub struct Builder {
     pub(crate) config: Config,
+    /// Settings given one by one, which a profile leaves alone.
+    pub(crate) explicit: config::Explicit,
     router: Router,
     /// Services built per connection, once its handle exists ([`Builder::serve_with`]).
     factories: Vec<ServiceFactory>,
@@ -77,6 +82,7 @@ pub(crate) type RouterLayer = Arc<dyn Fn(Router) -> Router + Send + Sync>;
 impl std::fmt::Debug for Builder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Builder")
+            .field("profile", &self.config.profile)
             .field("framing", &self.config.framing)
             .field("limits", &self.config.limits)
             .field("cancel", &self.config.cancel)
@@ -87,9 +93,18 @@ impl std::fmt::Debug for Builder {
 }
 
 impl Builder {
-    /// The framing on byte-stream transports ([`Framing::ContentLength`] by default).
+    /// Speak a protocol: its framing, cancellation and progress conventions in one call (see
+    /// [`Profile`]). Settings given one by one override their part of it, before or after.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.config.apply(profile, self.explicit);
+        self
+    }
+
+    /// The framing on byte-stream transports ([`Framing::ContentLength`] by default; a
+    /// [`Profile`] sets it too, this overrides it).
     pub fn framing(mut self, framing: Framing) -> Self {
         self.config.framing = framing;
+        self.explicit.framing = true;
         self
     }
 
@@ -111,9 +126,11 @@ impl Builder {
         self
     }
 
-    /// How request cancellation is spelled on the wire ([`CancelProtocol::lsp`] by default).
+    /// How request cancellation is spelled on the wire ([`CancelProtocol::lsp`] by default; a
+    /// [`Profile`] sets it too, this overrides it).
     pub fn cancel_protocol(mut self, cancel: CancelProtocol) -> Self {
         self.config.cancel = cancel;
+        self.explicit.cancel = true;
         self
     }
 
@@ -158,7 +175,8 @@ impl Builder {
     ///         // State of this connection only; `peer` calls this connection's client.
     ///         Router::new().method("who_are_you", move |(): (), _ctx| {
     ///             let peer = peer.clone();
-    ///             async move { peer.request::<String>("name", ()).await.map_err(|e| ErrorObject::internal_error(e)) }
+    ///             // A failed call passes on what the peer answered (or -32800 / -32001).
+    ///             async move { Ok::<_, ErrorObject>(peer.request::<String>("name", ()).await?) }
     ///         })
     ///     })
     ///     .connect_io(a);
@@ -246,7 +264,7 @@ impl Builder {
         codec: Option<crate::framing::FrameCodec>,
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
     ) -> (Connection, Arc<Shared>) {
-        let Builder { config, mut router, factories, layer } = self;
+        let Builder { config, explicit: _, mut router, factories, layer } = self;
         let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec);
         let shared = Arc::new(Shared::new(config, outbound));
         // Before anything can be queued.
@@ -267,8 +285,18 @@ impl Builder {
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();
         let permits = Arc::new(dispatch::Permits::new(shared.config.limits.max_concurrent_requests));
-        let dispatcher =
-            Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone(), permits };
+        if let Some(refused) = shadowed_route(&router, &shared.config) {
+            tracing::error!(target: crate::LOG_TARGET, "{refused}");
+            shared.close(CloseReason::new(CloseKind::FatalError, refused));
+        }
+        let dispatcher = Dispatcher {
+            shared: shared.clone(),
+            router,
+            handle: handle.clone(),
+            tracker: tracker.clone(),
+            permits,
+            unknown: Default::default(),
+        };
         let lane = Arc::new(Lane::new(dispatcher));
         let reader = Reader { shared: shared.clone(), lane: lane.clone() };
         tracker.spawn(reader.run(frames, eof_reason));
@@ -276,6 +304,31 @@ impl Builder {
         tokio::spawn(outbound::run_writer(outbound::Drain::new(shared.clone(), tracker), done.clone()));
         (Connection { handle, done, transport_done: None }, shared)
     }
+}
+
+/// A route the connection would never call, because it takes that method itself: why, and what
+/// to do instead.
+fn shadowed_route(router: &Router, config: &Config) -> Option<String> {
+    let profile = config.profile_name();
+    let cancel = &config.cancel.method;
+    if router.contains(cancel) {
+        return Some(format!(
+            "the route {cancel:?} would never be called: under the {profile} profile the connection handles \
+             cancellation itself (a handler's `CancellationToken` fires, and the request is answered or dropped as \
+             the protocol says); remove the route, or set another `CancelProtocol` if this method means something else"
+        ));
+    }
+    let enumerator = &config.enumerator;
+    for method in [&enumerator.next, &enumerator.abort] {
+        if router.contains(method) {
+            return Some(format!(
+                "the route {method:?} would never be called: the connection serves streams itself (return \
+                 `impl Stream` from an #[rpc] method, or use `Handle::offer_stream`); remove the route, or set \
+                 another `EnumeratorProtocol`"
+            ));
+        }
+    }
+    None
 }
 
 /// One JSON-RPC connection: both sides may call, notify and answer.

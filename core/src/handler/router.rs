@@ -32,7 +32,8 @@ pub struct MethodClash {
 }
 
 /// Maps method names to handlers. Unknown requests are answered `-32601`; unknown notifications
-/// are logged and dropped.
+/// are dropped, the first of each name logged at WARN (a misspelt name shows). A fallback takes
+/// either instead ([`Router::fallback`], [`Router::notification_fallback`]).
 ///
 /// A request handler is started in arrival order and then runs concurrently with later messages;
 /// a notification handler runs to completion before the next message is dispatched.
@@ -59,13 +60,18 @@ pub struct Router {
     /// Names are shared with the notification handlers running under them (for their logs).
     routes: HashMap<Arc<str>, Route, crate::id_hash::SeededBuild>,
     fallback: Option<RequestFn>,
+    notification_fallback: Option<(Arc<str>, NotificationFn)>,
 }
 
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut names: Vec<_> = self.routes.keys().collect();
         names.sort();
-        f.debug_struct("Router").field("methods", &names).field("fallback", &self.fallback.is_some()).finish()
+        f.debug_struct("Router")
+            .field("methods", &names)
+            .field("fallback", &self.fallback.is_some())
+            .field("notification_fallback", &self.notification_fallback.is_some())
+            .finish()
     }
 }
 
@@ -96,6 +102,11 @@ impl Router {
 
     pub(crate) fn fallback_handler(&self) -> Option<&RequestFn> {
         self.fallback.as_ref()
+    }
+
+    /// The notification fallback, with the name its logs go under.
+    pub(crate) fn notification_fallback_handler(&self) -> Option<(&Arc<str>, &NotificationFn)> {
+        self.notification_fallback.as_ref().map(|(name, f)| (name, f))
     }
 
     fn insert(mut self, method: &str, route: Route) -> Self {
@@ -199,12 +210,38 @@ impl Router {
     }
 
     /// Handle requests for methods no route matches (instead of answering `-32601`).
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{ErrorObject, Notification, Request, Responder, Router};
+    ///
+    /// let router = Router::new()
+    ///     .fallback(|request: Request, reply: Responder| async move {
+    ///         // Forward, log, or answer with a hint.
+    ///         reply.err(ErrorObject::method_not_found(request.method()));
+    ///     })
+    ///     .notification_fallback(|note: Notification| async move {
+    ///         eprintln!("ignored notification {}", note.method());
+    ///     });
+    /// # drop(router);
+    /// ```
     pub fn fallback<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(Request, Responder) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.fallback = Some(Arc::new(move |req, reply| Box::pin(handler(req, reply))));
+        self
+    }
+
+    /// Handle notifications for methods no route matches (instead of dropping them). Like any
+    /// notification handler, it runs to completion before the next message is dispatched.
+    pub fn notification_fallback<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Notification) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.notification_fallback =
+            Some((Arc::from("(notification fallback)"), Arc::new(move |n| Box::pin(handler(n)))));
         self
     }
 
@@ -228,6 +265,11 @@ impl Router {
         match (&self.fallback, other.fallback) {
             (Some(_), Some(_)) => return Err(MethodClash { method: "<fallback>".into() }),
             (None, Some(f)) => self.fallback = Some(f),
+            _ => {}
+        }
+        match (&self.notification_fallback, other.notification_fallback) {
+            (Some(_), Some(_)) => return Err(MethodClash { method: "<notification fallback>".into() }),
+            (None, Some(f)) => self.notification_fallback = Some(f),
             _ => {}
         }
         Ok(self)

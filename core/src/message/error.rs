@@ -26,6 +26,13 @@ pub mod codes {
     pub const SERVER_BUSY: i64 = -32005;
     /// The request was cancelled (LSP `RequestCancelled`, StreamJsonRpc `RequestCanceled`).
     pub const REQUEST_CANCELLED: i64 = -32800;
+    /// A call this side made on the request's behalf got no answer in time (the MCP SDKs'
+    /// `RequestTimeout`). The same number as [`NO_MARSHALED_OBJECT`], which only answers to
+    /// `$/enumerator/*` requests carry.
+    pub const REQUEST_TIMEOUT: i64 = -32001;
+    /// The connection a call this side made on the request's behalf was lost (the MCP SDKs'
+    /// `ConnectionClosed`; the generic [`SERVER_ERROR`]).
+    pub const CONNECTION_CLOSED: i64 = -32000;
 }
 
 /// A JSON-RPC error object: `{"code", "message", "data"?}`.
@@ -110,6 +117,10 @@ impl ErrorObject {
     /// `-32800`.
     pub fn request_cancelled() -> Self {
         Self::new(codes::REQUEST_CANCELLED, "Request cancelled")
+    }
+    /// `-32001`, saying what timed out.
+    pub fn request_timeout(detail: impl fmt::Display) -> Self {
+        Self::new(codes::REQUEST_TIMEOUT, format!("Request timed out: {detail}"))
     }
 }
 

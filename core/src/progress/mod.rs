@@ -19,6 +19,7 @@
 //! member names are a connection setting ([`ProgressProtocol`]; MCP's `notifications/progress`
 //! puts the value's members next to `progressToken`).
 
+mod in_params;
 mod receiver;
 mod registry;
 mod reporter;
@@ -26,6 +27,7 @@ mod token;
 
 use std::borrow::Cow;
 
+pub use in_params::TokenInParams;
 pub use receiver::ProgressReceiver;
 pub(crate) use registry::Receivers;
 pub use reporter::Progress;
@@ -44,6 +46,13 @@ use crate::connection::shared::Shared;
 /// |---|---|---|
 /// | [`ProgressProtocol::lsp`] (default; StreamJsonRpc, vscode-jsonrpc) | `$/progress` | `{"token": t, "value": v}` (inbound also `[t, v]`) |
 /// | [`ProgressProtocol::mcp`] | `notifications/progress` | `{"progressToken": t, ...v}` (the value's members beside the token) |
+///
+/// [`request_token`](ProgressProtocol::request_token) says where a request carries its own
+/// token when its params are one object: MCP's `_meta.progressToken`, LSP's `workDoneToken`
+/// ([`Profile::mcp`](crate::Profile::mcp), [`Profile::lsp`](crate::Profile::lsp) set it). A
+/// `Progress<T>` argument of an `#[rpc]` method with `params = "object"`, and
+/// [`Progress::from_request`] on the server and [`Handle::request_with_progress`](crate::Handle::request_with_progress)
+/// on the client, put the token there and find it there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgressProtocol {
     /// The notification's method name.
@@ -53,6 +62,9 @@ pub struct ProgressProtocol {
     /// The member that carries the value; `None` when the value is an object whose members sit
     /// beside the token in the params.
     pub value_member: Option<Cow<'static, str>>,
+    /// Where a params object carries the request's progress token: member names separated by
+    /// `.` (`"_meta.progressToken"`); `None` when the protocol has no such place.
+    pub request_token: Option<Cow<'static, str>>,
 }
 
 impl ProgressProtocol {
@@ -62,15 +74,25 @@ impl ProgressProtocol {
             method: "$/progress".into(),
             token_member: "token".into(),
             value_member: Some("value".into()),
+            request_token: None,
         }
     }
-    /// MCP: `notifications/progress {"progressToken", "progress", "total"?, "message"?}`.
+    /// MCP: `notifications/progress {"progressToken", "progress", "total"?, "message"?}`, the
+    /// request's token in `_meta.progressToken`.
     pub fn mcp() -> Self {
         ProgressProtocol {
             method: "notifications/progress".into(),
             token_member: "progressToken".into(),
             value_member: None,
+            request_token: Some("_meta.progressToken".into()),
         }
+    }
+
+    /// The same, with a request's own token at `path` in its params object (see
+    /// [`request_token`](ProgressProtocol::request_token)).
+    pub fn with_request_token(mut self, path: impl Into<Cow<'static, str>>) -> Self {
+        self.request_token = Some(path.into());
+        self
     }
 }
 
@@ -81,9 +103,11 @@ impl Default for ProgressProtocol {
 }
 
 impl Builder {
-    /// How progress notifications are spelled on the wire ([`ProgressProtocol::lsp`] by default).
+    /// How progress notifications are spelled on the wire ([`ProgressProtocol::lsp`] by default;
+    /// a [`Profile`](crate::Profile) sets it too, this overrides it).
     pub fn progress_protocol(mut self, protocol: ProgressProtocol) -> Self {
         self.config.progress = protocol;
+        self.explicit.progress = true;
         self
     }
 }

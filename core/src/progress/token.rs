@@ -50,6 +50,11 @@ impl ProgressToken {
         }
     }
 
+    /// The connection that issued this token, if this side did.
+    pub(super) fn binding(&self) -> Option<&Binding> {
+        self.receiver.as_deref()
+    }
+
     /// The token as an unsigned integer, when it is one (tokens this side issues always are).
     pub fn as_u64(&self) -> Option<u64> {
         self.id.as_u64()

@@ -42,6 +42,12 @@ pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
                 Self { handle: ::core::clone::Clone::clone(&self.handle), options }
             }
 
+            /// The options every call through this client uses (to extend them:
+            /// `client.with_options(client.options().clone().cancel(token))`).
+            #vis fn options(&self) -> &#p::CallOptions {
+                &self.options
+            }
+
             /// The connection handle this client calls through.
             #vis fn handle(&self) -> &#p::Handle {
                 &self.handle
@@ -191,6 +197,12 @@ fn wire_doc(m: &Method) -> String {
                 "; `{}` is offered as a stream the peer pulls until the request is answered",
                 arg.ident
             )),
+            Special::Progress(_) if m.params == ParamStyle::Object => line.push_str(&format!(
+                "; `{}` is called with each progress report, all before the call returns (the token travels inside \
+                 the params object, where the connection's profile puts it: MCP's `_meta.progressToken`, LSP's \
+                 `workDoneToken`)",
+                arg.ident
+            )),
             Special::Progress(_) => line.push_str(&format!(
                 "; `{}` is called with each `$/progress` report, all before the call returns",
                 arg.ident
@@ -210,9 +222,19 @@ fn params(t: &RpcTrait, m: &Method) -> (TokenStream, TokenStream) {
         // `()` serializes to `null`: the request then has no `params` member at all.
         return (TokenStream::new(), quote!(&()));
     }
-    if let (ParamStyle::Object, [(arg, _, _)]) = (m.params, wire.as_slice()) {
-        let ident = &arg.ident;
-        return (TokenStream::new(), quote!(&#ident));
+    if m.params == ParamStyle::Object {
+        let object = wire.iter().find(|(a, _, _)| !matches!(a.special, Special::Progress(_)));
+        if let Some((arg, _, _)) = object {
+            let ident = &arg.ident;
+            return match m.progress_in_object() {
+                // The token (the progress argument, shadowed) goes inside the object.
+                Some(progress) => {
+                    let token = &progress.ident;
+                    (TokenStream::new(), quote!(&#token.in_params(&#ident)))
+                }
+                None => (TokenStream::new(), quote!(&#ident)),
+            };
+        }
     }
     let n = wire.len();
     let tys = wire.iter().map(|(a, _, _)| wire_type(t, a));

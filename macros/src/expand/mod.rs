@@ -4,6 +4,7 @@
 //! stable path, so users depend on the facade alone.
 
 mod client;
+mod openrpc;
 mod server;
 mod trait_;
 
@@ -31,11 +32,13 @@ pub(crate) fn rpc(args: TokenStream, input: TokenStream) -> syn::Result<TokenStr
     errors.finish()?;
 
     let rewritten = trait_::expand(&model);
-    let client = client::expand(&model);
-    let server = server::expand(&model);
+    let client = model.sides.client.then(|| client::expand(&model));
+    let server = model.sides.server.then(|| server::expand(&model));
+    let describe = openrpc::expand(&model);
     Ok(quote! {
         #rewritten
         #client
         #server
+        #describe
     })
 }

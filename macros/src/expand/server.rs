@@ -133,12 +133,18 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
         Kind::Request => {
             let peer = needs_peer.then(|| quote!(let __stream_peer = ::core::clone::Clone::clone(__request.peer());));
             let cx = needs_cx.then(|| quote!(let __stream_cx = __request.context();));
-            quote!(#peer #cx)
+            let token =
+                m.progress_in_object().is_some().then(|| quote!(let __request_token = __request.progress_token();));
+            quote!(#peer #cx #token)
         }
         Kind::Notification => TokenStream::new(),
     };
     let conversions = m.wire_args().zip(&wire_vars).filter_map(|((a, _, _), var)| match &a.special {
         Special::Stream(_) => Some(quote_spanned!(a.ty.span()=> let #var = #p::open_stream(&__stream_peer, #var);)),
+        // In an object method the token is not a param of its own: it is where the profile says.
+        Special::Progress(_) if m.params == ParamStyle::Object => {
+            Some(quote_spanned!(a.ty.span()=> let #var = #p::Progress::for_request(&__stream_cx, __request_token);))
+        }
         Special::Progress(_) => {
             Some(quote_spanned!(a.ty.span()=> let #var = #p::Progress::for_request(&__stream_cx, #var);))
         }
@@ -237,10 +243,18 @@ fn decode_fn(t: &RpcTrait, m: &Method) -> TokenStream {
             }
         })
         .collect();
-    let body = if let (ParamStyle::Object, [(arg, _, _)]) = (m.params, wire.as_slice()) {
+    let object = (m.params == ParamStyle::Object)
+        .then(|| wire.iter().find(|(a, _, _)| !matches!(a.special, Special::Progress(_))))
+        .flatten();
+    let body = if let Some((arg, _, _)) = object {
         let ty = &arg.ty;
+        // The object, and `None` for a progress argument (its token is read from the request).
+        let parts = wire.iter().map(|(a, _, _)| match a.special {
+            Special::Progress(_) => quote!(::core::option::Option::None),
+            _ => quote!(__object),
+        });
         quote_spanned! {ty.span()=>
-            #p::decode_params::<#ty>(__params).map(|__object| (__object,))
+            #p::decode_params::<#ty>(__params).map(|__object| (#(#parts,)*))
         }
     } else {
         let keys = wire.iter().map(|(_, key, _)| key);

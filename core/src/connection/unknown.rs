@@ -1,0 +1,59 @@
+//! Notifications nobody handles: each name is logged at WARN the first time it arrives (a
+//! misspelt `textDocument/didchange` shows up once, where people look), then at DEBUG.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+/// Distinct names remembered per connection; a peer that sends endless new names is logged at
+/// DEBUG from then on instead of growing the set.
+const MAX_NAMES: usize = 256;
+
+#[derive(Default)]
+pub(crate) struct UnknownNotifications {
+    seen: Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    names: HashSet<String>,
+    /// `MAX_NAMES` were remembered and that was said.
+    full: bool,
+}
+
+impl UnknownNotifications {
+    /// Log a notification no route and no fallback took.
+    pub(crate) fn dropped(&self, method: &str) {
+        // `$/` notifications are optional by LSP's rules: a peer may send them to anyone.
+        if method.starts_with("$/") {
+            tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
+            return;
+        }
+        let first = {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if seen.names.contains(method) || seen.full {
+                None
+            } else if seen.names.len() < MAX_NAMES {
+                seen.names.insert(method.to_owned());
+                Some(false)
+            } else {
+                // Said once, when the set is full.
+                seen.full = true;
+                Some(true)
+            }
+        };
+        match first {
+            Some(false) => tracing::warn!(
+                target: crate::LOG_TARGET,
+                %method,
+                "notification dropped: no route for this method (a misspelt name? further ones are logged at DEBUG)"
+            ),
+            Some(true) => tracing::warn!(
+                target: crate::LOG_TARGET,
+                %method,
+                limit = MAX_NAMES,
+                "notification dropped: no route for this method; too many unknown names, all further ones are logged at DEBUG"
+            ),
+            None => tracing::debug!(target: crate::LOG_TARGET, %method, "unhandled notification dropped"),
+        }
+    }
+}

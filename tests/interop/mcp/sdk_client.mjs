@@ -1,0 +1,112 @@
+// The official MCP TypeScript SDK's client, driving an MCP server over stdio:
+//   node sdk_client.mjs <server command…>
+// It exercises everything the `mcp_server` example offers and prints one JSON summary line,
+// {"ok": true, ...}; it exits 1 with {"ok": false, "error": ...} on the first failure.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ListRootsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+
+const [command, ...args] = process.argv.slice(2);
+const summary = { ok: false, steps: [] };
+const step = (name, value) => {
+  summary.steps.push(name);
+  summary[name] = value;
+};
+const text = (result) => result.content.map((c) => (c.type === "text" ? c.text : `(${c.type})`)).join("\n");
+
+async function main() {
+  const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+  const client = new Client({ name: "sdk-client", version: "1.0.0" }, { capabilities: { roots: { listChanged: true } } });
+  const errors = [];
+  client.onerror = (e) => errors.push(String(e));
+  let rootsAsked = 0;
+  client.setRequestHandler(ListRootsRequestSchema, async () => {
+    rootsAsked += 1;
+    return { roots: [{ uri: "file:///work/project", name: "project" }] };
+  });
+
+  await client.connect(transport);
+  // The child process, to see how it exits.
+  const child = transport._process;
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+
+  step("serverVersion", client.getServerVersion());
+  step("capabilities", client.getServerCapabilities());
+  step("instructions", client.getInstructions());
+  await client.ping();
+  step("ping", true);
+
+  const tools = await client.listTools();
+  step("tools", tools.tools.map((t) => t.name));
+
+  step("add", text(await client.callTool({ name: "add", arguments: { a: 2, b: 40 } })));
+  step("greet", text(await client.callTool({ name: "greet", arguments: { name: "Ada", excited: true } })));
+  const bad = await client.callTool({ name: "add", arguments: { a: "two" } });
+  step("badInput", { isError: bad.isError === true, text: text(bad) });
+  try {
+    await client.callTool({ name: "nope", arguments: {} });
+    step("unknownTool", { code: null });
+  } catch (e) {
+    step("unknownTool", { code: e instanceof McpError ? e.code : String(e) });
+  }
+
+  // Progress: every report reaches `onprogress` before the result.
+  const reports = [];
+  const counted = await client.callTool({ name: "count", arguments: { to: 3, step_ms: 10 } }, undefined, {
+    onprogress: (p) => reports.push({ progress: p.progress, total: p.total, message: p.message }),
+  });
+  step("progress", { result: text(counted), reports });
+
+  // Cancellation: abort after the first report; the SDK sends notifications/cancelled.
+  const controller = new AbortController();
+  const cancelledReports = [];
+  const started = Date.now();
+  try {
+    await client.callTool({ name: "count", arguments: { to: 1000, step_ms: 20 } }, undefined, {
+      signal: controller.signal,
+      onprogress: (p) => {
+        cancelledReports.push(p.progress);
+        controller.abort("enough");
+      },
+    });
+    step("cancel", { rejected: false });
+  } catch (e) {
+    step("cancel", { rejected: true, reports: cancelledReports.length, ms: Date.now() - started, error: String(e) });
+  }
+  // The server goes on serving (and sends nothing more for the cancelled call).
+  step("afterCancel", text(await client.callTool({ name: "add", arguments: { a: 1, b: 1 } })));
+
+  step("roots", { text: text(await client.callTool({ name: "list_roots", arguments: {} })), asked: rootsAsked });
+
+  const resources = await client.listResources();
+  step("resources", resources.resources.map((r) => r.uri));
+  const readme = await client.readResource({ uri: "demo://readme" });
+  step("readme", readme.contents[0].text);
+  const stats = await client.readResource({ uri: "demo://stats" });
+  step("stats", JSON.parse(stats.contents[0].text));
+  try {
+    await client.readResource({ uri: "demo://missing" });
+    step("missingResource", { code: null });
+  } catch (e) {
+    step("missingResource", { code: e.code, data: e.data });
+  }
+
+  const prompts = await client.listPrompts();
+  step("prompts", prompts.prompts.map((p) => ({ name: p.name, arguments: (p.arguments ?? []).map((a) => a.name) })));
+  const prompt = await client.getPrompt({ name: "review", arguments: { code: "fn main() {}" } });
+  step("prompt", prompt.messages.map((m) => `${m.role}: ${m.content.text}`));
+
+  await client.close();
+  step("exit", await exited);
+  step("errors", errors);
+  summary.ok = true;
+}
+
+main()
+  .catch((e) => {
+    summary.error = String(e?.stack ?? e);
+  })
+  .finally(() => {
+    console.log(JSON.stringify(summary));
+    process.exit(summary.ok ? 0 : 1);
+  });
