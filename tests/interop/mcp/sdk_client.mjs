@@ -26,6 +26,16 @@ async function main() {
   });
 
   await client.connect(transport);
+  // Every message as the transport hands it to the SDK, in wire order: the SDK runs
+  // notification handlers a microtask later than it settles responses, so a progress report
+  // read in the same chunk as its answer never reaches `onprogress` ("unknown token"). What the
+  // server sent, and in which order, is checked here instead.
+  const wire = [];
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    wire.push(message);
+    deliver(message, extra);
+  };
   // The child process, to see how it exits.
   const child = transport._process;
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
@@ -50,12 +60,22 @@ async function main() {
     step("unknownTool", { code: e instanceof McpError ? e.code : String(e) });
   }
 
-  // Progress: every report reaches `onprogress` before the result.
+  // Progress: every report is on the wire before the result; the SDK hands them to `onprogress`
+  // in order (all but one that shares a read with the answer, see `wire` above).
   const reports = [];
+  wire.length = 0;
   const counted = await client.callTool({ name: "count", arguments: { to: 3, step_ms: 10 } }, undefined, {
     onprogress: (p) => reports.push({ progress: p.progress, total: p.total, message: p.message }),
   });
-  step("progress", { result: text(counted), reports });
+  const answered = wire.findIndex((m) => "id" in m && ("result" in m || "error" in m));
+  const wireReports = wire
+    .slice(0, answered < 0 ? wire.length : answered)
+    .filter((m) => m.method === "notifications/progress")
+    .map((m) => {
+      const { progressToken, ...report } = m.params;
+      return report;
+    });
+  step("progress", { result: text(counted), reports, wireReports });
 
   // Cancellation: abort after the first report; the SDK sends notifications/cancelled.
   const controller = new AbortController();
