@@ -13,9 +13,7 @@
 //! until the task has caught up and lets the lane go. Either way a handler is only ever polled,
 //! never waited for, by the reader.
 
-use std::any::Any;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -28,9 +26,8 @@ use tokio_util::task::TaskTracker;
 
 use super::Handle;
 use super::lane::{Handoff, LaneTurns, Offered};
-use super::settle::on_lane;
 use super::shared::Shared;
-use crate::handler::{Notification, ReplySlot, Request, Responder, Route, Router, supervised};
+use crate::handler::{Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised};
 use crate::message::{ErrorObject, Id};
 
 pub(crate) enum Inbound {
@@ -199,7 +196,7 @@ impl Lane {
         self.taken.store(taken, Ordering::Release);
         match item {
             Inbound::Notification { method, params } => {
-                let Some((name, mut fut)) = d.notification_start(method, params) else {
+                let Some((name, mut fut)) = d.notification_start(method, params, taken) else {
                     d.shared.settle.set_handled(taken);
                     return Step::Done(None);
                 };
@@ -290,7 +287,7 @@ impl Dispatcher {
     /// Dispatch one message on the task, waiting as needed; `false` if the connection closed.
     async fn dispatch(&self, item: Inbound, taken: u64, shutdown: &CancellationToken) -> bool {
         match item {
-            Inbound::Notification { method, params } => match self.notification_start(method, params) {
+            Inbound::Notification { method, params } => match self.notification_start(method, params, taken) {
                 Some((name, fut)) => NotificationJob::new(name.clone(), fut, &self.shared.handlers).await,
                 None => true,
             },
@@ -348,21 +345,15 @@ impl Dispatcher {
         let request = Request { method, params, slot: slot.clone() };
         // The handler's synchronous part (the closure that builds its future) may panic too; it
         // must not take the lane down with it.
-        let started = supervised(Some(&slot), || {
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.request_future(request, responder)))
-        });
+        let started = poll_supervised(Some(&slot), || self.request_future(request, responder));
         let mut handler = match started {
             Ok(Some(handler)) => handler,
             Ok(None) => return spare(slot),
-            Err(payload) => {
-                answer_panic(&slot, &payload);
-                return None;
-            }
+            // Answered with the panic's message.
+            Err(_) => return None,
         };
         // The first poll on the lane; most handlers finish in it, and then cost no task.
-        let first = on_lane(|| {
-            supervised(Some(&slot), || std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))))
-        });
+        let first = poll_supervised(Some(&slot), || handler.as_mut().poll(cx));
         // Still unanswered (running on, or its responder handed to another task): in flight,
         // so it must be found by a cancellation or a reused id from here on.
         if !slot.is_answered() {
@@ -374,15 +365,12 @@ impl Dispatcher {
                 return spare(slot);
             }
             Ok(Poll::Pending) => {}
-            Err(payload) => {
-                answer_panic(&slot, &payload);
-                return None;
-            }
+            Err(_) => return None,
         }
         let permit = permit.owned();
         self.tracker.spawn(async move {
             let cancel = slot.cancellation().clone();
-            let end = supervise(handler, Some(&slot), &cancel, |payload| answer_panic(&slot, &payload)).await;
+            let end = supervise(handler, &slot, &cancel).await;
             // A handler that finished may have handed its responder to another task: only a
             // cancelled one is answered here.
             if end == End::Cancelled {
@@ -427,15 +415,19 @@ impl Dispatcher {
 
     /// A notification's handler future and the method's registered name (`None` when nobody
     /// handles it, or building it panicked).
-    fn notification_start(&self, method: String, params: Option<Box<RawValue>>) -> Option<(&Arc<str>, HandlerFuture)> {
+    fn notification_start(
+        &self,
+        method: String,
+        params: Option<Box<RawValue>>,
+        seq: u64,
+    ) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             let Some((name, fallback)) = self.router.notification_fallback_handler() else {
                 self.unknown.dropped(&method);
                 return None;
             };
-            let peer = self.handle.clone();
-            let started =
-                std::panic::catch_unwind(AssertUnwindSafe(|| fallback(Notification { method, params, peer })));
+            let peer = self.handle.at_lane(seq);
+            let started = poll_supervised(None, || fallback(Notification { method, params, peer }));
             return match started {
                 Ok(fut) => Some((name, fut)),
                 Err(payload) => {
@@ -444,7 +436,7 @@ impl Dispatcher {
                 }
             };
         };
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.notification_future(route, method, params)));
+        let started = poll_supervised(None, || self.notification_future(route, method, params, seq));
         match started {
             Ok(fut) => Some((name, fut)),
             Err(payload) => {
@@ -455,12 +447,20 @@ impl Dispatcher {
     }
 
     /// The handler future for a notification on `route`.
-    fn notification_future(&self, route: &Route, method: String, params: Option<Box<RawValue>>) -> HandlerFuture {
+    fn notification_future(
+        &self,
+        route: &Route,
+        method: String,
+        params: Option<Box<RawValue>>,
+        seq: u64,
+    ) -> HandlerFuture {
+        // The handler runs on the lane: its handle's calls do not wait for it (see `Handle::at_lane`).
+        let peer = self.handle.at_lane(seq);
         match route {
-            Route::Notification(f) => f(Notification { method, params, peer: self.handle.clone() }),
+            Route::Notification(f) => f(Notification { method, params, peer }),
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
-                let slot = ReplySlot::new(self.shared.clone(), Id::Null, false, None, true);
+                let slot = ReplySlot::new(peer, Id::Null, false, None, true);
                 let request = Request { method, params, slot: slot.clone() };
                 f(request, Responder::new(slot))
             }
@@ -470,7 +470,7 @@ impl Dispatcher {
 
 /// Poll a notification handler once under panic supervision; a panic is logged and ends it.
 fn poll_notification(fut: &mut HandlerFuture, method: &str, cx: &mut Context<'_>) -> Poll<()> {
-    let polled = on_lane(|| supervised(None, || std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)))));
+    let polled = poll_supervised(None, || fut.as_mut().poll(cx));
     match polled {
         Ok(poll) => poll,
         Err(payload) => {
@@ -525,30 +525,18 @@ enum End {
     Cancelled,
 }
 
-/// Drive a request handler until it finishes, panics (reported through `on_panic`; the reply
-/// handle of `slot`, dropped while the panic unwinds, leaves the answer to it) or `cancel` fires
-/// (then the handler is dropped).
-async fn supervise(
-    fut: HandlerFuture,
-    slot: Option<&Arc<ReplySlot>>,
-    cancel: &CancellationToken,
-    on_panic: impl FnOnce(Box<dyn Any + Send>),
-) -> End {
+/// Drive a request handler until it finishes, panics (answered by [`poll_supervised`]) or
+/// `cancel` fires (then the handler is dropped).
+async fn supervise(fut: HandlerFuture, slot: &Arc<ReplySlot>, cancel: &CancellationToken) -> End {
     let mut fut = Some(fut);
-    let mut on_panic = Some(on_panic);
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let end = std::future::poll_fn(|cx| {
         if let Some(f) = fut.as_mut() {
-            match supervised(slot, || std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx)))) {
+            match poll_supervised(Some(slot), || f.as_mut().poll(cx)) {
                 Ok(Poll::Ready(())) => return Poll::Ready(End::Finished),
                 Ok(Poll::Pending) => {}
-                Err(payload) => {
-                    if let Some(report) = on_panic.take() {
-                        report(payload);
-                    }
-                    return Poll::Ready(End::Panicked);
-                }
+                Err(_) => return Poll::Ready(End::Panicked),
             }
         }
         cancelled.as_mut().poll(cx).map(|()| End::Cancelled)
@@ -561,21 +549,4 @@ async fn supervise(
 /// A finished request's reply slot, if nobody holds it any more (the reader reuses it).
 fn spare(mut slot: Arc<ReplySlot>) -> Option<Arc<ReplySlot>> {
     ReplySlot::retire(&mut slot).then_some(slot)
-}
-
-/// Answer a request whose handler panicked with `-32603` and the panic message.
-fn answer_panic(slot: &ReplySlot, payload: &Box<dyn Any + Send>) {
-    let error = ErrorObject::internal_error(format!("the handler panicked: {}", panic_message(payload)));
-    tracing::error!(target: crate::LOG_TARGET, %error, "request handler panicked");
-    slot.answer::<()>(Err(&error));
-}
-
-fn panic_message(payload: &Box<dyn Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-string panic payload)".to_owned()
-    }
 }

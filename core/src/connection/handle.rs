@@ -56,9 +56,14 @@ impl CallOptions {
     /// Answers bypass the ordered dispatch lane, so that a handler awaiting a call to the peer
     /// never deadlocks it; without this option a call may return while notifications that
     /// arrived just before its answer (an ACP agent's last `session/update`s before
-    /// `session/prompt` returns) are still queued. A call made from a handler running on the
-    /// lane itself (a notification handler, or a request handler before its first `.await`)
-    /// does not wait, since it would wait for itself.
+    /// `session/prompt` returns) are still queued.
+    ///
+    /// Inside a notification handler, call through the handle of its context
+    /// ([`NotificationContext::peer`](crate::NotificationContext::peer), or a typed client made
+    /// from it): such a call waits only for the notifications before the one being handled,
+    /// which runs on the lane itself. A handle from elsewhere would wait for the handler that
+    /// waits for it. Request handlers may use any handle (a request counts as handled once it
+    /// has started).
     pub fn after_notifications(mut self) -> Self {
         self.after_notifications = true;
         self
@@ -72,6 +77,21 @@ impl CallOptions {
 #[derive(Clone)]
 pub struct Handle {
     pub(crate) shared: Arc<Shared>,
+    /// The lane position of the notification whose handler this handle was given to: its calls
+    /// made [`after_notifications`](CallOptions::after_notifications) wait only for the
+    /// notifications before it.
+    pub(crate) lane_seq: Option<u64>,
+}
+
+impl Handle {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Handle { shared, lane_seq: None }
+    }
+
+    /// This handle as given to the handler of the lane's message `seq`.
+    pub(crate) fn at_lane(&self, seq: u64) -> Self {
+        Handle { shared: self.shared.clone(), lane_seq: Some(seq) }
+    }
 }
 
 impl fmt::Debug for Handle {
@@ -120,7 +140,8 @@ impl CallGuard<'_> {
         };
         let params = RawValue::from_string(params).ok();
         if encode_notification(&mut buf, &cancel.method, &params).is_ok() {
-            let _ = self.shared.outbound.send_now(buf);
+            // Also sent from `Drop` (a dropped call): left to the writer task.
+            let _ = self.shared.outbound.send_later(buf);
         }
     }
 
@@ -369,8 +390,11 @@ impl Handle {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let (result, read_before) = outcome.unwrap_or_else(|_| (Err(Error::ConnectionLost(self.shared.lost())), 0));
-        if options.after_notifications && !super::settle::is_on_lane() {
-            Box::pin(self.shared.settle.wait(read_before, &self.shared.handlers)).await;
+        if options.after_notifications {
+            // A notification handler's own handle waits only for the notifications before it
+            // (waiting for itself would never end).
+            let target = self.lane_seq.map_or(read_before, |seq| read_before.min(seq.saturating_sub(1)));
+            Box::pin(self.shared.settle.wait(target, &self.shared.handlers)).await;
         }
         result
     }

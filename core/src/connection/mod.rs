@@ -269,7 +269,7 @@ impl Builder {
         let shared = Arc::new(Shared::new(config, outbound));
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
-        let handle = Handle { shared: shared.clone() };
+        let handle = Handle::new(shared.clone());
         for factory in factories {
             match std::mem::take(&mut router).try_merge(factory(handle.clone())) {
                 Ok(merged) => router = merged,

@@ -9,6 +9,7 @@ use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
 
+use super::Handle;
 use super::dispatch::{Inbound, Lane};
 use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
@@ -295,7 +296,8 @@ impl Reader {
     async fn answer_invalid(&self, id: Id, error: ErrorObject, batch: Option<Arc<Batch>>) {
         match batch {
             Some(batch) => {
-                ReplySlot::new(self.shared.clone(), id, false, Some(batch), false).answer::<()>(Err(&error));
+                ReplySlot::new(Handle::new(self.shared.clone()), id, false, Some(batch), false)
+                    .answer::<()>(Err(&error));
             }
             None => self.answer_error(&id, error).await,
         }
@@ -401,7 +403,7 @@ fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc
         },
         None => (id, batch),
     };
-    ReplySlot::new(shared.clone(), id, true, batch, false)
+    ReplySlot::new(Handle::new(shared.clone()), id, true, batch, false)
 }
 
 /// The request id in cancel params: `{"<member>": id}` or `[id]`.

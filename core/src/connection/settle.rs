@@ -8,7 +8,6 @@
 //! for the calls that want it: the reader stamps each answer with how many messages it had
 //! handed to the lane, and the call resolves once the lane has finished that many.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
@@ -70,26 +69,4 @@ impl Settle {
             }
         }
     }
-}
-
-thread_local! {
-    /// Set while a handler is polled on the lane itself (by the reader or the dispatcher task).
-    static IN_LANE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Run one poll of a handler on the lane. A call made from inside it must not wait for the
-/// lane (it would wait for itself).
-pub(crate) fn on_lane<R>(poll: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            IN_LANE.with(|l| l.set(self.0));
-        }
-    }
-    let _restore = Restore(IN_LANE.with(|l| l.replace(true)));
-    poll()
-}
-
-pub(crate) fn is_on_lane() -> bool {
-    IN_LANE.with(Cell::get)
 }

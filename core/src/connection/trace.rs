@@ -5,6 +5,7 @@ use super::config::{Config, TraceRedactor};
 use super::shared::Shared;
 
 /// What the wire log needs of the configuration (the writer has no [`Shared`] at hand).
+#[derive(Clone)]
 pub(crate) struct Tracer {
     max_len: usize,
     redactor: Option<TraceRedactor>,
@@ -15,8 +16,32 @@ impl Tracer {
         Tracer { max_len: config.limits.max_trace_len, redactor: config.redactor.clone() }
     }
 
+    /// Trace a message sent from `Drop`, where no user code may run: the redactor, if any,
+    /// runs on a task of its own.
+    pub(crate) fn message_later(&self, direction: Direction, body: &[u8]) {
+        if !Self::enabled() {
+            return;
+        }
+        if self.redactor.is_none() {
+            return self.message(direction, body);
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let (tracer, body) = (self.clone(), body.to_vec());
+                runtime.spawn(async move { tracer.message(direction, &body) });
+            }
+            Err(_) => {
+                tracing::trace!(target: crate::WIRE_TARGET, "--> ({} bytes sent from a drop outside a runtime, not shown: the redactor cannot run)", body.len())
+            }
+        }
+    }
+
+    fn enabled() -> bool {
+        tracing::enabled!(target: crate::WIRE_TARGET, tracing::Level::TRACE)
+    }
+
     pub(crate) fn message(&self, direction: Direction, body: &[u8]) {
-        if !tracing::enabled!(target: crate::WIRE_TARGET, tracing::Level::TRACE) {
+        if !Self::enabled() {
             return;
         }
         let text = String::from_utf8_lossy(body);

@@ -9,6 +9,6 @@ mod router;
 pub(crate) use batch::Batch;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
-pub(crate) use responder::{ReplySlot, supervised};
+pub(crate) use responder::{ReplySlot, panic_message, poll_supervised};
 pub(crate) use router::{BoxFuture, RequestFn, Route};
 pub use router::{MethodClash, Router};

@@ -1,7 +1,8 @@
 //! The answer-once reply handle of an inbound request.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
@@ -9,29 +10,52 @@ use tokio_util::sync::CancellationToken;
 
 use super::Batch;
 use crate::connection::Handle;
-use crate::connection::shared::Shared;
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 
-thread_local! {
-    /// The reply slot whose handler is being polled under panic supervision on this thread (its
-    /// address; 0 for none).
-    static SUPERVISED: Cell<usize> = const { Cell::new(0) };
+/// A request handler's panic supervision, per reply slot (no thread-local state): while its
+/// handler is polled the slot is `POLLING`; a [`Responder`] dropped by a panicking thread then
+/// (the handler itself unwinding, or a task it handed the responder to) moves it to `DEFERRED`
+/// and leaves the answer to the supervisor, which knows the panic's message if it was the
+/// handler's own. Outside a poll, such a responder answers itself.
+///
+/// | from → to | by |
+/// |---|---|
+/// | `IDLE` → `POLLING` | [`poll_supervised`], before the poll |
+/// | `POLLING` → `DEFERRED` | a responder dropped while its thread panics (compare-and-swap) |
+/// | `POLLING`, `DEFERRED` → `IDLE` | [`poll_supervised`], after the poll: `DEFERRED` means it answers |
+mod supervision {
+    pub(super) const IDLE: u8 = 0;
+    pub(super) const POLLING: u8 = 1;
+    pub(super) const DEFERRED: u8 = 2;
 }
 
-/// Run `poll` (one poll of `slot`'s handler) under panic supervision: if the handler panics, its
-/// [`Responder`] is dropped while the stack unwinds — inside the poll, before the supervisor can
-/// catch the panic — and must then leave the answer to the supervisor, which knows the panic
-/// message.
-pub(crate) fn supervised<R>(slot: Option<&Arc<ReplySlot>>, poll: impl FnOnce() -> R) -> R {
-    struct Restore(usize);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SUPERVISED.with(|s| s.set(self.0));
-        }
+/// Poll (or start) a handler under panic supervision: a panic is caught and returned; with a
+/// `slot`, its request is answered `-32603` with the panic's message, or, when another task
+/// holding its responder panicked meanwhile, `-32603` saying so.
+pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -> R) -> Result<R, Box<dyn Any + Send>> {
+    let Some(slot) = slot else {
+        return std::panic::catch_unwind(AssertUnwindSafe(poll));
+    };
+    slot.supervision.store(supervision::POLLING, Ordering::SeqCst);
+    let out = std::panic::catch_unwind(AssertUnwindSafe(poll));
+    let deferred = slot.supervision.swap(supervision::IDLE, Ordering::SeqCst) == supervision::DEFERRED;
+    match &out {
+        Err(payload) => slot.answer_panic(payload),
+        Ok(_) if deferred => slot.answer_unanswered("the task holding the reply panicked"),
+        Ok(_) => {}
     }
-    let addr = slot.map_or(0, |s| Arc::as_ptr(s) as usize);
-    let _restore = Restore(SUPERVISED.with(|s| s.replace(addr)));
-    poll()
+    out
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &Box<dyn Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
 }
 
 /// The one place an inbound request is answered from, and its cancellation state. Shared by the
@@ -61,20 +85,16 @@ pub(crate) struct ReplySlot {
     /// The token handlers see, made only when one asks for it (most never do): a child of the
     /// connection's handler token, cancelled at once if the request already is.
     token: OnceLock<CancellationToken>,
+    /// Panic supervision of its handler (see [`poll_supervised`]).
+    supervision: AtomicU8,
 }
 
 impl ReplySlot {
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        id: Id,
-        tracked: bool,
-        batch: Option<Arc<Batch>>,
-        silent: bool,
-    ) -> Arc<Self> {
+    pub(crate) fn new(peer: Handle, id: Id, tracked: bool, batch: Option<Arc<Batch>>, silent: bool) -> Arc<Self> {
         Arc::new(ReplySlot {
             id,
             answered: AtomicBool::new(false),
-            peer: Handle { shared },
+            peer,
             tracked,
             registered: AtomicBool::new(false),
             batch,
@@ -82,6 +102,7 @@ impl ReplySlot {
             cancelled: AtomicBool::new(false),
             peer_cancelled: AtomicBool::new(false),
             token: OnceLock::new(),
+            supervision: AtomicU8::new(supervision::IDLE),
         })
     }
 
@@ -103,6 +124,7 @@ impl ReplySlot {
         *s.cancelled.get_mut() = false;
         *s.peer_cancelled.get_mut() = false;
         s.token = OnceLock::new();
+        *s.supervision.get_mut() = supervision::IDLE;
         Ok(())
     }
 
@@ -167,18 +189,22 @@ impl ReplySlot {
 
     /// Answer unless answered already. Returns whether this call answered.
     pub(crate) fn answer<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>) -> bool {
+        self.answer_from(outcome, Writes::Here)
+    }
+
+    fn answer_from<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>, writes: Writes) -> bool {
         // Streams in the result bind themselves to the connection while it is encoded.
         let scope = crate::scope::Scope::response(&self.peer.shared);
-        self.answer_with(|buf| crate::scope::within(scope, || encode_response(buf, &self.id, outcome)))
+        self.answer_with(|buf| crate::scope::within(scope, || encode_response(buf, &self.id, outcome)), writes)
     }
 
     /// Answer with a result that is JSON text already (a stream's batch, serialized straight
     /// into it).
     pub(crate) fn answer_json(&self, result: &[u8]) -> bool {
-        self.answer_with(|buf| encode_response_json(buf, &self.id, result))
+        self.answer_with(|buf| encode_response_json(buf, &self.id, result), Writes::Here)
     }
 
-    fn answer_with(&self, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
+    fn answer_with(&self, encode: impl FnOnce(&mut Vec<u8>), writes: Writes) -> bool {
         if self.answered.swap(true, Ordering::SeqCst) {
             return false;
         }
@@ -215,7 +241,11 @@ impl ReplySlot {
         match &self.batch {
             Some(batch) => batch.add(&buf),
             None => {
-                let _ = self.peer.shared.outbound.send_now(buf);
+                let outbound = &self.peer.shared.outbound;
+                let _ = match writes {
+                    Writes::Here => outbound.send_now(buf),
+                    Writes::Later => outbound.send_later(buf),
+                };
             }
         }
         true
@@ -223,13 +253,32 @@ impl ReplySlot {
 
     /// The default answer of a request nobody answered: `-32800` if it was cancelled, else `-32603`.
     pub(crate) fn answer_unanswered(&self, why: &str) {
+        self.answer_unanswered_from(why, Writes::Here);
+    }
+
+    fn answer_unanswered_from(&self, why: &str, writes: Writes) {
         if self.is_answered() {
             return;
         }
         let error =
             if self.is_cancelled() { ErrorObject::request_cancelled() } else { ErrorObject::internal_error(why) };
+        self.answer_from::<()>(Err(&error), writes);
+    }
+
+    /// Answer `-32603` with a caught panic's message (unless answered already).
+    pub(crate) fn answer_panic(&self, payload: &Box<dyn Any + Send>) {
+        let error = ErrorObject::internal_error(format!("the handler panicked: {}", panic_message(payload)));
+        tracing::error!(target: crate::LOG_TARGET, %error, "request handler panicked");
         self.answer::<()>(Err(&error));
     }
+}
+
+/// Whether an answer may be written by the task that gives it (the common case), or must be
+/// left to the writer task (an answer given from `Drop`, which must not do I/O).
+#[derive(Clone, Copy)]
+enum Writes {
+    Here,
+    Later,
 }
 
 /// The reply handle of one inbound request: answer it once, from any task, at any time.
@@ -289,15 +338,21 @@ impl Responder {
 
 impl Drop for Responder {
     fn drop(&mut self) {
+        // No I/O from `Drop`: the default answer is queued for the writer task.
         if std::thread::panicking() {
-            let addr = Arc::as_ptr(&self.slot) as usize;
-            if SUPERVISED.with(Cell::get) == addr {
-                // Our own handler is panicking: its supervisor answers with the panic message.
+            let polling = self.slot.supervision.compare_exchange(
+                supervision::POLLING,
+                supervision::DEFERRED,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+            if polling.is_ok() {
+                // Its handler is being polled: the supervisor answers (see `poll_supervised`).
                 return;
             }
-            self.slot.answer_unanswered("the task holding the reply panicked");
+            self.slot.answer_unanswered_from("the task holding the reply panicked", Writes::Later);
             return;
         }
-        self.slot.answer_unanswered("the handler dropped the request without answering");
+        self.slot.answer_unanswered_from("the handler dropped the request without answering", Writes::Later);
     }
 }

@@ -275,6 +275,7 @@ fn abort(shared: &crate::connection::shared::Shared, token: &RawValue) {
     let mut buf = crate::connection::bufpool::take(64);
     if encode_notification(&mut buf, &shared.config.enumerator.abort, &(token,)).is_ok() {
         tracing::debug!(target: crate::LOG_TARGET, token = token.get(), "stream abandoned early: abort sent");
-        let _ = shared.outbound.send_now(buf);
+        // Sent from `Drop`: left to the writer task.
+        let _ = shared.outbound.send_later(buf);
     }
 }

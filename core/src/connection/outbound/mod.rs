@@ -209,11 +209,21 @@ impl Outbound {
         }
     }
 
-    /// Queue a response or a cancellation now (callable from `Drop`), and write it from here if
-    /// nobody is writing.
+    /// Queue a response or a cancellation now, and write it from here if nobody is writing.
     pub(crate) fn send_now(&self, body: Vec<u8>) -> Result<(), Closed> {
         // Traced before the lock: the redactor is user code.
         self.tracer.message(Direction::Outgoing, &body);
+        self.push_unbudgeted(body, true)
+    }
+
+    /// Queue a response or a cancellation from `Drop`: no I/O, no user code here (the writer
+    /// task writes it; a redactor traces it on a task of its own).
+    pub(crate) fn send_later(&self, body: Vec<u8>) -> Result<(), Closed> {
+        self.tracer.message_later(Direction::Outgoing, &body);
+        self.push_unbudgeted(body, false)
+    }
+
+    fn push_unbudgeted(&self, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
         let mut q = self.lock();
         if q.dead {
             return Err(Closed);
@@ -221,7 +231,7 @@ impl Outbound {
         q.unbudgeted += body.len();
         // Only ever changed under the queue lock: a plain store keeps the mirror exact.
         self.unbudgeted.store(q.unbudgeted, Ordering::Release);
-        self.push_locked(q, body, true)
+        self.push_locked(q, body, inline)
     }
 
     fn push_locked(&self, mut q: QueueGuard<'_>, mut body: Vec<u8>, inline: bool) -> Result<(), Closed> {
