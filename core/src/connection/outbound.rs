@@ -506,13 +506,18 @@ impl Drain {
     pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
         let stop = shared.shutdown.clone();
         let ending = shared.clone();
+        let running = handlers.clone();
         let give_up = Box::pin(async move {
             stop.cancelled().await;
-            // Handlers still allowed to run: the peer's EOF (any other ending cancels them at once).
+            // Handlers still allowed to run: the peer's EOF (any other ending cancels them at
+            // once). The flush timeout starts when they are done, or cancelled.
             if !ending.handlers_cancelled() {
-                tokio::time::sleep(ending.config.eof_grace).await;
-                tracing::debug!(target: crate::LOG_TARGET, grace = ?ending.config.eof_grace, "the grace after the peer's EOF is over: cancelling the handlers still running");
-                ending.cancel_handlers();
+                let grace = ending.config.eof_grace;
+                running.close();
+                if tokio::time::timeout(grace, running.wait()).await.is_err() {
+                    tracing::debug!(target: crate::LOG_TARGET, ?grace, "the grace after the peer's EOF is over: cancelling the handlers still running");
+                    ending.cancel_handlers();
+                }
             }
             tokio::time::sleep(ending.config.flush_timeout).await;
             tracing::debug!(target: crate::LOG_TARGET, timeout = ?ending.config.flush_timeout, "the peer did not take what was queued in time: giving up on it");
