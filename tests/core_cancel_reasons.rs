@@ -36,20 +36,21 @@ fn mcp() -> jsonrpc_duplex::Builder {
 #[tokio::test]
 async fn mcp_sends_the_callers_reason_and_says_why_when_it_gave_none() {
     let (conn, peer) = pair(mcp(), Framing::NewlineDelimited);
-    let cases: [(&str, CallOptions, Box<dyn Fn(&CancellationToken, &tokio::task::JoinHandle<_>)>); 4] = [
-        (
-            "the user pressed stop",
-            CallOptions::new().cancel_reason("the user pressed stop"),
-            Box::new(|token, _| token.cancel()),
-        ),
-        ("cancelled by the caller", CallOptions::new(), Box::new(|token, _| token.cancel())),
-        ("the caller stopped waiting", CallOptions::new(), Box::new(|_, call| call.abort())),
-        ("window closed", CallOptions::new().cancel_reason("window closed"), Box::new(|_, call| call.abort())),
+    // (the reason expected, the options, how the call stops: `true` by its token, `false` dropped)
+    let cases = [
+        ("the user pressed stop", CallOptions::new().cancel_reason("the user pressed stop"), true),
+        ("cancelled by the caller", CallOptions::new(), true),
+        ("the caller stopped waiting", CallOptions::new(), false),
+        ("window closed", CallOptions::new().cancel_reason("window closed"), false),
     ];
-    for (reason, options, stop) in cases {
+    for (reason, options, by_token) in cases {
         let token = CancellationToken::new();
         let (call, id) = start_call(&conn, &peer, "slow", options.cancel(token.clone())).await;
-        stop(&token, &call);
+        if by_token {
+            token.cancel();
+        } else {
+            call.abort();
+        }
         let _ = within(call).await;
         peer.expect(
             json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":id,"reason":reason}}),
