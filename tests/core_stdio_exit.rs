@@ -48,6 +48,23 @@ fn peer_on_pipes(framing: Framing) -> (Child, RawPeer) {
     (child, RawPeer::new(stdout, stdin, framing))
 }
 
+/// The reference peer (Content-Length) with one end of a Unix socket pair as its stdin and
+/// stdout, and the other end.
+#[cfg(unix)]
+fn peer_on_socket() -> (Child, tokio::net::UnixStream) {
+    use std::os::fd::OwnedFd;
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let stdin = OwnedFd::from(theirs.try_clone().unwrap());
+    let child = Command::new(interop::example("conformance_peer"))
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::from(OwnedFd::from(theirs)))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    ours.set_nonblocking(true).unwrap();
+    (child, tokio::net::UnixStream::from_std(ours).unwrap())
+}
+
 /// How long `child` takes to exit from now (at most `limit`), and that it exited 0.
 async fn exits_within(child: &mut Child, limit: Duration, what: &str) -> Duration {
     let start = Instant::now();
@@ -88,17 +105,8 @@ async fn the_peer_exits_when_main_returns_while_its_stdin_stays_open() {
 #[tokio::test]
 async fn the_peer_exits_when_main_returns_with_a_socket_for_stdio() {
     // Not a pipe: served by threads the runtime does not wait for (as a terminal would be).
-    use std::os::fd::OwnedFd;
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-    let stdin = OwnedFd::from(theirs.try_clone().unwrap());
-    let mut child = Command::new(interop::example("conformance_peer"))
-        .stdin(Stdio::from(stdin))
-        .stdout(Stdio::from(OwnedFd::from(theirs)))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    ours.set_nonblocking(true).unwrap();
-    let (r, w) = tokio::net::UnixStream::from_std(ours).unwrap().into_split();
+    let (mut child, ours) = peer_on_socket();
+    let (r, w) = ours.into_split();
     let mut peer = RawPeer::new(r, w, Framing::ContentLength);
     round_trip(&mut peer).await;
     peer.send(r#"{"jsonrpc":"2.0","method":"exit"}"#).await;
@@ -141,17 +149,7 @@ async fn the_peer_exits_after_eof_even_if_nobody_reads_its_stdout() {
 #[cfg(unix)]
 #[tokio::test]
 async fn the_peer_exits_after_eof_even_if_nobody_reads_its_socket() {
-    use std::os::fd::OwnedFd;
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-    let stdin = OwnedFd::from(theirs.try_clone().unwrap());
-    let mut child = Command::new(interop::example("conformance_peer"))
-        .stdin(Stdio::from(stdin))
-        .stdout(Stdio::from(OwnedFd::from(theirs)))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    ours.set_nonblocking(true).unwrap();
-    let mut ours = tokio::net::UnixStream::from_std(ours).unwrap();
+    let (mut child, mut ours) = peer_on_socket();
     within(ours.write_all(&flood(Framing::ContentLength))).await.unwrap();
     // EOF on its stdin; what it writes is never read.
     within(ours.shutdown()).await.unwrap();

@@ -125,9 +125,8 @@ impl Builder {
 
     /// After the peer's EOF, how long the handlers of requests already read may still run
     /// before their cancellation tokens fire ([`DEFAULT_EOF_GRACE`], 1 s, by default). What
-    /// finishes in time is answered; what does not is cancelled (and answered `-32800`, except
-    /// under MCP rules). `Duration::ZERO` cancels them at once. See [`Connection`] for the whole
-    /// sequence.
+    /// finishes in time is answered; what does not is cancelled and answered `-32800`.
+    /// `Duration::ZERO` cancels them at once. See [`Connection`] for the whole sequence.
     pub fn eof_grace(mut self, grace: Duration) -> Self {
         self.config.eof_grace = grace;
         self
@@ -314,9 +313,9 @@ impl Builder {
 ///    answer).
 /// 3. The **EOF grace** ([`Builder::eof_grace`], 1 s by default): handlers still running when it
 ///    is over see their cancellation tokens fire; they are dropped and their requests answered
-///    `-32800` (not at all under [`CancelProtocol::mcp`]); requests not started yet are answered
-///    `-32603`. A peer that has stopped sending can no longer cancel anything, so nothing runs on
-///    for it.
+///    `-32800`, as are requests not started yet (under every [`CancelProtocol`]: only a request
+///    the peer itself cancelled may go unanswered). A peer that has stopped sending can no longer
+///    cancel anything, so nothing runs on for it.
 /// 4. The **flush**: what is queued (those last answers) is written, within the
 ///    **flush timeout** ([`Builder::flush_timeout`], 2 s by default): a peer that never reads
 ///    its input cannot keep this side alive.

@@ -31,7 +31,8 @@ pub(crate) struct Shared {
     pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
     /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
     /// connection ends — except after the peer's clean EOF, when what was read is still
-    /// dispatched and answered, and it is cancelled once the writer has finished.
+    /// dispatched and answered, and it is cancelled when the EOF grace is over (or once the
+    /// writer has finished, if that is sooner).
     pub(crate) handlers: CancellationToken,
     /// `handlers` is cancelled (a cheaper check than the token's).
     handlers_cancelled: AtomicBool,

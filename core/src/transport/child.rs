@@ -19,7 +19,8 @@ use crate::{Builder, ChildExit, CloseKind, CloseReason, Connection};
 #[derive(Clone, Copy, Debug)]
 pub struct ChildOptions {
     /// After the connection closes (and the child's stdin with it), how long the child may take
-    /// to exit by itself before it is killed.
+    /// to exit by itself before it is killed (logged at WARN; the close reason then says
+    /// [`ChildExit::Killed`](crate::ChildExit::Killed)).
     pub exit_grace: Duration,
     /// After the child exits, how long its stdout may stay open (held by a grandchild) before the
     /// connection is closed anyway.
