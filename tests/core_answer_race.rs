@@ -111,4 +111,5 @@ async fn a_token_that_fires_as_the_answer_is_read_never_loses_it() {
         }
     }
     assert_eq!(answered + cancelled, RUNS);
+    eprintln!("{RUNS} runs: the answer won {answered} times, the token {cancelled} times");
 }
