@@ -14,7 +14,8 @@
 //!
 //! where `runner` is one of the functions at the end of this file: [`to_end`] (each line runs to
 //! its end with exit status 0), [`in_ci`] (the line is one of `.ci/run`'s), or one written for
-//! the entry (a server driven by its clients, a tool installed first).
+//! the entry (a server driven by its clients, a tool installed first, output checked). An
+//! example a line names by its path (`target/debug/examples/NAME`) is built before it runs.
 //!
 //! Commands that would run for minutes are bounded by environment knobs the README documents,
 //! set for every command run here ([`KNOBS`]): benches run at a hundredth of their sizes, the
@@ -258,9 +259,13 @@ fn split(line: &str) -> Split {
 // ---------------------------------------------------------------------------------------------
 
 /// `line` as a command: its argv, its `NAME=value`s and [`KNOBS`], stdin closed, in its own
-/// process group (so that a bounded wait can end all it started).
+/// process group (so that a bounded wait can end all it started). An example a line names by its
+/// path (`target/debug/examples/NAME`, say as the server a client spawns) is built first.
 fn command(line: &str) -> Command {
     let Split { env, argv } = split(line);
+    for name in argv.iter().filter_map(|word| word.strip_prefix("target/debug/examples/")) {
+        interop::example(name);
+    }
     let (program, args) = argv.split_first().unwrap_or_else(|| panic!("{line:?}: no program"));
     let mut cmd = Command::new(program);
     cmd.args(args).current_dir(root()).stdin(Stdio::null());
