@@ -56,13 +56,15 @@ async fn sdk_client_drives_the_mcp_server_example() {
     assert_eq!(s["unknownTool"]["code"], -32602);
     // Every report, in order, on the wire before the result.
     assert_eq!(s["progress"]["result"], "counted to 3");
-    let on_wire: Vec<_> = s["progress"]["wireReports"].as_array().unwrap().iter().map(|r| r["progress"].clone()).collect();
+    let on_wire: Vec<_> =
+        s["progress"]["wireReports"].as_array().unwrap().iter().map(|r| r["progress"].clone()).collect();
     assert_eq!(on_wire, [json!(1), json!(2), json!(3)], "{s:#}");
     assert_eq!(s["progress"]["wireReports"][2], json!({"progress": 3, "total": 3, "message": "counted to 3"}));
     // The SDK hands them on in order, but drops those read together with the answer (it runs
     // notification handlers a microtask after it settles responses; on a busy machine reads
     // gather more): what it delivers is a prefix of what was sent.
-    let delivered: Vec<_> = s["progress"]["reports"].as_array().unwrap().iter().map(|r| r["progress"].clone()).collect();
+    let delivered: Vec<_> =
+        s["progress"]["reports"].as_array().unwrap().iter().map(|r| r["progress"].clone()).collect();
     assert!(delivered.len() <= 3 && delivered[..] == on_wire[..delivered.len()], "{s:#}");
     // Cancelled after its first report: the call ends at once and the server carries on.
     assert_eq!(s["cancel"]["rejected"], true, "{s:#}");
