@@ -9,11 +9,15 @@
 //! user stops the turn (`session/cancel`) instead of answering the first permission question.
 //!
 //! ```text
-//! cargo build --example acp_agent
 //! cargo run --example acp_client -- [--cwd DIR] [--prompt TEXT] [--deny] [--think MS]
-//!     [--cancel-after MS] [--stop-at-question] [--read-only] [--timeout SECS] -- <agent command…>
-//! cargo run --example acp_client -- --prompt "summarize Cargo.toml" -- target/debug/examples/acp_agent
+//!     [--cancel-after MS] [--stop-at-question] [--read-only] [--timeout SECS] <agent command…>
+//! cargo run --example acp_client -- cargo run --example acp_agent
+//! cargo run --example acp_client -- --prompt "summarize Cargo.toml" target/debug/examples/acp_agent
 //! ```
+//!
+//! The agent command starts at the first argument that is not an option of this client, or
+//! after a `--` (`… -- --deny -- target/debug/examples/acp_agent` works too); every argument from
+//! there on is the agent's.
 //!
 //! The exit code is 0 when the turn ended with a stop reason, 1 otherwise.
 
@@ -45,7 +49,7 @@ struct Options {
 }
 
 const USAGE: &str = "usage: acp_client [--cwd DIR] [--prompt TEXT] [--deny] [--think MS] [--cancel-after MS] \
-                     [--stop-at-question] [--read-only] [--timeout SECS] -- <agent command…>";
+                     [--stop-at-question] [--read-only] [--timeout SECS] [--] <agent command…>";
 
 fn parse_args() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
@@ -71,6 +75,11 @@ fn parse_args() -> Result<Options, String> {
                 o.agent = args.by_ref().collect();
                 break;
             }
+            // The agent command's first word: it and everything after it are the agent's.
+            command if !command.starts_with('-') => {
+                o.agent = std::iter::once(arg).chain(args.by_ref()).collect();
+                break;
+            }
             "--cwd" => o.cwd = PathBuf::from(args.next().ok_or("--cwd needs a directory")?),
             "--prompt" => o.prompt = args.next().ok_or("--prompt needs a text")?,
             "--deny" => o.deny = true,
@@ -82,11 +91,11 @@ fn parse_args() -> Result<Options, String> {
                 let v = args.next().ok_or("--timeout needs a number of seconds")?;
                 o.timeout = Duration::from_secs(v.parse().map_err(|_| format!("--timeout: not a number: {v}"))?);
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(format!("unknown option {other:?}")),
         }
     }
     if o.agent.is_empty() {
-        return Err("no agent command after `--`".into());
+        return Err("no agent command".into());
     }
     o.cwd = std::path::absolute(&o.cwd).map_err(|e| format!("--cwd {}: {e}", o.cwd.display()))?;
     Ok(o)

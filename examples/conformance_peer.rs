@@ -22,8 +22,14 @@
 //!   for i = 1..=N, then answers N;
 //! - `failAfter` `{"n":N}` streams 1..=N, then fails the stream with `-32010 "failed after N items"`.
 //!
-//! Unknown methods are answered `-32601`, wrong params `-32602`. The peer exits 0 when its input
-//! reaches EOF. Stdout is the wire: logs go to stderr, filtered by `RUST_LOG` (default `warn`).
+//! The notification `exit` ends the peer as LSP's `exit` ends a language server: it closes the
+//! connection and returns from `main` (exit code 0), even while the other side keeps its pipes
+//! open. Unknown methods are answered `-32601`, wrong params `-32602`.
+//!
+//! When its input reaches EOF the peer answers what it has read, cancels what is still running
+//! after the connection's EOF grace (1 s: a `slow` is answered `-32800`), and exits 0 once its
+//! answers are written (or after the flush timeout, 2 s, if nobody reads them). Stdout is the
+//! wire: logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 //!
 //! Every method is an `#[rpc]` trait method ([`Conformance`], served by the generated
 //! [`ConformanceServer`]); what the peer sends to the other side is the trait [`Caller`], called
@@ -39,7 +45,8 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, CloseKind, Connection, Error, ErrorObject, Framing, Handle, Progress, RpcError, rpc,
+    CallOptions, CancellationToken, CloseKind, CloseReason, Connection, Error, ErrorObject, Framing, Handle, Progress,
+    RpcError, rpc,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -116,6 +123,10 @@ pub trait Conformance {
     /// Streams `1..=n`, then fails the stream with `-32010`.
     #[method(name = "failAfter", params = "named")]
     fn fail_after(&self, n: u64) -> impl Stream<Item = Result<u64, RpcError>> + Send;
+
+    /// Closes the connection and returns from `main` (LSP's `exit`). Any params.
+    #[notification(params = "object")]
+    async fn exit(&self, params: Option<Json>);
 }
 
 /// One `withProgress` report.
@@ -153,6 +164,8 @@ struct Peer {
     recorded: Mutex<Vec<Json>>,
     /// Items `countToSlowly` made.
     produced: AtomicU64,
+    /// Fired by `exit`.
+    exit: CancellationToken,
 }
 
 impl Conformance for Peer {
@@ -240,6 +253,10 @@ impl Conformance for Peer {
         let failure = RpcError::new(-32010, format!("failed after {n} items"));
         futures::stream::iter(1..=n).map(Ok).chain(futures::stream::iter([Err(failure)]))
     }
+
+    async fn exit(&self, _params: Option<Json>) {
+        self.exit.cancel();
+    }
 }
 
 fn usage() -> String {
@@ -286,17 +303,20 @@ async fn main() -> ExitCode {
     };
     tracing::info!(?framing, pid = std::process::id(), "conformance peer serving on stdio");
 
-    let conn = Connection::builder().framing(framing).serve(ConformanceServer::new(Peer::default())).stdio();
-    let reason = conn.closed().await;
+    let peer = Peer::default();
+    let exit = peer.exit.clone();
+    let conn = Connection::builder().framing(framing).serve(ConformanceServer::new(peer)).stdio();
+    let ended = tokio::select! {
+        reason = conn.closed() => reason,
+        _ = exit.cancelled() => CloseReason::new(CloseKind::LocallyClosed, "the `exit` notification"),
+    };
     // Flush what is still queued (answers to the last requests) before leaving.
-    conn.close().await;
+    let reason = conn.close().await;
     tracing::info!(%reason, "connection ended");
-    if reason.kind == CloseKind::RemoteClosed {
+    if matches!(ended.kind, CloseKind::RemoteClosed | CloseKind::LocallyClosed) {
         ExitCode::SUCCESS
     } else {
         eprintln!("conformance_peer: the connection ended abnormally: {reason}");
-        // Stdin may still be open, and tokio's blocking stdin read cannot be cancelled: leave now
-        // rather than wait for it in the runtime's shutdown.
-        std::process::exit(1);
+        ExitCode::FAILURE
     }
 }

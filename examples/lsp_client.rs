@@ -9,10 +9,14 @@
 //! waits for the server process to exit.
 //!
 //! ```text
-//! cargo run --example lsp_client -- [--timeout SECS] -- <server command…> -- <file> <line> <col>
-//! cargo run --example lsp_client -- -- pyright-langserver --stdio -- fixture.py 5 12
-//! cargo run --example lsp_client -- -- pylsp -- fixture.py 5 12
+//! cargo run --example lsp_client -- [--timeout SECS] <server command…> -- <file> <line> <col>
+//! cargo run --example lsp_client -- pyright-langserver --stdio -- fixture.py 5 12
+//! cargo run --example lsp_client -- pylsp -- tests/interop/lsp/fixture/greet.py 9 24
 //! ```
+//!
+//! The server command starts at the first argument that is not an option of this client, or
+//! after a `--` (`cargo run --example lsp_client -- --timeout 9 -- pylsp -- …` works too); the
+//! last `--` ends it.
 //!
 //! `<line>` and `<col>` are 1-based, as editors show them; `<col>` counts characters. The exit
 //! code is 0 when the server answered the hover (even with nothing) and exited cleanly.
@@ -25,7 +29,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use jsonrpc_duplex::{CallOptions, ErrorObject, Profile, Request, Responder, Router, RpcError};
+use jsonrpc_duplex::{CallOptions, ChildExit, ErrorObject, Profile, Request, Responder, Router, RpcError};
 use lsp_types::{
     ClientCapabilities, ClientInfo, ConfigurationParams, DidChangeWatchedFilesClientCapabilities,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, GeneralClientCapabilities, HoverClientCapabilities,
@@ -40,7 +44,7 @@ use protocol::*;
 use serde_json::Value;
 use tokio::process::Command;
 
-const USAGE: &str = "usage: lsp_client [--timeout SECS] -- <server command…> -- <file> <line> <col>";
+const USAGE: &str = "usage: lsp_client [--timeout SECS] [--] <server command…> -- <file> <line> <col>";
 
 struct Options {
     server: Vec<String>,
@@ -54,17 +58,22 @@ fn parse_args() -> Result<Options, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut timeout = Duration::from_secs(60);
     let mut i = 0;
-    while i < args.len() && args[i] != "--" {
-        match args[i].as_str() {
+    // Our options, up to the server command: its first word, or a `--` before it.
+    while let Some(arg) = args.get(i).filter(|a| a.starts_with('-')) {
+        match arg.as_str() {
+            "--" => {
+                i += 1;
+                break;
+            }
             "--timeout" => {
                 let v = args.get(i + 1).ok_or("--timeout needs a number of seconds")?;
                 timeout = Duration::from_secs(v.parse().map_err(|_| format!("--timeout: not a number: {v}"))?);
                 i += 2;
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(format!("unknown option {other:?}")),
         }
     }
-    let rest = args.get(i + 1..).ok_or("no `--` before the server command")?;
+    let rest = &args[i..];
     let split = rest.iter().rposition(|a| a == "--").ok_or("no `--` between the server command and the file")?;
     let (server, place) = (rest[..split].to_vec(), &rest[split + 1..]);
     let [file, line, col] = place else {
@@ -385,10 +394,9 @@ async fn run(options: Options) -> Result<(), String> {
         .await
         .map_err(|_| "the server did not exit within 10 s of `exit`".to_owned())?;
     console.print(&format!("server exited: {}", reason.message));
-    if reason.message.contains("exit status: 0") || reason.message.contains("exited (exit status: 0)") {
-        Ok(())
-    } else {
-        Err(format!("the server did not exit cleanly: {reason}"))
+    match reason.child() {
+        Some(ChildExit::Exited(status)) if status.success() => Ok(()),
+        _ => Err(format!("the server did not exit cleanly: {reason}")),
     }
 }
 

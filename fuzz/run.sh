@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run every fuzz target for SECONDS each (default 60), one after another, and print the executions
 # per target. Usage: fuzz/run.sh [SECONDS] [TARGET...]
+# FUZZ_SECONDS=S runs S seconds each instead of SECONDS (the README's test runs `fuzz/run.sh 180`
+# that way, for a second each).
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). Runs on the stable toolchain: no sanitizer by
 # default (the code under test forbids `unsafe`; an allocation guard in each target catches memory
@@ -10,7 +12,7 @@
 # fuzz/seeds/TARGET (committed), crashes land in fuzz/artifacts/TARGET.
 set -uo pipefail
 cd "$(dirname "$0")"
-SECONDS_EACH="${1:-60}"
+SECONDS_EACH="${FUZZ_SECONDS:-${1:-60}}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then

@@ -2,9 +2,16 @@
 # Soak test (not part of CI): mixed load on two connections for MINUTES (default 3), printing
 # memory (VmRSS), live tasks and latency percentiles every REPORT_SECS (default 10), then start
 # and end memory. Exits non-zero if anything went wrong (see examples/soak.rs).
+# SOAK_SECONDS=S runs S seconds instead of MINUTES (the README's test runs `scripts/soak.sh 3`
+# that way, for a few seconds).
 # Usage: scripts/soak.sh [MINUTES] [extra soak args, e.g. --framing newline]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES="${1:-3}"
 shift || true
-exec cargo run --quiet --release --example soak -- --minutes "$MINUTES" --report-secs "${REPORT_SECS:-10}" "$@"
+if [ -n "${SOAK_SECONDS:-}" ]; then
+    DURATION=(--seconds "$SOAK_SECONDS")
+else
+    DURATION=(--minutes "$MINUTES")
+fi
+exec cargo run --quiet --release --example soak -- "${DURATION[@]}" --report-secs "${REPORT_SECS:-10}" "$@"

@@ -316,6 +316,7 @@ async fn a_custom_cancel_protocol_is_a_setting_not_code() {
         id_member: "which".into(),
         answers_cancelled: true,
         send_reason: false,
+        never_cancelled: Vec::new(),
     };
     let (builder, _fired) = server(cancel);
     let (conn, mut peer) = pair(builder, Framing::ContentLength);

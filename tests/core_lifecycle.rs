@@ -242,6 +242,7 @@ async fn a_handler_may_close_the_connection_it_serves() {
 #[cfg(unix)]
 mod os {
     use super::*;
+    use jsonrpc_duplex::ChildExit;
     use jsonrpc_duplex::transport::ChildOptions;
     use tokio::net::UnixStream;
     use tokio::net::unix::pipe;
@@ -289,6 +290,49 @@ mod os {
         let reason = within(conn.closed()).await;
         assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
         assert!(reason.message.contains("exit status: 3"), "{reason}");
+        match reason.child() {
+            Some(ChildExit::Exited(status)) => assert_eq!(status.code(), Some(3), "{reason}"),
+            other => panic!("{other:?} ({reason})"),
+        }
+    }
+
+    #[tokio::test]
+    async fn closing_says_whether_the_child_exited_by_itself_and_how() {
+        let mut cmd = tokio::process::Command::new("sh");
+        // Exits by itself on EOF, with a status of its own.
+        cmd.args(["-c", "cat > /dev/null; exit 4"]);
+        let conn = Connection::builder().spawn_child(cmd).unwrap();
+        let closed = conn.closed();
+        let reason = within(conn.close()).await;
+        assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
+        match reason.child() {
+            Some(ChildExit::Exited(status)) => assert_eq!(status.code(), Some(4), "{reason}"),
+            other => panic!("{other:?} ({reason})"),
+        }
+        assert!(reason.message.contains("exited by itself (exit status: 4)"), "{reason}");
+        assert_eq!(within(closed).await, reason, "Connection::closed says the same");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn closing_says_the_child_was_killed_after_its_grace_and_warns() {
+        let (_guard, logs) = raw_peer::capture_logs();
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "exec sleep 30"]);
+        let options = ChildOptions { exit_grace: Duration::from_millis(100), ..ChildOptions::default() };
+        let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
+        let reason = within(conn.close()).await;
+        assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
+        match reason.child() {
+            Some(ChildExit::Killed { grace, status }) => {
+                assert_eq!(*grace, Duration::from_millis(100));
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(status.and_then(|s| s.signal()), Some(9), "{reason}");
+            }
+            other => panic!("{other:?} ({reason})"),
+        }
+        assert!(reason.message.contains("killed after a grace of 100ms"), "{reason}");
+        let logs = logs.text();
+        assert!(logs.contains("WARN") && logs.contains("did not exit after its stdin was closed"), "{logs}");
     }
 
     #[tokio::test]

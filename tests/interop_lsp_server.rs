@@ -73,10 +73,9 @@ async fn a_vscode_protocol_client_drives_the_lsp_server_example() {
     assert_eq!(s["afterShutdown"], json!({"code": -32600}));
 }
 
-// Needs issue 13 ("a stdio server that returns from main hangs"): `main` returns after `exit`
-// (the log says "connection closed"), but the process lingers until its stdin closes.
+// `main` returns after `exit` and the process must then end, though the client keeps its
+// stdin open (a stdio connection never holds the process).
 #[tokio::test]
-#[ignore = "needs the fix of issue 13: a stdio program that returns from main must exit"]
 async fn the_lsp_server_exits_0_promptly_after_shutdown_and_exit() {
     let (s, stderr) = session(&[]).await;
     assert_eq!(s["exit"]["lingered"], false, "the server did not exit within 5 s of `exit`\n{stderr}");
@@ -85,7 +84,6 @@ async fn the_lsp_server_exits_0_promptly_after_shutdown_and_exit() {
 }
 
 #[tokio::test]
-#[ignore = "needs the fix of issue 13: a stdio program that returns from main must exit"]
 async fn the_lsp_server_exits_1_after_exit_without_shutdown() {
     let (s, stderr) = session(&["--no-shutdown"]).await;
     assert_eq!(s["exit"]["lingered"], false, "the server did not exit within 5 s of `exit`\n{stderr}");

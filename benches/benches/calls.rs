@@ -2,7 +2,8 @@
 //! interleaved in one process:
 //! A: one call at a time; B: 64 calls in flight; C: one-way notifications until all are handled.
 //!
-//! `cargo bench -p jsonrpc-duplex-benches --bench calls`
+//! `cargo bench -p jsonrpc-duplex-benches --bench calls` (`BENCH_QUICK=1`: a hundredth of the
+//! sizes, one repetition)
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use jsonrpc_duplex::{Connection, ErrorObject, Handle, Router, RpcError, rpc, transport::memory};
-use jsonrpc_duplex_benches::per_sec;
+use jsonrpc_duplex_benches::{per_sec, reps, sized};
 use tokio::sync::Notify;
 
 const REPS: usize = 5;
@@ -149,7 +150,7 @@ fn main() {
     let mut row = |name: &str, f: &mut dyn FnMut(&dyn Contender) -> f64| {
         // Interleave the contenders: each repetition runs both, so drift hits both alike.
         let mut samples = [Vec::new(), Vec::new()];
-        for _ in 0..REPS {
+        for _ in 0..reps(REPS) {
             for (i, (_, c)) in contenders.iter().enumerate() {
                 samples[i].push(f(*c));
             }
@@ -161,11 +162,11 @@ fn main() {
         table.push((name.to_owned(), med));
     };
 
-    let n = 20_000;
+    let n = sized(20_000) as i64;
     row("A sequential calls/s", &mut |c| per_sec(n as usize, sequential(&rt, c, n)));
-    let n = 64_000;
+    let n = sized(64_000) as i64;
     row("B 64 in flight calls/s", &mut |c| per_sec(n as usize, in_flight(&rt, c, n, 64)));
-    let n = 100_000;
+    let n = sized(100_000);
     row("C notifications msgs/s", &mut |c| per_sec(n, notifications(&rt, c, &counter, n)));
 
     println!("{:<26} {:>12} {:>12} {:>8}", "in-memory pair, medians of 5", contenders[0].0, contenders[1].0, "ratio");

@@ -15,7 +15,8 @@
 //!
 //! `cargo bench -p jsonrpc-duplex-benches --bench compare`
 //!
-//! Environment: `COMPARE_QUICK=1` divides every size by 10; `COMPARE_ONLY=headline,duplex-nl,
+//! Environment: `COMPARE_QUICK=1` divides every size by 10 (`BENCH_QUICK=1` by 100, with one
+//! repetition: a smoke run); `COMPARE_ONLY=headline,duplex-nl,
 //! unix-cl,unix-nl,ws` picks tables; `COMPARE_PROFILE=N` runs only scenario A through `#[rpc]`
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
@@ -54,7 +55,13 @@ struct Sizes {
 
 impl Sizes {
     fn new(quick: bool) -> Self {
-        let d = if quick { 10 } else { 1 };
+        let d = if jsonrpc_duplex_benches::quick() {
+            100
+        } else if quick {
+            10
+        } else {
+            1
+        };
         Sizes {
             sequential: 20_000 / d,
             in_flight: 64_000 / d,
@@ -272,7 +279,7 @@ fn record(col: &mut Column, row: usize, keep: bool, value: Option<f64>) {
 }
 
 fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
-    for rep in 0..=REPS {
+    for rep in 0..=jsonrpc_duplex_benches::reps(REPS) {
         let keep = rep > 0;
         let s = if keep { sizes } else { sizes.warm_up() };
         for col in &mut table.columns {

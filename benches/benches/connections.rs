@@ -6,7 +6,7 @@
 //! all connections at once.
 //!
 //! `cargo bench -p jsonrpc-duplex-benches --bench connections` (env `CONNECTIONS`, default 1000;
-//! `CALLS`, calls per connection, default 100). Fewer connections are used if the open-files
+//! `CALLS`, calls per connection, default 100; `BENCH_QUICK=1`: a hundredth of both). Fewer connections are used if the open-files
 //! limit (`ulimit -n`) does not allow that many.
 
 use std::io::{BufRead, BufReader, Write};
@@ -59,12 +59,12 @@ fn main() {
     }
 
     let limit = open_files_limit();
-    let wanted = env_usize("CONNECTIONS", 1000);
+    let wanted = env_usize("CONNECTIONS", jsonrpc_duplex_benches::sized(1000));
     let n = wanted.min(limit.saturating_sub(64) as usize);
     if n < wanted {
         println!("note: open-files limit {limit}: {n} connections instead of {wanted}");
     }
-    let calls = env_usize("CALLS", 100);
+    let calls = env_usize("CALLS", jsonrpc_duplex_benches::sized(100));
 
     let rt = runtime();
     let rss_start = rss_kib();

@@ -7,7 +7,8 @@
 //! - the same through a generated `#[rpc]` client and server;
 //! - notifications/s: 1,000,000 notifications until the peer has handled them all.
 //!
-//! `cargo bench -p jsonrpc-duplex-benches --bench streams`
+//! `cargo bench -p jsonrpc-duplex-benches --bench streams` (`BENCH_QUICK=1`: a hundredth of the
+//! items, one repetition)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{CallOptions, Connection, Handle, Router, StreamSettings, rpc, transport::memory};
-use jsonrpc_duplex_benches::per_sec;
+use jsonrpc_duplex_benches::{per_sec, reps, sized};
 use tokio::sync::Notify;
 
 const ITEMS: u64 = 1_000_000;
@@ -104,7 +105,8 @@ fn main() {
         ("batch 100", StreamSettings::new().min_batch_size(100)),
         ("batch 1000, read-ahead 4000", StreamSettings::new().min_batch_size(1000).max_read_ahead(4000)),
     ];
-    println!("in-memory pair, 2 worker threads, medians of {REPS}; {ITEMS} items or notifications each");
+    let (items, reps) = (sized(ITEMS as usize) as u64, reps(REPS));
+    println!("in-memory pair, 2 worker threads, medians of {reps}; {items} items or notifications each");
     println!("{:<56} {:>14}", "", "per second");
     let seen = Arc::new((AtomicUsize::new(0), Notify::new()));
     for (name, settings) in configs {
@@ -114,9 +116,9 @@ fn main() {
         let generated = NumbersClient::new(client.handle());
         let mut core = Vec::new();
         let mut macro_ = Vec::new();
-        for _ in 0..REPS {
-            core.push(per_sec(ITEMS as usize, rt.block_on(pull(&handle, "raw/numbers", ITEMS))));
-            macro_.push(per_sec(ITEMS as usize, rt.block_on(pull_generated(&generated, ITEMS))));
+        for _ in 0..reps {
+            core.push(per_sec(items as usize, rt.block_on(pull(&handle, "raw/numbers", items))));
+            macro_.push(per_sec(items as usize, rt.block_on(pull_generated(&generated, items))));
         }
         println!("{:<56} {:>14.0}", format!("stream items/s, {name}, core API"), median(core));
         println!("{:<56} {:>14.0}", format!("stream items/s, {name}, #[rpc]"), median(macro_));
@@ -125,6 +127,6 @@ fn main() {
         rt.block_on(async { memory::pair(Connection::builder(), server(StreamSettings::default(), seen.clone())) });
     let handle = client.handle();
     let samples =
-        (0..REPS).map(|_| per_sec(ITEMS as usize, rt.block_on(notifications(&handle, &seen, ITEMS as usize))));
+        (0..reps).map(|_| per_sec(items as usize, rt.block_on(notifications(&handle, &seen, items as usize))));
     println!("{:<56} {:>14.0}", "notifications/s (one-way, all handled)", median(samples.collect()));
 }

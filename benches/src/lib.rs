@@ -9,6 +9,23 @@ pub mod peers;
 
 use std::time::{Duration, Instant};
 
+/// A quick run (`BENCH_QUICK=1`; what the README's tests run): every bench at a hundredth of
+/// its sizes with one repetition, to prove that it runs to its end in seconds. Its figures mean
+/// nothing.
+pub fn quick() -> bool {
+    std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `n`, or a hundredth of it (at least 1) in a [`quick`] run.
+pub fn sized(n: usize) -> usize {
+    if quick() { (n / 100).max(1) } else { n }
+}
+
+/// `reps` repetitions, or 1 in a [`quick`] run.
+pub fn reps(reps: usize) -> usize {
+    if quick() { 1 } else { reps }
+}
+
 /// Run `f` `reps` times (after one warm-up) and return the median duration.
 pub fn median_of<F: FnMut() -> Duration>(reps: usize, mut f: F) -> Duration {
     let _ = f();

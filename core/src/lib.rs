@@ -30,7 +30,8 @@ mod sync;
 pub mod transport;
 
 pub use connection::{
-    Builder, CallOptions, CancelProtocol, CloseKind, CloseReason, Connection, Direction, Error, Handle, Limits, Profile,
+    Builder, CallOptions, CancelProtocol, ChildExit, CloseKind, CloseReason, Connection, Direction, Error, Handle,
+    Limits, Profile,
 };
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};

@@ -101,3 +101,35 @@ pub(crate) fn example(name: &str) -> PathBuf {
         if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
     })
 }
+
+/// The `pylsp` executable of a venv under `target/interop-lsp/`, made (or remade) from the pinned
+/// `tests/interop/lsp/requirements.txt` when missing or when the requirements changed.
+pub(crate) fn pylsp() -> PathBuf {
+    once("pylsp venv", || {
+        let requirements = interop_dir("lsp").join("requirements.txt");
+        let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+        let target = profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
+        let venv = target.join("interop-lsp").join("pylsp-venv");
+        let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
+        let pylsp = bin.join(format!("pylsp{}", std::env::consts::EXE_SUFFIX));
+        let marker = venv.join("installed-requirements.txt");
+        if pylsp.is_file() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
+            return Ok(pylsp);
+        }
+        let _ = std::fs::remove_dir_all(&venv);
+        run_bounded(
+            std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
+            "`python3 -m venv` (the pylsp tests need python3 with venv on the PATH)",
+            Duration::from_secs(120),
+        )?;
+        run_bounded(
+            std::process::Command::new(bin.join("pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
+                .arg(&requirements),
+            "`pip install -r tests/interop/lsp/requirements.txt`",
+            Duration::from_secs(300),
+        )?;
+        std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
+        if pylsp.is_file() { Ok(pylsp) } else { Err(format!("no {} after pip install", pylsp.display())) }
+    })
+}

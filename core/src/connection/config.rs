@@ -9,13 +9,15 @@ use crate::framing::{FrameLimits, Framing};
 
 /// How a protocol spells request cancellation.
 ///
-/// | preset | method | params | does the peer answer a cancelled request? |
-/// |---|---|---|---|
-/// | [`CancelProtocol::lsp`] (default; also StreamJsonRpc) | `$/cancelRequest` | `{"id": X}` | yes (`-32800` or a result) |
-/// | [`CancelProtocol::acp`] | `$/cancel_request` | `{"requestId": X}` | yes (`-32800`) |
-/// | [`CancelProtocol::mcp`] | `notifications/cancelled` | `{"requestId": X, "reason": …}` | no |
+/// | preset | method | params | does the peer answer a cancelled request? | never cancelled |
+/// |---|---|---|---|---|
+/// | [`CancelProtocol::lsp`] (default; also StreamJsonRpc) | `$/cancelRequest` | `{"id": X}` | yes (`-32800` or a result) | — |
+/// | [`CancelProtocol::acp`] | `$/cancel_request` | `{"requestId": X}` | yes (`-32800`) | — |
+/// | [`CancelProtocol::mcp`] | `notifications/cancelled` | `{"requestId": X, "reason": …}` | no | `initialize` |
 ///
-/// Inbound, the params may also be positional (`[X]`).
+/// Inbound, the params may also be positional (`[X]`); a `"reason"` member, if any, is what a
+/// handler reads from [`RequestContext::cancel_reason`](crate::RequestContext::cancel_reason).
+/// Outbound, the reason is [`CallOptions::cancel_reason`](super::CallOptions::cancel_reason).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CancelProtocol {
     /// The notification's method name.
@@ -28,6 +30,12 @@ pub struct CancelProtocol {
     pub answers_cancelled: bool,
     /// Whether to add `"reason"` to the params (MCP).
     pub send_reason: bool,
+    /// Methods whose requests are never cancelled on the wire, in either direction. MCP's
+    /// `initialize` ("The `initialize` request MUST NOT be cancelled by clients"): a call to it
+    /// that times out, is cancelled by its token or is dropped stops waiting here, but no
+    /// cancellation is sent; a cancellation the peer sends for one is ignored (logged at WARN)
+    /// and the handler runs on.
+    pub never_cancelled: Vec<Cow<'static, str>>,
 }
 
 impl CancelProtocol {
@@ -38,6 +46,7 @@ impl CancelProtocol {
             id_member: "id".into(),
             answers_cancelled: true,
             send_reason: false,
+            never_cancelled: Vec::new(),
         }
     }
     /// ACP: `$/cancel_request {"requestId"}`.
@@ -47,16 +56,24 @@ impl CancelProtocol {
             id_member: "requestId".into(),
             answers_cancelled: true,
             send_reason: false,
+            never_cancelled: Vec::new(),
         }
     }
-    /// MCP: `notifications/cancelled {"requestId", "reason"}`; cancelled requests are not answered.
+    /// MCP: `notifications/cancelled {"requestId", "reason"}`; cancelled requests are not
+    /// answered, and `initialize` is never cancelled.
     pub fn mcp() -> Self {
         CancelProtocol {
             method: "notifications/cancelled".into(),
             id_member: "requestId".into(),
             answers_cancelled: false,
             send_reason: true,
+            never_cancelled: vec!["initialize".into()],
         }
+    }
+
+    /// Whether a request for `method` may be cancelled on the wire.
+    pub(crate) fn may_cancel(&self, method: &str) -> bool {
+        self.never_cancelled.is_empty() || !self.never_cancelled.iter().any(|m| m == method)
     }
 }
 
@@ -201,6 +218,10 @@ pub const DEFAULT_OUTBOUND_BUFFER: usize = 8 * 1024 * 1024;
 pub const DEFAULT_MAX_PENDING_CALLS: usize = 65_536;
 /// Default for [`Limits::max_trace_len`].
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
+/// Default for [`Builder::eof_grace`](super::Builder::eof_grace).
+pub const DEFAULT_EOF_GRACE: Duration = Duration::from_secs(1);
+/// Default for [`Builder::flush_timeout`](super::Builder::flush_timeout).
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Every limit a connection enforces, with its default.
 ///
@@ -249,7 +270,7 @@ impl Default for Limits {
 }
 
 /// Everything a connection is configured with.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Config {
     /// The name of the profile in force, for messages (`"JSON-RPC"` without one).
     pub(crate) profile: Option<&'static str>,
@@ -261,6 +282,29 @@ pub(crate) struct Config {
     pub(crate) stream_settings: crate::stream::StreamSettings,
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) redactor: Option<TraceRedactor>,
+    /// After the peer's EOF, how long handlers still running may take before they are cancelled.
+    pub(crate) eof_grace: Duration,
+    /// Once the handlers are done (or cancelled), how long the peer may take to read what is
+    /// queued before the write side is shut regardless.
+    pub(crate) flush_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            profile: None,
+            framing: Framing::default(),
+            limits: Limits::default(),
+            cancel: CancelProtocol::default(),
+            progress: Default::default(),
+            enumerator: Default::default(),
+            stream_settings: Default::default(),
+            default_timeout: None,
+            redactor: None,
+            eof_grace: DEFAULT_EOF_GRACE,
+            flush_timeout: DEFAULT_FLUSH_TIMEOUT,
+        }
+    }
 }
 
 impl Config {

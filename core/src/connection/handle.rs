@@ -1,5 +1,6 @@
 //! The cheap, cloneable handle for outbound calls and notifications.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,14 +18,25 @@ use super::shared::Shared;
 use super::{CloseKind, CloseReason, Error};
 use crate::message::{codes, encode_notification, encode_request};
 
-/// Per-call options: a timeout and a cancellation token.
+/// Per-call options: a timeout, a cancellation token, what a cancellation says.
 ///
-/// On timeout the peer is sent a cancellation, the call fails with [`Error::Timeout`] at once and
-/// a late answer is absorbed. When the token fires, the peer is sent a cancellation; under
-/// protocols whose peers answer cancelled requests (LSP, ACP) the call then waits for that answer
-/// (a result, or [`Error::Cancelled`] for `-32800`), otherwise (MCP) it fails with
-/// [`Error::Cancelled`] at once.
-#[derive(Clone, Debug, Default)]
+/// On timeout the peer is sent a cancellation (unless [`CallOptions::cancel_on_timeout`] says
+/// not to), the call fails with [`Error::Timeout`] at once and a late answer is absorbed. When the
+/// token fires, the peer is sent a cancellation; under protocols whose peers answer cancelled
+/// requests (LSP, ACP) the call then waits for that answer (a result, or [`Error::Cancelled`]
+/// for `-32800`), otherwise (MCP) it fails with [`Error::Cancelled`] at once. Dropping the call's
+/// future sends a cancellation too.
+///
+/// An answer read before the call gives up always wins: the call returns it, and no
+/// cancellation is sent for a request that is answered already. A request whose method the
+/// protocol forbids cancelling ([`CancelProtocol::never_cancelled`](super::CancelProtocol),
+/// MCP's `initialize`) still stops waiting on timeout, token or drop, but nothing is sent.
+///
+/// Protocols that carry a reason with the cancellation (MCP's `notifications/cancelled`
+/// `{"requestId", "reason"}`) send [`CallOptions::cancel_reason`] when the token fires or the
+/// call is dropped (by default "cancelled by the caller" and "the caller stopped waiting"), and
+/// "timed out after …" on timeout.
+#[derive(Clone, Debug)]
 pub struct CallOptions {
     /// Give up after this long (overrides the connection's default timeout).
     pub timeout: Option<Duration>,
@@ -33,9 +45,28 @@ pub struct CallOptions {
     /// Resolve only after this side has handled every notification the peer sent before its
     /// answer (see [`CallOptions::after_notifications`]).
     pub after_notifications: bool,
+    /// The reason sent with the cancellation when the token fires or the call is dropped, where
+    /// the protocol carries one (see [`CallOptions::cancel_reason`]).
+    pub cancel_reason: Option<Cow<'static, str>>,
+    /// Whether a timeout sends the peer a cancellation (`true` by default).
+    pub cancel_on_timeout: bool,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions::DEFAULT
+    }
 }
 
 impl CallOptions {
+    const DEFAULT: CallOptions = CallOptions {
+        timeout: None,
+        cancel: None,
+        after_notifications: false,
+        cancel_reason: None,
+        cancel_on_timeout: true,
+    };
+
     /// No timeout, no token.
     pub fn new() -> Self {
         CallOptions::default()
@@ -48,6 +79,27 @@ impl CallOptions {
     /// Set a cancellation token.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+    /// The reason the peer is told when this call is cancelled by its token or dropped, on
+    /// protocols whose cancellation carries one (MCP: `notifications/cancelled`
+    /// `{"requestId": 3, "reason": "the user pressed stop"}`); ignored by the others.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{CallOptions, CancellationToken};
+    /// let stop = CancellationToken::new();
+    /// let options = CallOptions::new().cancel(stop.clone()).cancel_reason("the user pressed stop");
+    /// # drop(options);
+    /// ```
+    pub fn cancel_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.cancel_reason = Some(reason.into());
+        self
+    }
+    /// Whether a timeout sends the peer a cancellation (`true` by default). With `false`, a
+    /// timed-out call stops waiting quietly and the peer's late answer is absorbed: for a request
+    /// the peer should finish anyway (a save, a commit).
+    pub fn cancel_on_timeout(mut self, send: bool) -> Self {
+        self.cancel_on_timeout = send;
         self
     }
     /// Resolve only after this side's handlers have handled every notification the peer sent
@@ -103,17 +155,38 @@ impl fmt::Debug for Handle {
 /// The rest of a call that must wait for something besides its answer (see [`Handle::send_call`]).
 type BoxedCall<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> + Send + 'a>>;
 
+/// Reasons sent with a cancellation (where the protocol carries one) when the caller gave none.
+const CANCELLED_BY_TOKEN: &str = "cancelled by the caller";
+const CANCELLED_BY_DROP: &str = "the caller stopped waiting";
+
 /// Sends a cancellation for a call whose caller stopped waiting (dropped, timed out).
 struct CallGuard<'a> {
     shared: &'a Shared,
+    options: &'a CallOptions,
     id: u64,
     active: bool,
     /// The request is queued for the writer: only then may the peer hear of its cancellation
     /// (a call dropped while waiting for room in the outbound budget was never sent).
     sent: bool,
+    /// The protocol lets this request be cancelled on the wire (see `CancelProtocol::never_cancelled`).
+    cancellable: bool,
+    /// A cancellation was sent already (one is enough).
+    announced: bool,
 }
 
-impl CallGuard<'_> {
+impl<'a> CallGuard<'a> {
+    fn new(shared: &'a Shared, options: &'a CallOptions, call: &EncodedCall) -> Self {
+        CallGuard {
+            shared,
+            options,
+            id: call.id,
+            active: true,
+            sent: false,
+            cancellable: call.cancellable,
+            announced: false,
+        }
+    }
+
     /// The call is settled (or handed on): dropping the guard does nothing.
     fn disarm(mut self) {
         self.active = false;
@@ -123,18 +196,34 @@ impl CallGuard<'_> {
     /// never heard of it.
     fn unsent(self) -> Error {
         let shared = self.shared;
-        shared.pending.abandon(self.id);
-        shared.release_call(self.id);
+        if shared.pending.abandon(self.id) {
+            shared.release_call(self.id);
+        }
         self.disarm();
         Error::ConnectionLost(shared.lost())
     }
 
-    fn send_cancel(&self) {
+    /// Tell the peer to stop working on the request while the call goes on waiting for its
+    /// answer (LSP, ACP), unless that answer has been read already (the cancellation would then
+    /// refer to nothing).
+    fn cancel_if_waiting(&mut self, reason: &str) {
+        if self.shared.pending.is_waiting(self.id) {
+            self.send_cancel(reason);
+        }
+    }
+
+    /// Queue the cancellation notification, unless the request was never sent or the protocol
+    /// forbids cancelling its method.
+    fn send_cancel(&mut self, reason: &str) {
+        if !self.sent || !self.cancellable || std::mem::replace(&mut self.announced, true) {
+            return;
+        }
         let cancel = &self.shared.config.cancel;
         let mut buf = super::bufpool::take(64);
         let member = serde_json::to_string(cancel.id_member.as_ref()).unwrap_or_else(|_| "\"id\"".into());
         let params = if cancel.send_reason {
-            format!("{{{member}:{},\"reason\":\"cancelled by the caller\"}}", self.id)
+            let reason = serde_json::to_string(reason).unwrap_or_else(|_| "\"\"".into());
+            format!("{{{member}:{},\"reason\":{reason}}}", self.id)
         } else {
             format!("{{{member}:{}}}", self.id)
         };
@@ -145,22 +234,41 @@ impl CallGuard<'_> {
         }
     }
 
-    /// Stop waiting: abandon the id and tell the peer.
-    fn give_up(&mut self) {
-        if std::mem::take(&mut self.active) {
-            self.shared.pending.abandon(self.id);
-            self.shared.release_call(self.id);
-            if self.sent {
-                self.send_cancel();
-            }
+    /// Stop waiting: abandon the id and, given a reason, tell the peer. `false` when the answer
+    /// (or the connection's end) was read first: it is in the call's receiver, to be taken from
+    /// there, and nothing is sent.
+    fn give_up(&mut self, cancel: Option<&str>) -> bool {
+        if !std::mem::take(&mut self.active) || !self.shared.pending.abandon(self.id) {
+            return false;
         }
+        self.shared.release_call(self.id);
+        if let Some(reason) = cancel {
+            self.send_cancel(reason);
+        }
+        true
+    }
+
+    /// The caller's reason for a cancellation, or `default`.
+    fn reason(&self, default: &'static str) -> &'a str {
+        self.options.cancel_reason.as_deref().unwrap_or(default)
     }
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.give_up();
+        if self.active {
+            let reason = self.reason(CANCELLED_BY_DROP);
+            self.give_up(Some(reason));
+        }
     }
+}
+
+/// A request numbered and encoded, not sent yet (see [`Handle::encode_call`]).
+pub(crate) struct EncodedCall {
+    pub(crate) id: u64,
+    pub(crate) body: Vec<u8>,
+    /// The protocol lets this method be cancelled on the wire (MCP forbids it for `initialize`).
+    pub(crate) cancellable: bool,
 }
 
 impl Handle {
@@ -185,7 +293,10 @@ impl Handle {
     /// # Ok(()) }
     /// ```
     pub async fn request<R: DeserializeOwned>(&self, method: &str, params: impl Serialize) -> Result<R, Error> {
-        self.request_with(method, params, CallOptions::default()).await
+        // Borrowed from a static: the call's future holds no options of its own.
+        static DEFAULT: CallOptions = CallOptions::DEFAULT;
+        let raw = self.call_raw(method, &params, &DEFAULT).await?;
+        serde_json::from_str(raw.get()).map_err(Error::Deserialize)
     }
 
     /// [`Handle::request`] with a timeout and/or a cancellation token.
@@ -216,13 +327,13 @@ impl Handle {
         params: &P,
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let (id, buf) = self.encode_call(method, params)?;
-        self.send_call(id, buf, options).await
+        let call = self.encode_call(method, params)?;
+        self.send_call(call, options).await
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to
     /// its id while it is encoded (see [`crate::scope`]).
-    pub(crate) fn encode_call<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<(u64, Vec<u8>), Error> {
+    pub(crate) fn encode_call<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<EncodedCall, Error> {
         let shared = &*self.shared;
         let id = shared.next_id();
         let mut buf = super::bufpool::take(64 + method.len());
@@ -233,7 +344,7 @@ impl Handle {
             shared.release_call(id);
             return Err(e);
         }
-        Ok((id, buf))
+        Ok(EncodedCall { id, body: buf, cancellable: shared.config.cancel.may_cancel(method) })
     }
 
     /// Send a request encoded by [`Handle::encode_call`] and wait for its answer.
@@ -241,8 +352,8 @@ impl Handle {
     /// The common call (room to send, no timeout, no cancellation token) waits on its answer
     /// alone; everything else goes on in a future of its own, boxed, so that the future a
     /// caller holds (or a `FuturesUnordered` allocates per call) stays small.
-    pub(crate) async fn send_call(&self, id: u64, buf: Vec<u8>, options: &CallOptions) -> Result<Box<RawValue>, Error> {
-        let (rx, guard) = match self.start_call(id, buf, options) {
+    pub(crate) async fn send_call(&self, call: EncodedCall, options: &CallOptions) -> Result<Box<RawValue>, Error> {
+        let (rx, guard) = match self.start_call(call, options) {
             Ok(started) => started,
             Err(slow) => return slow.await,
         };
@@ -259,23 +370,22 @@ impl Handle {
     /// the call, boxed.
     fn start_call<'a>(
         &'a self,
-        id: u64,
-        buf: Vec<u8>,
+        call: EncodedCall,
         options: &'a CallOptions,
     ) -> Result<(oneshot::Receiver<Outcome>, CallGuard<'a>), BoxedCall<'a>> {
         let shared = &*self.shared;
         let limited = options.timeout.or(shared.config.default_timeout).is_some() || options.cancel.is_some();
-        let rx = match shared.pending.try_register(id) {
+        let rx = match shared.pending.try_register(call.id) {
             Some(Ok(rx)) => rx,
             Some(Err(e)) => {
-                shared.release_call(id);
+                shared.release_call(call.id);
                 return Err(Box::pin(std::future::ready(Err(e))));
             }
             // At most `Limits::max_pending_calls` calls await answers at once: this one waits.
-            None => return Err(Box::pin(self.send_call_waiting(id, buf, options))),
+            None => return Err(Box::pin(self.send_call_waiting(call, options))),
         };
-        let mut guard = CallGuard { shared, id, active: true, sent: false };
-        match shared.outbound.try_send_budgeted(buf, true) {
+        let mut guard = CallGuard::new(shared, options, &call);
+        match shared.outbound.try_send_budgeted(call.body, true) {
             Ok(Ok(())) => {}
             Ok(Err(_closed)) => return Err(Box::pin(std::future::ready(Err(guard.unsent())))),
             Err(buf) => return Err(Box::pin(self.finish_call(rx, guard, Some(buf), options))),
@@ -288,17 +398,17 @@ impl Handle {
     }
 
     /// The whole call, waiting for a free slot among the pending calls first.
-    async fn send_call_waiting(&self, id: u64, buf: Vec<u8>, options: &CallOptions) -> Result<Box<RawValue>, Error> {
+    async fn send_call_waiting(&self, call: EncodedCall, options: &CallOptions) -> Result<Box<RawValue>, Error> {
         let shared = &*self.shared;
-        let rx = match shared.pending.register_waiting(id).await {
+        let rx = match shared.pending.register_waiting(call.id).await {
             Ok(rx) => rx,
             Err(e) => {
-                shared.release_call(id);
+                shared.release_call(call.id);
                 return Err(e);
             }
         };
-        let guard = CallGuard { shared, id, active: true, sent: false };
-        self.finish_call(rx, guard, Some(buf), options).await
+        let guard = CallGuard::new(shared, options, &call);
+        self.finish_call(rx, guard, Some(call.body), options).await
     }
 
     /// The rest of a registered call: send `buf` (if not sent yet), then wait for the answer
@@ -325,7 +435,8 @@ impl Handle {
         self.await_limited(rx, guard, timeout, options).await
     }
 
-    /// Wait for the answer to a call with a timeout and/or a cancellation token.
+    /// Wait for the answer to a call with a timeout and/or a cancellation token. Whatever ends
+    /// the wait, an answer read before it is returned.
     async fn await_limited(
         &self,
         mut rx: oneshot::Receiver<Outcome>,
@@ -355,18 +466,19 @@ impl Handle {
                 return self.settled(outcome, options).await;
             }
             _ = cancelled => {}
-            _ = &mut expired => {
-                guard.give_up();
-                return Err(Error::Timeout(timeout.unwrap_or_default()));
-            }
+            _ = &mut expired => return self.timed_out(rx, guard, timeout.unwrap_or_default(), options).await,
         }
 
         // Cancelled by the caller's token.
+        let reason = guard.reason(CANCELLED_BY_TOKEN);
         if !shared.config.cancel.answers_cancelled {
-            guard.give_up();
-            return Err(Error::Cancelled);
+            if guard.give_up(Some(reason)) {
+                return Err(Error::Cancelled);
+            }
+            // Answered before it could be given up.
+            return self.settled(rx.await, options).await;
         }
-        guard.send_cancel();
+        guard.cancel_if_waiting(reason);
         tokio::select! {
             biased;
             outcome = &mut rx => {
@@ -376,11 +488,24 @@ impl Handle {
                     other => other,
                 }
             }
-            _ = &mut expired => {
-                guard.give_up();
-                Err(Error::Timeout(timeout.unwrap_or_default()))
-            }
+            _ = &mut expired => self.timed_out(rx, guard, timeout.unwrap_or_default(), options).await,
         }
+    }
+
+    /// The call's time is up: give it up (telling the peer, unless the call opted out), or take
+    /// its answer if that was read first.
+    async fn timed_out(
+        &self,
+        rx: oneshot::Receiver<Outcome>,
+        mut guard: CallGuard<'_>,
+        after: Duration,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let reason = options.cancel_on_timeout.then(|| format!("timed out after {after:?}"));
+        if guard.give_up(reason.as_deref()) {
+            return Err(Error::Timeout(after));
+        }
+        self.settled(rx.await, options).await
     }
 
     /// The answer, once the notifications read before it are handled if the call asked for that.
@@ -430,5 +555,71 @@ impl Handle {
     /// flushed, the write side is shut down.
     pub fn close(&self) {
         self.shared.close(CloseReason::new(CloseKind::LocallyClosed, "closed by this side"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::value::RawValue;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio_util::sync::CancellationToken;
+
+    use super::CallOptions;
+    use crate::{CancelProtocol, Connection, Framing};
+
+    /// How the caller stops waiting in [`an_answer_taken_for_delivery_wins_over_giving_up`].
+    #[derive(Clone, Copy, Debug)]
+    enum Stop {
+        Token,
+        Timeout,
+        Drop,
+    }
+
+    /// The reader takes a call's entry, then hands the answer to the caller: a caller that gives
+    /// up between the two (its token fires, its timeout expires, it is dropped) must neither tell
+    /// the peer to cancel the answered request nor, if it still waits, miss the answer.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_answer_taken_for_delivery_wins_over_giving_up() {
+        for protocol in [CancelProtocol::mcp(), CancelProtocol::lsp()] {
+            for stop in [Stop::Token, Stop::Timeout, Stop::Drop] {
+                let what = format!("{} / {stop:?}", protocol.method);
+                let (ours, theirs) = tokio::io::duplex(4096);
+                let conn = Connection::builder()
+                    .framing(Framing::NewlineDelimited)
+                    .cancel_protocol(protocol.clone())
+                    .connect_io(ours);
+                let mut lines = BufReader::new(theirs).lines();
+                let token = CancellationToken::new();
+                let options = CallOptions::new().cancel(token.clone()).timeout(std::time::Duration::from_secs(1));
+                let handle = conn.handle();
+                let call = tokio::spawn(async move { handle.request_with::<u32>("work", (), options).await });
+                let request = lines.next_line().await.unwrap().unwrap();
+                assert!(request.contains(r#""id":0"#), "{what}: {request}");
+                let tx = conn.handle().shared.pending.take_for_delivery(0).expect("the call waits");
+                match stop {
+                    Stop::Token => token.cancel(),
+                    Stop::Timeout => tokio::time::advance(std::time::Duration::from_secs(2)).await,
+                    Stop::Drop => call.abort(),
+                }
+                for _ in 0..10 {
+                    tokio::task::yield_now().await;
+                }
+                let answer = RawValue::from_string("7".into()).unwrap();
+                let _ = tx.send((Ok(answer), 0));
+                match (stop, call.await) {
+                    (Stop::Drop, Err(e)) => assert!(e.is_cancelled(), "{what}"),
+                    (_, Ok(Ok(n))) => assert_eq!(n, 7, "{what}"),
+                    (_, other) => {
+                        panic!("{what}: the answer was taken for delivery, yet the call ended with {other:?}")
+                    }
+                }
+                conn.notify("mark", ()).await.unwrap();
+                let next = lines.next_line().await.unwrap().unwrap();
+                assert!(
+                    next.contains(r#""method":"mark""#),
+                    "{what}: a cancellation went out for an answered request: {next}"
+                );
+            }
+        }
     }
 }

@@ -25,15 +25,16 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use close::{CloseKind, CloseReason};
+pub use close::{ChildExit, CloseKind, CloseReason};
 pub use config::{
-    CancelProtocol, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS,
-    DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, Direction, Limits, Profile, TraceRedactor,
+    CancelProtocol, DEFAULT_EOF_GRACE, DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BUFFERED_INBOUND,
+    DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
+    DEFAULT_READ_AHEAD, Direction, Limits, Profile, TraceRedactor,
 };
 pub use error::Error;
+pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
 
-pub(crate) use outbound::FLUSH_TIMEOUT;
 pub(crate) use reader::EofReason;
 
 use self::config::Config;
@@ -137,6 +138,24 @@ impl Builder {
     /// A timeout for every outbound call that does not set its own (none by default).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.config.default_timeout = Some(timeout);
+        self
+    }
+
+    /// After the peer's EOF, how long the handlers of requests already read may still run
+    /// before their cancellation tokens fire ([`DEFAULT_EOF_GRACE`], 1 s, by default). What
+    /// finishes in time is answered; what does not is cancelled and answered `-32800`.
+    /// `Duration::ZERO` cancels them at once. See [`Connection`] for the whole sequence.
+    pub fn eof_grace(mut self, grace: Duration) -> Self {
+        self.config.eof_grace = grace;
+        self
+    }
+
+    /// When the connection ends, how long the peer may take to read what is still queued
+    /// (the last answers) once the handlers are done or cancelled, before the write side is shut
+    /// regardless ([`DEFAULT_FLUSH_TIMEOUT`], 2 s, by default). A peer that never reads its
+    /// output cannot keep this side alive longer than this. See [`Connection`].
+    pub fn flush_timeout(mut self, timeout: Duration) -> Self {
+        self.config.flush_timeout = timeout;
         self
     }
 
@@ -337,6 +356,37 @@ fn shadowed_route(router: &Router, config: &Config) -> Option<String> {
 /// after flushing what was already queued. Use [`Connection::handle`] for cloneable access from
 /// other tasks and handlers.
 ///
+/// # How a connection ends
+///
+/// **The peer's EOF** (it closed its sending side between messages; a child process exited):
+///
+/// 1. Our calls still waiting for an answer fail at once with
+///    [`Error::ConnectionLost`] ([`CloseKind::RemoteClosed`]); [`Connection::closed`] resolves.
+/// 2. Requests and notifications already read are still dispatched, in order, and the requests
+///    among them answered as their handlers finish (`printf '<request>' | server` gets its
+///    answer).
+/// 3. The **EOF grace** ([`Builder::eof_grace`], 1 s by default): handlers still running when it
+///    is over see their cancellation tokens fire; they are dropped and their requests answered
+///    `-32800`, as are requests not started yet (under every [`CancelProtocol`]: only a request
+///    the peer itself cancelled may go unanswered). A peer that has stopped sending can no longer
+///    cancel anything, so nothing runs on for it.
+/// 4. The **flush**: what is queued (those last answers) is written, within the
+///    **flush timeout** ([`Builder::flush_timeout`], 2 s by default): a peer that never reads
+///    its input cannot keep this side alive.
+/// 5. The write side is shut down (a pipe's peer sees EOF, a socket lingers until the peer has
+///    read); [`Connection::close`] returns.
+///
+/// **A local close** ([`Connection::close`], [`Handle::close`], dropping the `Connection`):
+/// pending calls fail, handlers are cancelled at once (step 3 without the grace), then steps 4
+/// and 5. **A broken stream or a fatal protocol error**: the same, and what cannot be written
+/// is dropped.
+///
+/// A process serving over [`Builder::stdio`] exits when `main` returns, whatever the peer does
+/// with the pipes (see there). Over [`Builder::spawn_child`] the child's stdin is closed at
+/// step 5, and [`Connection::close`] / [`Connection::closed`] also wait for the child to exit
+/// (or be killed after [`ChildOptions::exit_grace`](crate::transport::ChildOptions)); the
+/// reason then says which ([`CloseReason::child`]).
+///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router};
 /// # #[tokio::main(flavor = "current_thread")]
@@ -379,9 +429,21 @@ impl Connection {
         self.handle.clone()
     }
 
-    /// Resolves with the reason once the connection has ended.
+    /// Resolves with the reason once the connection has ended (over a child process: once the
+    /// child has exited or been killed too, the reason saying which, see [`CloseReason::child`]).
     pub fn closed(&self) -> impl Future<Output = CloseReason> + Send + 'static {
-        self.handle.closed()
+        let shared = self.handle.shared.clone();
+        let transport_done = self.transport_done.clone();
+        async move {
+            let reason = shared.closed().await;
+            match transport_done {
+                Some(done) => {
+                    done.cancelled().await;
+                    shared.close_reason().unwrap_or(reason)
+                }
+                None => reason,
+            }
+        }
     }
 
     /// Close from this side and wait until queued messages are flushed and the write side is shut.

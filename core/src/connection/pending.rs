@@ -121,12 +121,21 @@ impl Pending {
         if inner.abandoned.remove(&id) { Delivery::Abandoned } else { Delivery::Unknown }
     }
 
-    /// The caller stopped waiting; remember the id so a late answer is not mistaken for garbage.
-    pub(crate) fn abandon(&self, id: u64) {
+    /// Whether call `id` still waits for its answer (none was read for it, it was not given up,
+    /// the connection has not closed).
+    pub(crate) fn is_waiting(&self, id: u64) -> bool {
+        self.lock().calls.contains_key(&id)
+    }
+
+    /// The caller stops waiting; remember the id so a late answer is not mistaken for garbage.
+    /// `false` when the call was no longer waiting: its answer (or the connection's end) was read
+    /// already and is on its way to the caller's receiver, where it must be taken from instead.
+    #[must_use]
+    pub(crate) fn abandon(&self, id: u64) -> bool {
         let mut inner = self.lock();
         let len = inner.calls.len();
         if inner.calls.remove(&id).is_none() {
-            return;
+            return false;
         }
         self.freed(len);
         inner.abandoned.insert(id);
@@ -136,6 +145,14 @@ impl Pending {
                 inner.abandoned.remove(&old);
             }
         }
+        true
+    }
+
+    /// Take a waiting call's sender as the reader does when it reads the call's answer, without
+    /// sending yet: the window between the two, held open for a test.
+    #[cfg(test)]
+    pub(crate) fn take_for_delivery(&self, id: u64) -> Option<oneshot::Sender<Outcome>> {
+        self.lock().calls.remove(&id)
     }
 
     /// Fail every waiting call and refuse new ones.

@@ -238,10 +238,13 @@ impl Reader {
         match message {
             Incoming::Response { id, outcome } => {
                 let delivery = id.as_u64().map_or(Delivery::Unknown, |n| {
-                    // Before the caller wakes: its argument streams end and its progress
-                    // receivers stop here, after every report read before this answer.
-                    self.shared.release_call(n);
-                    self.shared.pending.complete(n, outcome, self.shared.settle.enqueued())
+                    // The streams offered in its params end before the caller wakes; its progress
+                    // receivers end after the answer is in the caller's hands (a receiver's end
+                    // means the call is answered), after every report read before the answer.
+                    self.shared.producers.release_call(n);
+                    let delivery = self.shared.pending.complete(n, outcome, self.shared.settle.enqueued());
+                    self.shared.progress.release_call(n);
+                    delivery
                 });
                 match delivery {
                     Delivery::Delivered => {}
@@ -279,7 +282,11 @@ impl Reader {
                     ));
                     return Routed::Invalid { id, error, batch };
                 }
-                let slot = new_slot(&self.shared, spares, id, batch);
+                let mut slot = new_slot(&self.shared, spares, id, batch);
+                let cancel = &self.shared.config.cancel;
+                if !cancel.never_cancelled.is_empty() && !cancel.may_cancel(&method) {
+                    ReplySlot::set_never_cancelled(&mut slot);
+                }
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }
             Incoming::Invalid { id, error, answer } => {
@@ -305,16 +312,19 @@ impl Reader {
 
     fn on_cancel(&self, params: Option<&RawValue>) {
         let member = &self.shared.config.cancel.id_member;
-        let id = params.and_then(|p| cancel_target(p, member));
-        let Some(id) = id else {
+        let target = params.and_then(|p| cancel_target(p, member));
+        let Some((id, reason)) = target else {
             tracing::warn!(target: crate::LOG_TARGET, params = ?params.map(RawValue::get), "cancellation without a usable id (ignored)");
             return;
         };
         let slot = self.shared.inbound_map().get(&id).cloned();
         match slot {
+            Some(slot) if slot.never_cancelled() => {
+                tracing::warn!(target: crate::LOG_TARGET, %id, ?reason, "cancellation of a request the protocol forbids cancelling (ignored)");
+            }
             Some(slot) => {
-                tracing::debug!(target: crate::LOG_TARGET, %id, "peer cancelled request");
-                slot.cancel(true);
+                tracing::debug!(target: crate::LOG_TARGET, %id, ?reason, "peer cancelled request");
+                slot.cancel_by_peer(reason);
             }
             None => {
                 tracing::debug!(target: crate::LOG_TARGET, %id, "cancellation for a request not in flight (ignored)")
@@ -406,13 +416,16 @@ fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc
     ReplySlot::new(Handle::new(shared.clone()), id, true, batch, false)
 }
 
-/// The request id in cancel params: `{"<member>": id}` or `[id]`.
-fn cancel_target(params: &RawValue, member: &str) -> Option<Id> {
+/// The request id in cancel params, `{"<member>": id}` or `[id]`, and the `"reason"` member of
+/// the object form if it is a string (MCP).
+fn cancel_target(params: &RawValue, member: &str) -> Option<(Id, Option<String>)> {
     let text = params.get();
     if text.starts_with('[') {
         let (id,): (Id,) = serde_json::from_str(text).ok()?;
-        return Some(id);
+        return Some((id, None));
     }
     let map: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> = serde_json::from_str(text).ok()?;
-    serde_json::from_str(map.get(member)?.get()).ok()
+    let id = serde_json::from_str(map.get(member)?.get()).ok()?;
+    let reason = map.get("reason").and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+    Some((id, reason))
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Config;
 use super::outbound::Outbound;
 use super::pending::Pending;
-use super::{CloseKind, CloseReason};
+use super::{ChildExit, CloseKind, CloseReason};
 use crate::handler::ReplySlot;
 use crate::id_hash::SeededBuild;
 use crate::message::Id;
@@ -31,7 +31,8 @@ pub(crate) struct Shared {
     pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
     /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
     /// connection ends — except after the peer's clean EOF, when what was read is still
-    /// dispatched and answered, and it is cancelled once the writer has finished.
+    /// dispatched and answered, and it is cancelled when the EOF grace is over (or once the
+    /// writer has finished, if that is sooner).
     pub(crate) handlers: CancellationToken,
     /// `handlers` is cancelled (a cheaper check than the token's).
     handlers_cancelled: AtomicBool,
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
     pub(crate) settle: super::settle::Settle,
     reason: watch::Sender<Option<CloseReason>>,
+    /// How the child process ended, once known (a child process transport only).
+    child_exit: OnceLock<ChildExit>,
 }
 
 impl Shared {
@@ -74,6 +77,7 @@ impl Shared {
             space: Notify::new(),
             settle: Default::default(),
             reason: watch::Sender::new(None),
+            child_exit: OnceLock::new(),
         }
     }
 
@@ -90,7 +94,8 @@ impl Shared {
     /// The peer closed its sending side cleanly (EOF between messages): fail pending calls (no
     /// answer can come any more) and stop reading, but let the messages already read be
     /// dispatched and the requests among them answered, as a peer that half-closes its stream
-    /// (`printf '…' | server`) expects. The writer ends the drain within its flush timeout.
+    /// (`printf '…' | server`) expects. The writer ends the drain: handlers still running after
+    /// the EOF grace are cancelled, and what is queued then gets the flush timeout.
     pub(crate) fn close_after_eof(&self, reason: CloseReason) {
         self.close_with(reason, true);
     }
@@ -104,6 +109,10 @@ impl Shared {
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
+        let reason = match self.child_exit.get() {
+            Some(exit) => reason.with_child(exit.clone()),
+            None => reason,
+        };
         let first = self.reason.send_if_modified(|r| {
             if r.is_none() {
                 *r = Some(reason.clone());
@@ -135,12 +144,29 @@ impl Shared {
         self.space.notify_waiters();
     }
 
+    /// The child process behind the connection has ended: the reason says how, from now on (and
+    /// the one already given, for whoever reads it after this).
+    #[cfg_attr(not(feature = "process"), allow(dead_code))]
+    pub(crate) fn note_child_exit(&self, exit: ChildExit) {
+        if self.child_exit.set(exit.clone()).is_err() {
+            return;
+        }
+        self.reason.send_if_modified(|r| match r.take() {
+            Some(reason) => {
+                *r = Some(reason.with_child(exit));
+                true
+            }
+            None => false,
+        });
+    }
+
     /// The connection is closing: the reader stops.
     pub(crate) fn is_closing(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
     }
 
-    fn cancel_handlers(&self) {
+    /// Fire every inbound request's cancellation token and stop dispatching.
+    pub(crate) fn cancel_handlers(&self) {
         self.handlers_cancelled.store(true, Ordering::SeqCst);
         self.handlers.cancel();
     }

@@ -58,9 +58,14 @@ impl Request {
     pub fn decode_params<T: DeserializeOwned>(&self) -> Result<T, ErrorObject> {
         decode_params(self.params())
     }
-    /// Fires when the peer cancels this request or the connection ends.
+    /// Fires when the peer cancels this request or the connection ends (after the peer's EOF:
+    /// once the EOF grace is over, see [`Connection`](crate::Connection)).
     pub fn cancellation(&self) -> &CancellationToken {
         self.slot.cancellation()
+    }
+    /// The reason the peer gave when it cancelled this request (MCP's `"reason"`), if it did.
+    pub fn cancel_reason(&self) -> Option<&str> {
+        self.slot.cancel_reason()
     }
     /// A handle to call the peer back.
     pub fn peer(&self) -> &Handle {
@@ -89,10 +94,29 @@ impl RequestContext {
     pub fn id(&self) -> &Id {
         &self.slot.id
     }
-    /// Fires when the peer cancels this request or the connection ends. When it fires, the
-    /// handler's future is dropped and the request answered `-32800`, unless it was answered already.
+    /// Fires when the peer cancels this request or the connection ends (after the peer's EOF:
+    /// once the EOF grace is over, see [`Connection`](crate::Connection)). When it fires, the
+    /// handler's future is dropped and the request answered `-32800`, unless it was answered
+    /// already (under MCP rules a request the peer cancelled is not answered).
     pub fn cancellation(&self) -> &CancellationToken {
         self.slot.cancellation()
+    }
+
+    /// The reason the peer gave when it cancelled this request, if it did and the protocol
+    /// carries one (MCP: `notifications/cancelled` `{"requestId", "reason"}`). Set before the
+    /// token fires, so a handler woken by [`RequestContext::cancellation`] finds it.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{ErrorObject, RequestContext, Router};
+    /// let router = Router::new().method("work", |(): (), ctx: RequestContext| async move {
+    ///     ctx.cancellation().cancelled().await;
+    ///     tracing::info!(reason = ?ctx.cancel_reason(), "the peer gave up on `work`");
+    ///     Ok::<(), ErrorObject>(())
+    /// });
+    /// # drop(router);
+    /// ```
+    pub fn cancel_reason(&self) -> Option<&str> {
+        self.slot.cancel_reason()
     }
 
     /// The request's reply slot (which the connection's map of requests in flight holds too).

@@ -87,6 +87,11 @@ pub(crate) struct ReplySlot {
     token: OnceLock<CancellationToken>,
     /// Panic supervision of its handler (see [`poll_supervised`]).
     supervision: AtomicU8,
+    /// The reason the peer gave with its cancellation (MCP's `"reason"`), set before the token fires.
+    cancel_reason: OnceLock<Box<str>>,
+    /// The protocol forbids cancelling this request (MCP's `initialize`): the peer's
+    /// cancellation is ignored.
+    never_cancelled: bool,
 }
 
 impl ReplySlot {
@@ -103,6 +108,8 @@ impl ReplySlot {
             peer_cancelled: AtomicBool::new(false),
             token: OnceLock::new(),
             supervision: AtomicU8::new(supervision::IDLE),
+            cancel_reason: OnceLock::new(),
+            never_cancelled: false,
         })
     }
 
@@ -125,6 +132,8 @@ impl ReplySlot {
         *s.peer_cancelled.get_mut() = false;
         s.token = OnceLock::new();
         *s.supervision.get_mut() = supervision::IDLE;
+        s.cancel_reason = OnceLock::new();
+        s.never_cancelled = false;
         Ok(())
     }
 
@@ -133,6 +142,7 @@ impl ReplySlot {
         let Some(s) = Arc::get_mut(slot) else { return false };
         s.batch = None;
         s.token = OnceLock::new();
+        s.cancel_reason = OnceLock::new();
         true
     }
 
@@ -172,11 +182,30 @@ impl ReplySlot {
             || self.token.get().is_some_and(CancellationToken::is_cancelled)
     }
 
-    /// Cancel the request (`by_peer`: the peer asked for it).
-    pub(crate) fn cancel(&self, by_peer: bool) {
-        if by_peer {
-            self.peer_cancelled.store(true, Ordering::Release);
+    /// Mark a request the protocol forbids cancelling (before anyone else holds its slot).
+    pub(crate) fn set_never_cancelled(slot: &mut Arc<Self>) {
+        if let Some(s) = Arc::get_mut(slot) {
+            s.never_cancelled = true;
         }
+    }
+
+    /// The protocol forbids cancelling this request.
+    pub(crate) fn never_cancelled(&self) -> bool {
+        self.never_cancelled
+    }
+
+    /// The reason the peer gave when it cancelled the request, if it did and gave one.
+    pub(crate) fn cancel_reason(&self) -> Option<&str> {
+        self.cancel_reason.get().map(|r| &**r)
+    }
+
+    /// The peer cancelled the request (with its reason, if it gave one).
+    pub(crate) fn cancel_by_peer(&self, reason: Option<String>) {
+        if let Some(reason) = reason {
+            // Before the token fires: a handler woken by it finds the reason.
+            let _ = self.cancel_reason.set(reason.into());
+        }
+        self.peer_cancelled.store(true, Ordering::Release);
         self.cancelled.store(true, Ordering::SeqCst);
         if let Some(token) = self.token.get() {
             token.cancel();

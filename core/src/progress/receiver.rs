@@ -23,6 +23,10 @@ use crate::connection::{Error, Handle};
 /// answer is yielded first; later ones are dropped), or when the connection ends (one
 /// `Err(ConnectionLost)` item, then the end). Dropping it forgets the token.
 ///
+/// Its end comes after the answer is in the caller's hands: a caller that sees the receiver end
+/// and then cancels the call (or lets it time out) still gets the answer, and no cancellation is
+/// sent for it.
+///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, ErrorObject, Progress, ProgressToken, Router, transport::memory};
 /// # #[tokio::main(flavor = "current_thread")]

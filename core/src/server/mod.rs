@@ -52,7 +52,6 @@ pub use peer::{Broadcast, Peer, ServerHandle, ServerStats};
 
 use self::gate::Gate;
 use self::peer::Inner;
-use crate::connection::FLUSH_TIMEOUT;
 use crate::message::{ErrorObject, codes};
 use crate::transport::{Accepted, Listener, PeerAddr};
 use crate::{Builder, CloseKind, CloseReason, Connection, Router};
@@ -173,6 +172,7 @@ impl ServerBuilder {
             stats: Default::default(),
             max_connections: self.max_connections,
             broadcast_timeout: self.broadcast_timeout,
+            close_bound: self.connection.config.flush_timeout + Duration::from_secs(1),
             local_addr: listener.listen_addr().ok(),
             stop_accepting: CancellationToken::new(),
             close_all: CancellationToken::new(),
@@ -271,7 +271,7 @@ impl Server {
         inner.close_all.cancel();
         inner.tasks.close();
         // Each connection's close is bounded by its flush timeout; refusals and handshakes by theirs.
-        let _ = tokio::time::timeout(FLUSH_TIMEOUT + Duration::from_secs(1), inner.tasks.wait()).await;
+        let _ = tokio::time::timeout(inner.close_bound, inner.tasks.wait()).await;
         ShutdownReport { unfinished, closed_connections, elapsed: start.elapsed(), stats: inner.stats() }
     }
 }

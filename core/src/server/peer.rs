@@ -147,6 +147,9 @@ pub(super) struct Inner {
     pub(super) stats: Counters,
     pub(super) max_connections: usize,
     pub(super) broadcast_timeout: Duration,
+    /// How long closing one connection may take (its flush timeout and the shutdown of its
+    /// write side).
+    pub(super) close_bound: Duration,
     pub(super) local_addr: Option<PeerAddr>,
     pub(super) stop_accepting: CancellationToken,
     pub(super) close_all: CancellationToken,

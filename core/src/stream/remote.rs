@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::connection::{CallOptions, Error, Handle};
+use crate::connection::{CallOptions, EncodedCall, Error, Handle};
 use crate::message::encode_notification;
 
 /// StreamJsonRpc's enumerable object as received: `{"token"?, "values"?}`, both kept as raw JSON.
@@ -52,10 +52,7 @@ type Call = BoxFuture<'static, Result<Box<RawValue>, Error>>;
 
 enum State {
     /// A call whose result is a stream, encoded but not sent yet (streams are lazy).
-    Unsent {
-        id: u64,
-        message: Vec<u8>,
-    },
+    Unsent(EncodedCall),
     /// That call, waiting for its result.
     Calling(Call),
     /// More items may exist; none is being fetched.
@@ -93,7 +90,7 @@ impl<T> Unpin for RemoteStream<T> {}
 impl<T> fmt::Debug for RemoteStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
-            State::Unsent { id, .. } => format!("unsent call {id}"),
+            State::Unsent(call) => format!("unsent call {}", call.id),
             State::Calling(_) => "calling".to_owned(),
             State::Idle(t) => format!("idle (token {})", t.get()),
             State::Fetching(t, _) => format!("fetching (token {})", t.get()),
@@ -134,7 +131,7 @@ impl Handle {
         options: CallOptions,
     ) -> RemoteStream<T> {
         let state = match self.encode_call(method, &params) {
-            Ok((id, message)) => State::Unsent { id, message },
+            Ok(call) => State::Unsent(call),
             Err(e) => State::Failed(e),
         };
         RemoteStream::new(self.clone(), options, state)
@@ -198,10 +195,10 @@ impl<T: DeserializeOwned> Stream for RemoteStream<T> {
             match std::mem::replace(&mut this.state, State::Done) {
                 State::Done => return Poll::Ready(None),
                 State::Failed(e) => return Poll::Ready(Some(Err(e))),
-                State::Unsent { id, message } => {
+                State::Unsent(call) => {
                     let handle = this.handle.clone();
                     let options = this.options.clone();
-                    this.state = State::Calling(Box::pin(async move { handle.send_call(id, message, &options).await }));
+                    this.state = State::Calling(Box::pin(async move { handle.send_call(call, &options).await }));
                 }
                 State::Calling(mut call) => match call.as_mut().poll(cx) {
                     Poll::Pending => {
@@ -259,7 +256,7 @@ impl<T> Drop for RemoteStream<T> {
         let shared = &self.handle.shared;
         match std::mem::replace(&mut self.state, State::Done) {
             // Never sent: the streams in its params end now.
-            State::Unsent { id, .. } => shared.release_call(id),
+            State::Unsent(call) => shared.release_call(call.id),
             State::Idle(token) => abort(shared, &token),
             State::Fetching(token, call) => {
                 // Dropping the `next` sends its cancellation first.

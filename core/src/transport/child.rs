@@ -13,13 +13,14 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::shared::Shared;
-use crate::{Builder, CloseKind, CloseReason, Connection};
+use crate::{Builder, ChildExit, CloseKind, CloseReason, Connection};
 
 /// How a child process is bound to its connection.
 #[derive(Clone, Copy, Debug)]
 pub struct ChildOptions {
     /// After the connection closes (and the child's stdin with it), how long the child may take
-    /// to exit by itself before it is killed.
+    /// to exit by itself before it is killed (logged at WARN; the close reason then says
+    /// [`ChildExit::Killed`](crate::ChildExit::Killed)).
     pub exit_grace: Duration,
     /// After the child exits, how long its stdout may stay open (held by a grandchild) before the
     /// connection is closed anyway.
@@ -43,8 +44,25 @@ impl Builder {
     /// Spawn `command` and talk to it over its stdin/stdout (with [`ChildOptions::default`]).
     ///
     /// Dropping or closing the connection closes the child's stdin and kills it if it has not
-    /// exited within the grace period; the child exiting ends the connection, and the close reason
-    /// carries its exit status.
+    /// exited within the grace period (logged at WARN); the child exiting ends the connection.
+    /// [`Connection::close`] and [`Connection::closed`] resolve once the child has been reaped,
+    /// with a reason that says how it ended ([`CloseReason::child`]: by itself, with its exit
+    /// status, or killed after the grace).
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use jsonrpc_duplex_core::{ChildExit, Connection};
+    /// let conn = Connection::builder().spawn_child(tokio::process::Command::new("my-language-server"))?;
+    /// // … talk to it …
+    /// let reason = conn.close().await;
+    /// match reason.child() {
+    ///     Some(ChildExit::Exited(status)) => println!("it exited by itself: {status}"),
+    ///     Some(ChildExit::Killed { grace, .. }) => println!("it ignored EOF for {grace:?} and was killed"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn spawn_child(self, command: impl Into<Command>) -> io::Result<Connection> {
         self.spawn_child_with(command, ChildOptions::default())
     }
@@ -75,7 +93,8 @@ impl Builder {
         let exited = CancellationToken::new();
         conn.set_transport_done(exited.clone());
         tokio::spawn(async move {
-            watch_child(child, shared, status_tx, options).await;
+            let exit = watch_child(child, &shared, status_tx, options).await;
+            shared.note_child_exit(exit);
             exited.cancel();
         });
         Ok(conn)
@@ -89,17 +108,26 @@ async fn forward_stderr(stderr: ChildStderr, pid: u32) {
     }
 }
 
-/// Bind the child's life to the connection's; returns once the child has exited or been killed.
-async fn watch_child(mut child: Child, shared: Arc<Shared>, status_tx: oneshot::Sender<String>, options: ChildOptions) {
+/// Bind the child's life to the connection's; returns how it ended, once it has exited or been
+/// killed.
+async fn watch_child(
+    mut child: Child,
+    shared: &Arc<Shared>,
+    status_tx: oneshot::Sender<String>,
+    options: ChildOptions,
+) -> ChildExit {
+    let pid = child.id();
     tokio::select! {
         status = child.wait() => {
-            let why = match status {
-                Ok(s) => format!("the child process exited ({s})"),
-                Err(e) => format!("waiting for the child process failed: {e}"),
+            let exit = match status {
+                Ok(status) => ChildExit::Exited(status),
+                Err(e) => ChildExit::Unknown(format!("waiting for it failed: {e}")),
             };
+            let why = exit.to_string();
             let _ = status_tx.send(why.clone());
             // The child is gone; its stdout may still be held open by a grandchild. Watch that
             // on a task of its own so that `close()` need not wait for it.
+            let shared = shared.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     _ = shared.shutdown.cancelled() => {}
@@ -108,15 +136,23 @@ async fn watch_child(mut child: Child, shared: Arc<Shared>, status_tx: oneshot::
                     }
                 }
             });
+            exit
         }
         _ = shared.shutdown.cancelled() => {
-            // The writer flushes and closes the child's stdin (within its own flush timeout); a
-            // well-behaved child then exits on EOF within the grace period.
-            let flushed = crate::connection::FLUSH_TIMEOUT + Duration::from_secs(1);
-            let _ = tokio::time::timeout(flushed, shared.finished.cancelled()).await;
-            if tokio::time::timeout(options.exit_grace, child.wait()).await.is_err() {
-                tracing::debug!(target: crate::LOG_TARGET, pid = child.id(), "child did not exit in time: killing it");
-                let _ = child.kill().await;
+            // The writer closes the child's stdin once the connection's drain is over (bounded by
+            // the EOF grace, the flush timeout and the write side's shutdown); a well-behaved
+            // child then exits on EOF within its own grace.
+            let config = &shared.config;
+            let drained = config.eof_grace + config.flush_timeout + Duration::from_secs(1);
+            let _ = tokio::time::timeout(drained, shared.finished.cancelled()).await;
+            match tokio::time::timeout(options.exit_grace, child.wait()).await {
+                Ok(Ok(status)) => ChildExit::Exited(status),
+                Ok(Err(e)) => ChildExit::Unknown(format!("waiting for it failed: {e}")),
+                Err(_) => {
+                    tracing::warn!(target: crate::LOG_TARGET, pid, grace = ?options.exit_grace, "the child process did not exit after its stdin was closed: killing it");
+                    let _ = child.kill().await;
+                    ChildExit::Killed { grace: options.exit_grace, status: child.try_wait().ok().flatten() }
+                }
             }
         }
     }

@@ -1,9 +1,135 @@
+//! This process's stdin and stdout, chosen so that the process exits when `main` returns,
+//! whatever the peer does with the pipes.
+//!
+//! tokio's own `stdin()` and `stdout()` read and write with blocking calls on the runtime's
+//! blocking pool, and a runtime waits for that pool when it shuts down. A read that waits for a
+//! peer keeping the pipe open (an editor waiting for its language server to exit) or a write to
+//! a peer that never reads would keep the process alive after `main` returned. Instead:
+//!
+//! - **A pipe or FIFO** (an editor, an agent host, `printf … | server`; the usual case) is made
+//!   non-blocking and registered with tokio's reactor ([`tokio::net::unix::pipe`]): nothing
+//!   ever blocks, and closing the connection really stops reading. `O_NONBLOCK` is a flag of the
+//!   open file description, which every process holding the same pipe end shares (a sibling in
+//!   `(server; other) < fifo`, a parent that keeps its copy): it is cleared again when the
+//!   connection lets go of the pipe (when it closes, or when the runtime drops it at shutdown,
+//!   so also when `main` returns with the connection still open). Only a process that is killed
+//!   or calls `std::process::exit` with the connection open leaves it set. Stdout stays blocking
+//!   when stderr is the same pipe (`2>&1`): a non-blocking stderr makes `eprintln!` panic on a
+//!   full pipe.
+//! - **Anything else** (a terminal, which the process shares with its shell and whose flags must
+//!   not change under it; a socket; a file; every stream on Windows) is read and written by a
+//!   thread of its own, a plain thread that the runtime does not wait for: when `main` returns,
+//!   the process exits and takes the thread with it. Such a reader stays blocked in its last read
+//!   after the connection has closed, and takes the next bytes of input: a process that serves
+//!   stdio over a terminal and then goes on reading stdin itself should not do that.
+
+mod thread;
+#[cfg(unix)]
+mod unix;
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
 use crate::{Builder, Connection};
 
 impl Builder {
     /// Start over this process's stdin and stdout (a server launched by its client, an agent
     /// launched by its editor). Nothing else may write to stdout: log to stderr.
+    ///
+    /// The process exits when `main` returns, whatever the peer does with the pipes: a peer
+    /// that keeps our stdin open, or never reads our stdout, cannot keep it alive (see the close
+    /// sequence on [`Connection`] for how long a closing connection waits for the peer). On
+    /// Unix, pipes are made non-blocking for the connection's life and restored afterwards;
+    /// terminals, sockets and files (and everything on Windows) are served by threads the
+    /// runtime does not wait for. Needs a tokio runtime with I/O enabled (`#[tokio::main]`).
+    ///
+    /// ```no_run
+    /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router};
+    /// #[tokio::main]
+    /// async fn main() {
+    ///     let conn = Connection::builder()
+    ///         .serve(Router::new().method("ping", |(): (), _ctx| async { Ok::<_, ErrorObject>("pong") }))
+    ///         .stdio();
+    ///     // Until the client closes our stdin (or a handler calls `close()` on LSP's `exit`).
+    ///     conn.closed().await;
+    ///     conn.close().await;
+    ///     // Returning exits, even if the client still holds the pipes.
+    /// }
+    /// ```
     pub fn stdio(self) -> Connection {
-        self.connect(tokio::io::stdin(), tokio::io::stdout())
+        self.connect(Stdin::open(), Stdout::open())
+    }
+}
+
+/// This process's stdin: a non-blocking pipe, or a reader thread.
+enum Stdin {
+    #[cfg(unix)]
+    Pipe(unix::PipeReader),
+    Thread(thread::ThreadReader),
+}
+
+impl Stdin {
+    fn open() -> Self {
+        #[cfg(unix)]
+        if let Some(pipe) = unix::PipeReader::stdin() {
+            return Stdin::Pipe(pipe);
+        }
+        Stdin::Thread(thread::ThreadReader::stdin())
+    }
+}
+
+impl AsyncRead for Stdin {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            Stdin::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            Stdin::Thread(thread) => Pin::new(thread).poll_read(cx, buf),
+        }
+    }
+}
+
+/// This process's stdout: a non-blocking pipe, or a writer thread.
+enum Stdout {
+    #[cfg(unix)]
+    Pipe(unix::PipeWriter),
+    Thread(thread::ThreadWriter),
+}
+
+impl Stdout {
+    fn open() -> Self {
+        #[cfg(unix)]
+        if let Some(pipe) = unix::PipeWriter::stdout() {
+            return Stdout::Pipe(pipe);
+        }
+        Stdout::Thread(thread::ThreadWriter::stdout())
+    }
+}
+
+impl AsyncWrite for Stdout {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            Stdout::Pipe(pipe) => Pin::new(pipe).poll_write(cx, buf),
+            Stdout::Thread(thread) => Pin::new(thread).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            Stdout::Pipe(pipe) => Pin::new(pipe).poll_flush(cx),
+            Stdout::Thread(thread) => Pin::new(thread).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            Stdout::Pipe(pipe) => Pin::new(pipe).poll_shutdown(cx),
+            Stdout::Thread(thread) => Pin::new(thread).poll_shutdown(cx),
+        }
     }
 }

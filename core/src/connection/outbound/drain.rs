@@ -9,13 +9,14 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::FLUSH_TIMEOUT;
 use crate::connection::shared::Shared;
 use crate::connection::{CloseKind, CloseReason};
 
 /// The writer task's side, shared by the byte writer and the message writer: its turns while the
-/// connection lives, then the final drain when it stops (wait for the handlers still running,
-/// write what they answered, give up after [`FLUSH_TIMEOUT`]).
+/// connection lives, then the final drain when it stops. After the peer's EOF the handlers still
+/// running get `eof_grace` to answer, then their tokens fire; once they are done (or cancelled),
+/// what is queued gets `flush_timeout` to be written (see the close sequence on
+/// [`Connection`](crate::Connection)).
 pub(crate) struct Drain {
     shared: Arc<Shared>,
     give_up: Pin<Box<dyn Future<Output = ()> + Send>>,
@@ -26,9 +27,22 @@ pub(crate) struct Drain {
 impl Drain {
     pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
         let stop = shared.shutdown.clone();
+        let ending = shared.clone();
+        let running = handlers.clone();
         let give_up = Box::pin(async move {
             stop.cancelled().await;
-            tokio::time::sleep(FLUSH_TIMEOUT).await;
+            // Handlers still allowed to run: the peer's EOF (any other ending cancels them at
+            // once). The flush timeout starts when they are done, or cancelled.
+            if !ending.handlers_cancelled() {
+                let grace = ending.config.eof_grace;
+                running.close();
+                if tokio::time::timeout(grace, running.wait()).await.is_err() {
+                    tracing::debug!(target: crate::LOG_TARGET, ?grace, "the grace after the peer's EOF is over: cancelling the handlers still running");
+                    ending.cancel_handlers();
+                }
+            }
+            tokio::time::sleep(ending.config.flush_timeout).await;
+            tracing::debug!(target: crate::LOG_TARGET, timeout = ?ending.config.flush_timeout, "the peer did not take what was queued in time: giving up on it");
         });
         let stop = shared.shutdown.clone();
         let handlers_done = Box::pin(async move {
@@ -70,7 +84,7 @@ impl Drain {
 
 /// The writer task: write what inline writers could not and what is queued for it, until the
 /// connection stops; then flush what is left (waiting for the handlers still running, within
-/// [`FLUSH_TIMEOUT`]) and shut the write side down. A failed write ends the connection, and the
+/// the grace and the flush timeout, see [`Drain`]) and shut the write side down. A failed write ends the connection, and the
 /// write side is still shut (a message transport may have a closing handshake to finish, say a
 /// WebSocket whose peer closed first).
 pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {

@@ -25,7 +25,6 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::sync::{Notify, Semaphore};
@@ -38,9 +37,6 @@ use crate::sync::turns::Locked;
 
 pub(crate) use drain::{Drain, run_writer};
 pub(crate) use pump::{ByteWriter, Pump, SinkWriter};
-
-/// How long a closing connection waits for running handlers and the peer to take queued bytes.
-pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Bodies larger than this are written straight from their own buffer instead of being copied
 /// into the batch buffer.

@@ -1,0 +1,476 @@
+//! Every command line README.md shows is run here, exactly as written.
+//!
+//! [`the_readme_shows_only_commands_that_run_here`] reads README.md and collects its command
+//! lines: each line of a ```` ```sh ```` block (a trailing `# comment` cut off) and each inline
+//! code span whose first word, after any `NAME=value`, is a program ([`PROGRAMS`]) or a script
+//! path (`dir/name.sh`). Each must appear in the list below, and each entry of the list becomes a
+//! test that runs its lines with the very argv the README shows, from the repository's root.
+//!
+//! To show a new command line in the README, add an entry to the list:
+//!
+//! ```text
+//! name: ["the exact line", "a second line it needs", …] => runner;
+//! ```
+//!
+//! where `runner` is one of the functions at the end of this file: [`to_end`] (each line runs to
+//! its end with exit status 0), [`in_ci`] (the line is one of `.ci/run`'s), or one written for
+//! the entry (a server driven by its clients, a tool installed first, output checked). An
+//! example a line names by its path (`target/debug/examples/NAME`) is built before it runs.
+//!
+//! Commands that would run for minutes are bounded by environment knobs the README documents,
+//! set for every command run here ([`KNOBS`]): benches run at a hundredth of their sizes, the
+//! soak and fuzz scripts for a second or two. The argv stays the README's.
+
+#[path = "support/interop.rs"]
+mod interop;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Declares the list of README command lines ([`COMMANDS`]) and one test per entry.
+macro_rules! readme {
+    ($($name:ident: [$($line:literal),+ $(,)?] => $runner:path;)+) => {
+        /// Every command line the README may show, in the README's words.
+        const COMMANDS: &[&str] = &[$($($line,)+)+];
+        $(
+            #[test]
+            fn $name() {
+                $runner(&[$($line),+]);
+            }
+        )+
+    };
+}
+
+readme! {
+    demo: ["cargo run --example demo"] => to_end;
+    workspace_tests: ["cargo test --workspace --all-features"] => in_ci;
+    crate_docs: ["cargo doc --open"] => to_end;
+    acp_client: ["cargo run --example acp_client -- --deny cargo run --example acp_agent"] => acp_turn;
+    lsp_client: ["cargo run --example lsp_client -- pylsp -- tests/interop/lsp/fixture/greet.py 9 24"] => lsp_hover;
+    lsp_client_and_server: ["cargo run --example lsp_client -- -- target/debug/examples/lsp_server -- README.md 1 3"] => lsp_against_our_server;
+    mcp_client_and_server: [r#"cargo run --example mcp_client -- --call count '{"to":3}' --read demo://readme -- target/debug/examples/mcp_server"#] => mcp_against_our_server;
+    tcp: [
+        "cargo run --example tcp_server",
+        "cargo run --example tcp_client -- --name alice set color blue",
+    ] => kv_server_and_client;
+    bench_streams: ["cargo bench -p jsonrpc-duplex-benches --bench streams"] => to_end;
+    bench_compare: ["cargo bench -p jsonrpc-duplex-benches --bench compare"] => to_end;
+    bench_calls: ["cargo bench -p jsonrpc-duplex-benches --bench calls"] => to_end;
+    bench_connections: ["cargo bench -p jsonrpc-duplex-benches --bench connections"] => to_end;
+    fuzz: ["cargo install cargo-fuzz", "fuzz/run.sh 180"] => fuzz_with_cargo_fuzz;
+    soak: ["scripts/soak.sh 3"] => to_end;
+}
+
+/// Environment set for every command run here; the README documents each knob.
+const KNOBS: &[(&str, &str)] = &[
+    // Every bench at a hundredth of its sizes, one repetition.
+    ("BENCH_QUICK", "1"),
+    // `fuzz/run.sh SECONDS`: one second per target instead.
+    ("FUZZ_SECONDS", "1"),
+    // `scripts/soak.sh MINUTES`: two seconds instead.
+    ("SOAK_SECONDS", "2"),
+    // `cargo doc --open` opens the docs with `$BROWSER`: here, nothing opens them.
+    ("BROWSER", "true"),
+    ("CARGO_TERM_COLOR", "never"),
+];
+
+/// First words that make an inline code span a command line.
+const PROGRAMS: &[&str] =
+    &["cargo", "rustup", "npm", "npx", "node", "python", "python3", "pip", "pip3", "sh", "bash", "git", "make"];
+
+/// The longest a command may take: the first `cargo bench` builds the bench crate and its peer
+/// crates in release mode, which takes minutes on two busy cores.
+const LIMIT: Duration = Duration::from_secs(20 * 60);
+
+/// The repository's root (every command runs there).
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_readme_shows_only_commands_that_run_here() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let shown = command_lines(&readme);
+    assert!(shown.len() >= COMMANDS.len(), "the scan found too little: {shown:?}");
+    let unrun: Vec<_> = shown.iter().filter(|line| !COMMANDS.contains(&line.as_str())).collect();
+    assert!(
+        unrun.is_empty(),
+        "README.md shows command lines that no test runs (add each to the list in tests/readme_commands.rs, \
+         exactly as the README spells it): {unrun:#?}"
+    );
+    let gone: Vec<_> = COMMANDS.iter().filter(|line| !shown.iter().any(|s| s == *line)).collect();
+    assert!(gone.is_empty(), "tests/readme_commands.rs runs lines README.md no longer shows: {gone:#?}");
+}
+
+#[test]
+fn the_scan_finds_blocks_and_spans_and_skips_the_rest() {
+    let text = "```sh\ncargo run --example a   # a comment\n\ncargo test\n```\n\
+                ```rust\nlet x = `cargo not this`;\n```\n\
+                Run `cargo bench --bench b` or `scripts/x.sh 3`; `RUST_LOG=debug` alone, `Framing::ContentLength`, \
+                `--bench c` and `.stdio()` are no commands, but `RUST_LOG=trace cargo run` is, and `cargo\n\
+                doc` across two lines.\n";
+    assert_eq!(
+        command_lines(text),
+        [
+            "cargo run --example a",
+            "cargo test",
+            "cargo bench --bench b",
+            "scripts/x.sh 3",
+            "RUST_LOG=trace cargo run",
+            "cargo doc"
+        ]
+    );
+}
+
+#[test]
+fn words_split_like_a_shell_does_for_simple_commands() {
+    assert_eq!(
+        split(r#"A=1 cargo run -- --prompt "two words" 'single' plain\ escaped"#),
+        Split {
+            env: vec![("A".into(), "1".into())],
+            argv: ["cargo", "run", "--", "--prompt", "two words", "single", "plain escaped"].map(String::from).to_vec(),
+        }
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the command lines
+// ---------------------------------------------------------------------------------------------
+
+/// The command lines of a Markdown text, in order (see the module's documentation).
+fn command_lines(markdown: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    // `Some(is_shell)` inside a fenced block.
+    let mut fence: Option<bool> = None;
+    // The text since the last fence: inline spans may run across its lines.
+    let mut text = String::new();
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if let Some(info) = trimmed.strip_prefix("```") {
+            fence = match fence {
+                Some(_) => None,
+                None => {
+                    spans(&std::mem::take(&mut text), &mut found);
+                    Some(matches!(info.trim(), "sh" | "bash" | "shell" | "console"))
+                }
+            };
+            continue;
+        }
+        match fence {
+            Some(true) => {
+                let command = line.find(" #").map_or(line, |at| &line[..at]).trim();
+                if !command.is_empty() {
+                    found.push(command.to_owned());
+                }
+            }
+            Some(false) => {}
+            None => {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    spans(&text, &mut found);
+    found
+}
+
+/// The inline code spans of `text` that are command lines (a line break inside one is a space).
+fn spans(text: &str, found: &mut Vec<String>) {
+    for span in text.split('`').skip(1).step_by(2) {
+        let span = span.split_whitespace().collect::<Vec<_>>().join(" ");
+        if is_command(&span) {
+            found.push(span);
+        }
+    }
+}
+
+/// Whether an inline code span is a command line.
+fn is_command(span: &str) -> bool {
+    let first = span.split_whitespace().find(|w| !is_assignment(w));
+    first.is_some_and(|w| PROGRAMS.contains(&w) || (w.contains('/') && w.ends_with(".sh")))
+}
+
+/// `NAME=value`.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// A command line's environment assignments and argv.
+#[derive(Debug, PartialEq)]
+struct Split {
+    env: Vec<(String, String)>,
+    argv: Vec<String>,
+}
+
+/// Split a simple command line as a POSIX shell would (quotes, backslashes); anything a shell
+/// would do more with (pipes, redirections, `;`, `&&`, `$`, globs) is refused, so every README
+/// command is a simple one.
+fn split(line: &str) -> Split {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if let Some(w) = word.take() {
+                    words.push(w);
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => w.extend(chars.next()),
+                        Some('$' | '`') => panic!("{line:?}: no expansions in README commands"),
+                        Some(c) => w.push(c),
+                        None => panic!("{line:?}: an unclosed quote"),
+                    }
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.push(c),
+                        None => panic!("{line:?}: an unclosed quote"),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).extend(chars.next()),
+            '|' | '&' | ';' | '<' | '>' | '$' | '`' | '*' | '?' | '(' | ')' => {
+                panic!("{line:?}: README commands must be simple commands (found {c:?})")
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    let assignments = words.iter().take_while(|w| is_assignment(w)).count();
+    let argv = words.split_off(assignments);
+    let env = words.into_iter().filter_map(|w| w.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))).collect();
+    Split { env, argv }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running them
+// ---------------------------------------------------------------------------------------------
+
+/// `line` as a command: its argv, its `NAME=value`s and [`KNOBS`], stdin closed, in its own
+/// process group (so that a bounded wait can end all it started). An example a line names by its
+/// path (`target/debug/examples/NAME`, say as the server a client spawns) is built first.
+fn command(line: &str) -> Command {
+    let Split { env, argv } = split(line);
+    for name in argv.iter().filter_map(|word| word.strip_prefix("target/debug/examples/")) {
+        interop::example(name);
+    }
+    let (program, args) = argv.split_first().unwrap_or_else(|| panic!("{line:?}: no program"));
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(root()).stdin(Stdio::null());
+    cmd.envs(KNOBS.iter().copied()).envs(env);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd
+}
+
+/// What a finished command printed.
+struct Output {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    /// Panic unless it exited 0 and its stdout has each of `wanted`.
+    fn expect(&self, line: &str, wanted: &[&str]) {
+        let missing: Vec<_> = wanted.iter().filter(|w| !self.stdout.contains(**w)).collect();
+        assert!(
+            self.status.success() && missing.is_empty(),
+            "`{line}` failed ({}; missing from stdout: {missing:?})\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            tail(&self.stdout),
+            tail(&self.stderr)
+        );
+    }
+}
+
+/// The end of a long output.
+fn tail(text: &str) -> &str {
+    let start = text.len().saturating_sub(6000);
+    let start = (start..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+    &text[start..]
+}
+
+/// Everything `reader` yields, on a thread of its own (so that no pipe ever fills).
+fn collect(mut reader: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = reader.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// Run `cmd` (from [`command`]) to its end, within [`LIMIT`].
+fn run(line: &str, mut cmd: Command) -> Output {
+    let mut child =
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("`{line}`: {e}"));
+    let stdout = collect(child.stdout.take().unwrap());
+    let stderr = collect(child.stderr.take().unwrap());
+    let status = wait_within(&mut child, LIMIT).unwrap_or_else(|| panic!("`{line}` did not finish within {LIMIT:?}"));
+    Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+/// The child's exit status, or `None` (and it and its process group killed) after `limit`.
+fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            signal_group(child, "KILL");
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The `PATH` with `dir` first.
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir.to_owned()).chain(std::env::split_paths(&rest))).unwrap()
+}
+
+/// Send `signal` to the child's whole process group (what a terminal's Ctrl-C does for INT).
+fn signal_group(child: &Child, signal: &str) {
+    if cfg!(unix) {
+        let _ = Command::new("kill").args([&format!("-{signal}"), "--", &format!("-{}", child.id())]).status();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runners
+// ---------------------------------------------------------------------------------------------
+
+/// Each line runs to its end and exits 0.
+fn to_end(lines: &[&str]) {
+    for line in lines {
+        run(line, command(line)).expect(line, &[]);
+    }
+}
+
+/// The line is one of `.ci/run`'s: CI runs it.
+fn in_ci(lines: &[&str]) {
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    for line in lines {
+        assert!(ci.lines().any(|l| l.trim() == *line), "`{line}` is not a line of .ci/run:\n{ci}");
+    }
+}
+
+/// An ACP turn against the example agent, to its stop reason.
+fn acp_turn(lines: &[&str]) {
+    for line in lines {
+        // The agent reads README.md (the default prompt) and asks to write a summary: denied.
+        run(line, command(line)).expect(line, &["stop reason"]);
+    }
+}
+
+/// The LSP client against pylsp (from the pinned venv the LSP interop test uses, put first on
+/// the `PATH`), to a hover over `greet`.
+fn lsp_hover(lines: &[&str]) {
+    let pylsp = interop::pylsp();
+    let path = path_with(pylsp.parent().unwrap());
+    for line in lines {
+        let mut cmd = command(line);
+        cmd.env("PATH", &path);
+        run(line, cmd)
+            .expect(line, &["client ◂ hover:", "greet(name: str) -> str", "exited by itself (exit status: 0)"]);
+    }
+}
+
+/// The LSP client against the `lsp_server` example, to a hover, and the server's clean exit.
+fn lsp_against_our_server(lines: &[&str]) {
+    for line in lines {
+        // The hover over the title's first word counts it in the note.
+        let wanted = ["client ◂ hover:", "**jsonrpc**", "exited by itself (exit status: 0)"];
+        run(line, command(line)).expect(line, &wanted);
+    }
+}
+
+/// The MCP client against the `mcp_server` example: a tool call with progress, a resource.
+fn mcp_against_our_server(lines: &[&str]) {
+    for line in lines {
+        let wanted = [
+            "client ◂ server jsonrpc-duplex-mcp-server",
+            "tools: add, greet, count, list_roots",
+            "progress 3/3 counted to 3",
+            "client ◂ count: counted to 3",
+            "client ◂ demo://readme (text/markdown): # jsonrpc-duplex MCP demo",
+        ];
+        run(line, command(line)).expect(line, &wanted);
+    }
+}
+
+/// The key-value server (the first line) in the background, each client line against it, then
+/// Ctrl-C for the server, which shuts down cleanly.
+fn kv_server_and_client(lines: &[&str]) {
+    let (server_line, clients) = lines.split_first().unwrap();
+    let mut server = command(server_line).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdout = collect(server.stdout.take().unwrap());
+    // Its stderr, line by line, until it says it is serving.
+    let (tx, rx) = mpsc::channel();
+    let stderr = BufReader::new(server.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = String::new();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.contains("serving the key-value store") => break,
+            Ok(line) => seen += &format!("{line}\n"),
+            Err(_) => {
+                signal_group(&server, "KILL");
+                panic!("`{server_line}` never said it was serving:\n{}", tail(&seen));
+            }
+        }
+    }
+    for line in clients {
+        run(line, command(line)).expect(line, &["color = blue"]);
+    }
+    signal_group(&server, "INT");
+    let status = wait_within(&mut server, Duration::from_secs(30));
+    let rest: String = rx.try_iter().map(|l| l + "\n").collect();
+    let out = stdout.join().unwrap();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "`{server_line}` did not shut down cleanly on Ctrl-C ({status:?})\nstdout:\n{out}\nstderr:\n{seen}{rest}"
+    );
+}
+
+/// `cargo install cargo-fuzz` (into `target/readme-tools`, through `CARGO_INSTALL_ROOT`, unless
+/// it is there already), then the fuzz script with it on the `PATH`.
+fn fuzz_with_cargo_fuzz(lines: &[&str]) {
+    let (install, runs) = lines.split_first().unwrap();
+    let tools = interop::profile_dir().parent().unwrap().join("readme-tools");
+    let bin = tools.join("bin");
+    if !bin.join(format!("cargo-fuzz{}", std::env::consts::EXE_SUFFIX)).is_file() {
+        let mut cmd = command(install);
+        cmd.env("CARGO_INSTALL_ROOT", &tools);
+        run(install, cmd).expect(install, &[]);
+    }
+    let path = path_with(&bin);
+    for line in runs {
+        let mut cmd = command(line);
+        cmd.env("PATH", &path);
+        run(line, cmd).expect(line, &["frame_content_length:", "frame_newline:", "parse_message:", "connection:"]);
+    }
+}
