@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use jsonrpc_duplex::{CallOptions, CancellationToken, ClientError, Connection, Profile, RpcError};
+use jsonrpc_duplex::{CallOptions, CancellationToken, ChildExit, ClientError, Connection, Profile, RpcError};
 use protocol::*;
 use serde_json::Value;
 use tokio::process::Command;
@@ -227,7 +227,10 @@ async fn run(options: Options) -> Result<(), String> {
     // waits until the server has exited (or kills it after a grace period).
     let reason = conn.close().await;
     console.print(&format!("session closed: {}", reason.message));
-    Ok(())
+    match reason.child() {
+        Some(ChildExit::Exited(status)) if status.success() => Ok(()),
+        _ => Err(format!("the server did not exit cleanly: {reason}")),
+    }
 }
 
 /// Run a tool, printing its progress as it comes; with `cancel_after`, cancel it after that many

@@ -68,14 +68,14 @@ async function main() {
     onprogress: (p) => reports.push({ progress: p.progress, total: p.total, message: p.message }),
   });
   const answered = wire.findIndex((m) => "id" in m && ("result" in m || "error" in m));
-  const wireReports = wire
-    .slice(0, answered < 0 ? wire.length : answered)
-    .filter((m) => m.method === "notifications/progress")
-    .map((m) => {
-      const { progressToken, ...report } = m.params;
-      return report;
-    });
-  step("progress", { result: text(counted), reports, wireReports });
+  const report = (m) => {
+    const { progressToken, ...rest } = m.params;
+    return rest;
+  };
+  const isProgress = (m) => m.method === "notifications/progress";
+  const wireReports = wire.slice(0, answered < 0 ? wire.length : answered).filter(isProgress).map(report);
+  const afterAnswer = answered < 0 ? [] : wire.slice(answered + 1).filter(isProgress).map(report);
+  step("progress", { result: text(counted), reports, wireReports, afterAnswer });
 
   // Cancellation: abort after the first report; the SDK sends notifications/cancelled.
   const controller = new AbortController();
