@@ -15,9 +15,8 @@
 #[path = "support/interop.rs"]
 mod interop;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::process::Command;
@@ -33,49 +32,14 @@ fn fixture() -> PathBuf {
     lsp_dir().join("fixture").join("greet.py")
 }
 
-fn ready(cell: &'static OnceLock<Result<PathBuf, String>>, install: fn() -> Result<PathBuf, String>) -> PathBuf {
-    match cell.get_or_init(install) {
-        Ok(path) => path.clone(),
-        Err(e) => panic!("{e}"),
-    }
-}
-
 /// pyright's language server script, after `npm ci` if needed.
 fn pyright() -> PathBuf {
-    interop::npm_ready("lsp", &["pyright"]).join("node_modules").join("pyright").join("langserver.index.js")
+    interop::pyright()
 }
 
-/// The `pylsp` executable of a venv under `target/`, made (or remade) when the pinned
-/// requirements changed.
+/// The `pylsp` executable of a venv under `target/`.
 fn pylsp() -> PathBuf {
-    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    ready(&READY, || {
-        let requirements = lsp_dir().join("requirements.txt");
-        let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-        let target = interop::profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
-        let venv = target.join("interop-lsp").join("pylsp-venv");
-        let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
-        let pylsp = bin.join(format!("pylsp{}", std::env::consts::EXE_SUFFIX));
-        let marker = venv.join("installed-requirements.txt");
-        if pylsp.is_file() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
-            return Ok(pylsp);
-        }
-        let _ = std::fs::remove_dir_all(&venv);
-        interop::run_bounded(
-            std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
-            "`python3 -m venv` (the pylsp interop test needs python3 with venv on the PATH)",
-            Duration::from_secs(120),
-        )?;
-        interop::run_bounded(
-            std::process::Command::new(bin.join("pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
-                .arg(&requirements),
-            "`pip install -r tests/interop/lsp/requirements.txt`",
-            Duration::from_secs(300),
-        )?;
-        std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
-        if pylsp.is_file() { Ok(pylsp) } else { Err(format!("no {} after pip install", pylsp.display())) }
-    })
+    interop::pylsp()
 }
 
 /// Run `lsp_client -- <server…> -- greet.py 9 24` and return its output; it must succeed.

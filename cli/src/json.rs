@@ -35,12 +35,27 @@ pub(crate) fn pretty(json: &str) -> String {
         let c = chars[i];
         match c {
             '"' => {
-                let start = i;
+                out.push('"');
                 i += 1;
                 while i < chars.len() && chars[i] != '"' {
-                    i += if chars[i] == '\\' { 2 } else { 1 };
+                    match (chars[i], chars.get(i + 1)) {
+                        // `\/` is `/`, written so by some peers; shown plain.
+                        ('\\', Some('/')) => out.push('/'),
+                        ('\\', Some(&next)) => {
+                            out.push('\\');
+                            out.push(next);
+                        }
+                        (c, _) => {
+                            out.push(c);
+                            i += 1;
+                            continue;
+                        }
+                    }
+                    i += 2;
                 }
-                out.extend(&chars[start..(i + 1).min(chars.len())]);
+                if i < chars.len() {
+                    out.push('"');
+                }
             }
             '{' | '[' => {
                 let close = if c == '{' { '}' } else { ']' };
@@ -85,6 +100,7 @@ mod tests {
             "{\n  \"z\": 1,\n  \"a\": [\n    true,\n    {\n      \"q\": \"a \\\"quoted\\\", [tricky] {string}\"\n    }\n  ],\n  \"e\": {},\n  \"l\": []\n}"
         );
         assert_eq!(pretty("null"), "null");
+        assert_eq!(pretty(r#"{"uri":"file:\/\/\/a"}"#), "{\n  \"uri\": \"file:///a\"\n}");
         assert_eq!(pretty(r#""\\""#), r#""\\""#);
     }
 

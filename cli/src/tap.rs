@@ -157,7 +157,9 @@ pub(crate) fn run(args: TapArgs) -> u8 {
             return exit::CANNOT_CONNECT;
         }
     };
+    // The server's stdout (and captured stderr) closing: their last bytes were passed on.
     let (server_done_tx, server_done) = mpsc::channel::<()>();
+    let stderr_done_tx = server_done_tx.clone();
     let client_pump = to_recorder.clone();
     let server_pump = to_recorder.clone();
     let threads = [
@@ -169,9 +171,15 @@ pub(crate) fn run(args: TapArgs) -> u8 {
         match child.stderr.take() {
             Some(stderr) => {
                 let to_recorder = to_recorder.clone();
-                spawn("jrpc-stderr", move || copy_stderr(stderr, &to_recorder))
+                spawn("jrpc-stderr", move || {
+                    copy_stderr(stderr, &to_recorder);
+                    let _ = stderr_done_tx.send(());
+                })
             }
-            None => Ok(()),
+            None => {
+                drop(stderr_done_tx);
+                Ok(())
+            }
         },
     ];
     let (recorded_tx, recorded) = mpsc::channel::<()>();
@@ -194,8 +202,11 @@ pub(crate) fn run(args: TapArgs) -> u8 {
             std::process::exit(1);
         }
     };
-    // Its last answers are still on the way to the client.
-    let _ = server_done.recv_timeout(STDOUT_GRACE);
+    // Its last answers (and stderr lines) may still be on their way.
+    let grace = Instant::now() + STDOUT_GRACE;
+    for _ in 0..if args.capture_stderr { 2 } else { 1 } {
+        let _ = server_done.recv_timeout(grace.saturating_duration_since(Instant::now()));
+    }
     #[cfg(unix)]
     let signal = std::os::unix::process::ExitStatusExt::signal(&status);
     #[cfg(not(unix))]

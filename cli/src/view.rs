@@ -100,7 +100,7 @@ pub(crate) enum Shown {
     /// Everything.
     All,
     /// What the other side starts (its requests and notifications), our answers to it, and
-    /// anything unparsable: what `call` shows around its own call.
+    /// anything unparsable or on stderr: what `call` shows around its own call.
     PeerInitiated,
 }
 
@@ -111,6 +111,8 @@ impl Shown {
             Shown::PeerInitiated => match event.kind {
                 EventKind::Request | EventKind::Notification => event.from == Some(Side::Server),
                 EventKind::Result | EventKind::Error => event.from == Some(Side::Client),
+                // Streams closing is how every call ends; failures are reported by `call` itself.
+                EventKind::Note => false,
                 _ => true,
             },
         }
