@@ -42,7 +42,7 @@ pub(crate) struct ErrorSummary {
 /// One message (one element of a batch), or one other record, in conversation terms.
 #[derive(Clone, Debug)]
 pub(crate) struct Event {
-    /// The record's position among the trace's records.
+    /// The event's position among all events of the conversation (from 0).
     pub(crate) index: usize,
     /// Seconds since the trace started.
     pub(crate) t: f64,
@@ -78,7 +78,7 @@ pub(crate) struct Pending {
     pub(crate) method: String,
     /// When it was sent.
     pub(crate) t: f64,
-    /// Its event number.
+    /// Its event's index.
     pub(crate) event: usize,
     /// Whether its sender cancelled it.
     pub(crate) cancelled: bool,
@@ -93,8 +93,6 @@ pub(crate) struct Conversation {
     tokens: HashMap<String, (Side, String, String)>,
     /// Events made so far.
     events: usize,
-    /// Records fed so far.
-    records: usize,
 }
 
 /// The members of a message that matter here; everything else stays in the text.
@@ -132,10 +130,8 @@ impl Conversation {
 
     /// The events of the next record (none for the header, several for a batch).
     pub(crate) fn feed(&mut self, record: &Record) -> Vec<Event> {
-        let index = self.records;
-        self.records += 1;
         let blank = Event {
-            index,
+            index: self.events,
             t: record.time(),
             from: record.from,
             kind: EventKind::Note,
@@ -149,7 +145,7 @@ impl Conversation {
             text: String::new(),
             size: record.size.unwrap_or(0),
         };
-        let mut events = match record.kind {
+        let events = match record.kind {
             Kind::Header | Kind::Unknown => Vec::new(),
             Kind::Stderr => {
                 vec![Event { kind: EventKind::Stderr, text: record.text.clone().unwrap_or_default(), ..blank }]
@@ -168,10 +164,7 @@ impl Conversation {
                 }],
             },
         };
-        for event in &mut events {
-            event.index = self.events;
-            self.events += 1;
-        }
+        self.events += events.len();
         events
     }
 
@@ -186,7 +179,11 @@ impl Conversation {
             let count = items.len();
             let mut events: Vec<Event> = items
                 .iter()
-                .map(|item| self.single(from, item.get(), Event { size: item.get().len() as u64, ..blank.clone() }))
+                .enumerate()
+                .map(|(i, item)| {
+                    let blank = Event { index: blank.index + i, size: item.get().len() as u64, ..blank.clone() };
+                    self.single(from, item.get(), blank)
+                })
                 .collect();
             for (i, event) in events.iter_mut().enumerate() {
                 let batch = format!("batch {}/{count}", i + 1);
@@ -375,6 +372,24 @@ mod tests {
         assert_eq!(back[0].kind, EventKind::Error);
         assert_eq!(back[0].method.as_deref(), Some("workspace/configuration"));
         assert_eq!(back[0].error, Some(ErrorSummary { code: -32601, message: "nope".into() }));
+    }
+
+    #[test]
+    fn an_answer_names_its_requests_event_whatever_came_before() {
+        let mut c = Conversation::new();
+        assert!(c.feed(&Record::header(std::time::SystemTime::now(), None)).is_empty());
+        c.feed(&Record::note(0.0, None, "something"));
+        let request = c.feed(&msg(0.1, Side::Client, r#"{"jsonrpc":"2.0","id":9,"method":"m"}"#));
+        let answer = c.feed(&msg(0.2, Side::Server, r#"{"jsonrpc":"2.0","id":9,"result":true}"#));
+        assert_eq!((request[0].index, answer[0].index, answer[0].request), (1, 2, Some(1)));
+        let batch = c.feed(&msg(
+            0.3,
+            Side::Client,
+            r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+        ));
+        assert_eq!(batch.iter().map(|e| e.index).collect::<Vec<_>>(), [3, 4]);
+        let answer = c.feed(&msg(0.4, Side::Server, r#"{"jsonrpc":"2.0","id":1,"result":true}"#));
+        assert_eq!(answer[0].request, Some(4));
     }
 
     #[test]

@@ -93,3 +93,13 @@ fn with_runtime<F: Future<Output = u8>>(command: impl FnOnce() -> F) -> u8 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -21,6 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::call::AnswerRule;
 use crate::conversation::{Conversation, EventKind};
 use crate::diff::{Difference, Ignored, differences};
 use crate::exit;
@@ -36,13 +37,18 @@ Exit status: 0 every answer the same, 1 some differ (or are missing), 2 a bad co
 3 the server could not be started or reached.")]
 pub(crate) struct ReplayArgs {
     /// The trace to replay (from `jrpc tap --out` or `jrpc call --trace`).
-    trace: PathBuf,
+    #[arg(value_name = "TRACE")]
+    recorded: PathBuf,
     #[command(flatten)]
     target: TargetArgs,
     /// Leave these members out of the comparison: names at any depth (`id`, `timestamp`) or
     /// paths from the top (`result.serverInfo.version`); repeat it or separate with commas.
     #[arg(long, value_name = "NAME")]
     ignore: Vec<String>,
+    /// How to answer the server's requests that the trace's client never answered: `null`,
+    /// `error` (-32601), or a JSON file as for `jrpc call --answer`.
+    #[arg(long, value_name = "null|error|FILE", default_value = "null")]
+    answer: String,
     /// How long to wait for each answer.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::time::parse_duration)]
     timeout: Duration,
@@ -204,7 +210,7 @@ fn find_request(steps: &[Step], wanted: &str) -> Option<usize> {
 
 /// Run `replay`; the exit code.
 pub(crate) async fn run(args: ReplayArgs) -> u8 {
-    let trace = match Trace::read(&args.trace) {
+    let trace = match Trace::read(&args.recorded) {
         Ok(trace) => trace,
         Err(e) => {
             eprintln!("jrpc replay: {e}");
@@ -241,8 +247,15 @@ pub(crate) async fn run(args: ReplayArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    let fallback = match AnswerRule::parse(&args.answer) {
+        Ok(rule) => rule,
+        Err(e) => {
+            eprintln!("jrpc replay: {e}");
+            return exit::USAGE;
+        }
+    };
     let unexpected = Arc::new(Mutex::new(Vec::new()));
-    let router = answers_router(plan.answers.clone(), unexpected.clone());
+    let router = answers_router(plan.answers.clone(), fallback, unexpected.clone());
     let builder = Connection::builder().framing(framing).cancel_protocol(plan.cancel.clone()).serve(router);
     let session = match target::connect(&target, builder, recorder).await {
         Ok(session) => session,
@@ -258,10 +271,11 @@ pub(crate) async fn run(args: ReplayArgs) -> u8 {
 }
 
 /// Answers the server's requests as the trace's client did, in order per method; the last
-/// answer again when the server asks more often; `-32601` (and a note) for methods the trace
-/// never saw answered.
+/// answer again when the server asks more often; by the `--answer` rule (and a note) for methods
+/// the trace never saw answered.
 fn answers_router(
     answers: HashMap<String, VecDeque<Result<Box<RawValue>, ErrorObject>>>,
+    fallback: AnswerRule,
     unexpected: Arc<Mutex<Vec<String>>>,
 ) -> Router {
     let answers = Arc::new(Mutex::new(answers));
@@ -277,7 +291,7 @@ fn answers_router(
         };
         let answer = answer.unwrap_or_else(|| {
             unexpected.lock().unwrap_or_else(|p| p.into_inner()).push(method.clone());
-            Err(ErrorObject::method_not_found(&method))
+            fallback.answer(&method)
         });
         async move {
             reply.respond(answer);
@@ -344,7 +358,7 @@ fn report(
     let notifications = plan.steps.len() - requests;
     println!(
         "replayed {} against {}: {requests} requests, {notifications} notifications",
-        args.trace.display(),
+        args.recorded.display(),
         target.describe()
     );
     let (mut same, mut differ, mut unchecked) = (0, 0, 0);
@@ -377,8 +391,19 @@ fn report(
             }
         }
     }
+    let mut asked: Vec<(&String, usize)> = Vec::new();
     for method in unexpected {
-        println!("note: the server asked {method}, which the trace's client never answered (answered -32601)");
+        match asked.iter_mut().find(|(m, _)| *m == method) {
+            Some((_, n)) => *n += 1,
+            None => asked.push((method, 1)),
+        }
+    }
+    for (method, times) in asked {
+        let times = if times == 1 { String::new() } else { format!(" ({times} times)") };
+        println!(
+            "note: the server asked {method}{times}, which the trace's client never answered; answered by --answer {}",
+            args.answer
+        );
     }
     for skipped in &plan.skipped {
         println!("note: {skipped}");

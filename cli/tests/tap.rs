@@ -7,7 +7,6 @@ mod support;
 
 use std::process::Stdio;
 
-use jsonrpc_duplex_core::{CallOptions, CancellationToken, Connection, Error, ErrorObject, Router};
 use serde_json::{Value, json};
 use support::{Scratch, assert_contains, frame, interop, jrpc_command, messages, read_trace, run};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -189,27 +188,14 @@ async fn a_conversation_with_the_reference_peer_is_recorded_and_shown_live() {
     let scratch = Scratch::new("reference");
     let trace = scratch.path("trace.jsonl");
     let view = scratch.path("view.txt");
-    let peer = interop::example("conformance_peer");
-    let mut tap = tokio::process::Command::new(support::jrpc());
-    tap.arg("tap").arg("--out").arg(&trace).arg("--view").arg(&view).arg("--full").arg("--").arg(&peer);
-    let router = Router::new()
-        .method("client/ask", |q: Value, _| async move { Ok::<_, ErrorObject>(json!({"answer": q["n"]})) });
-    let conn = Connection::builder().serve(router).spawn_child(tap).expect("jrpc tap starts");
-    let peer = conn.handle();
-    let sum: i64 = peer.request("add", json!({"a": 2, "b": 40})).await.expect("add");
-    assert_eq!(sum, 42);
-    let failed = peer.request::<Value>("fail", json!({"why": "testing"})).await;
-    assert!(matches!(&failed, Err(Error::Remote(e)) if e.code == -32001), "{failed:?}");
-    let asked: Value =
-        peer.request("callBack", json!({"method": "client/ask", "params": {"n": 6}})).await.expect("callBack");
-    assert_eq!(asked, json!({"answer": 6}));
-    let ticks: u64 = peer.request("notifyMe", json!({"count": 2})).await.expect("notifyMe");
-    assert_eq!(ticks, 2);
-    let cancel = CancellationToken::new();
-    let slow = peer.request_with::<Value>("slow", json!({"ms": 30_000}), CallOptions::new().cancel(cancel.clone()));
-    let (slow, ()) = tokio::join!(slow, async { cancel.cancel() });
-    assert!(matches!(slow, Err(Error::Cancelled)), "{slow:?}");
-    conn.close().await;
+    support::reference_session(&[
+        "--out".as_ref(),
+        trace.as_os_str(),
+        "--view".as_ref(),
+        view.as_os_str(),
+        "--full".as_ref(),
+    ])
+    .await;
 
     let records = read_trace(&trace);
     let methods: Vec<(String, String)> = messages(&records)

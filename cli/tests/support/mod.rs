@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
+use jsonrpc_duplex_core::{CallOptions, CancellationToken, Connection, Error, ErrorObject, Router};
+use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -115,4 +116,30 @@ pub(crate) fn assert_contains(text: &str, expected: &[&str]) {
     for line in expected {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
+}
+
+/// A conversation with the reference peer through `jrpc tap <tap_args> -- conformance_peer`,
+/// driven by a client on this crate's connection: an answer, an error, a request from the server
+/// answered by the client, notifications, a cancellation.
+pub(crate) async fn reference_session(tap_args: &[&std::ffi::OsStr]) {
+    let mut tap = Command::new(jrpc());
+    tap.arg("tap").args(tap_args).arg("--").arg(interop::example("conformance_peer"));
+    let router = Router::new()
+        .method("client/ask", |q: Value, _| async move { Ok::<_, ErrorObject>(json!({"answer": q["n"]})) });
+    let conn = Connection::builder().serve(router).spawn_child(tap).expect("jrpc tap starts");
+    let peer = conn.handle();
+    let sum: i64 = peer.request("add", json!({"a": 2, "b": 40})).await.expect("add");
+    assert_eq!(sum, 42);
+    let failed = peer.request::<Value>("fail", json!({"why": "testing"})).await;
+    assert!(matches!(&failed, Err(Error::Remote(e)) if e.code == -32001), "{failed:?}");
+    let asked: Value =
+        peer.request("callBack", json!({"method": "client/ask", "params": {"n": 6}})).await.expect("callBack");
+    assert_eq!(asked, json!({"answer": 6}));
+    let ticks: u64 = peer.request("notifyMe", json!({"count": 2})).await.expect("notifyMe");
+    assert_eq!(ticks, 2);
+    let cancel = CancellationToken::new();
+    let slow = peer.request_with::<Value>("slow", json!({"ms": 30_000}), CallOptions::new().cancel(cancel.clone()));
+    let (slow, ()) = tokio::join!(slow, async { cancel.cancel() });
+    assert!(matches!(slow, Err(Error::Cancelled)), "{slow:?}");
+    conn.close().await;
 }
