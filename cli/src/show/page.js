@@ -5,7 +5,7 @@
   const data = JSON.parse(document.getElementById('trace-data').textContent);
   const LANE = 24;
   const AXIS = 22;
-  const PAD = 12;
+  const PAD = 28;
   const $ = (id) => document.getElementById(id);
 
   function el(tag, className, text) {
@@ -195,22 +195,22 @@
   // ----- the message list -----
   const tbody = document.querySelector('#list tbody');
   data.messages.forEach((message, index) => {
-    const row = el('tr', message.kind);
+    const span = message.span === null ? null : data.spans[message.span];
+    const cancelled = message.kind === 'error' && span && span.status === 'cancelled';
+    const kind = cancelled ? 'cancelled' : message.kind === 'error' ? 'ERROR' : message.kind;
+    const row = el('tr', cancelled ? 'cancelled' : message.kind);
     row.dataset.index = index;
     const cells = [
       [formatTime(message.t), 'num'],
       [arrow(message.from), ''],
-      [message.kind === 'error' ? 'ERROR' : message.kind, 'kind'],
+      [kind, 'kind'],
       [message.id === null ? '' : '#' + message.id, ''],
       [message.method || (message.note ? message.note : message.text.slice(0, 60)), ''],
       [message.latency === null ? '' : formatLatency(message.latency), 'num'],
       [message.size ? message.size + ' B' : '', 'num'],
     ];
     for (const [text, className] of cells) row.append(el('td', className, text));
-    row.addEventListener('click', () => {
-      const span = message.span === null ? null : data.spans[message.span];
-      select(span ? { span } : { message });
-    });
+    row.addEventListener('click', () => select(span ? { span } : { message }));
     message.row = row;
     tbody.append(row);
   });
