@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Parse `250ms`, `2s`, `1.5s`, `500us`, `1m` (a bare number is seconds).
+/// Parse `250ms`, `2s`, `1.5s`, `500us`, `1m`, `1h` (a bare number is seconds).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
@@ -13,7 +13,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "m" | "min" => 60.0,
-        other => return Err(format!("unknown unit {other:?} in {text:?} (use us, ms, s or m)")),
+        "h" => 3600.0,
+        other => return Err(format!("unknown unit {other:?} in {text:?} (use us, ms, s, m or h)")),
     };
     Duration::try_from_secs_f64(value * scale).map_err(|e| format!("{text:?}: {e}"))
 }

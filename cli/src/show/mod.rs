@@ -111,6 +111,7 @@ fn conversation(args: &ShowArgs) -> Result<(), String> {
     while let Some((line, parsed)) = reader.next_record().map_err(|e| format!("{path}: {e}"))? {
         let record = match parsed {
             Ok(record) => record,
+            Err(bad) if bad.fatal => return Err(format!("{path}:{line}: {}", bad.error)),
             Err(bad) => {
                 eprintln!("jrpc show: {path}:{line}: skipped: {}", bad.error);
                 continue;

@@ -99,22 +99,19 @@ fn render(summary: Summary) -> String {
     let width = width.max(13);
     if !summary.requests.is_empty() {
         lines.push(format!(
-            "{:<width$}  {:<6}  {:>5}  {:>6}  {:>10}  {:>9}  {:>9}  {:>10}",
-            "REQUESTS", "from", "count", "errors", "unanswered", "p50", "p99", "bytes"
+            "{:<width$}  {:<6}  {:>5}  {:>6}  {:>9}  {:>10}  {:>9}  {:>9}  {:>10}",
+            "REQUESTS", "from", "count", "errors", "cancelled", "unanswered", "p50", "p99", "bytes"
         ));
         for ((side, method), mut row) in summary.requests {
             row.latencies.sort_by(f64::total_cmp);
             let latency = |p| percentile(&row.latencies, p).map(format_latency).unwrap_or_else(|| "-".into());
             let unanswered = row.count.saturating_sub(row.latencies.len() as u64);
-            let errors = if row.cancelled > 0 {
-                format!("{} ({} cancelled)", row.errors, row.cancelled)
-            } else {
-                row.errors.to_string()
-            };
             lines.push(format!(
-                "{method:<width$}  {:<6}  {:>5}  {errors:>6}  {unanswered:>10}  {:>9}  {:>9}  {:>10}",
+                "{method:<width$}  {:<6}  {:>5}  {:>6}  {:>9}  {unanswered:>10}  {:>9}  {:>9}  {:>10}",
                 from(side),
                 row.count,
+                row.errors,
+                row.cancelled,
                 latency(0.5),
                 latency(0.99),
                 bytes(row.bytes)

@@ -27,6 +27,9 @@ pub(crate) struct BadLine {
     pub(crate) line: usize,
     /// Why it is not a record.
     pub(crate) error: String,
+    /// Whether the whole trace is unreadable because of it (a header of another format or a
+    /// newer version), rather than this line alone.
+    pub(crate) fatal: bool,
 }
 
 impl TraceReader {
@@ -63,7 +66,7 @@ impl TraceReader {
                 continue;
             }
             let parsed = serde_json::from_str::<Record>(text)
-                .map_err(|e| BadLine { line: self.line, error: e.to_string() })
+                .map_err(|e| BadLine { line: self.line, error: e.to_string(), fatal: false })
                 .and_then(|record| check_header(self.line, record));
             if let Ok(record) = &parsed {
                 self.ended = self.follow && record.kind == Kind::Exit;
@@ -79,12 +82,13 @@ fn check_header(line: usize, record: Record) -> Result<Record, BadLine> {
         return Ok(record);
     }
     if record.format.as_deref() != Some(FORMAT) {
-        return Err(BadLine { line, error: format!("not a {FORMAT} header: format {:?}", record.format) });
+        return Err(BadLine { line, error: format!("not a {FORMAT} header: format {:?}", record.format), fatal: true });
     }
     match record.version {
         Some(v) if v > VERSION => Err(BadLine {
             line,
             error: format!("trace format version {v} is newer than this jrpc reads ({VERSION}); update jrpc"),
+            fatal: true,
         }),
         _ => Ok(record),
     }
@@ -109,6 +113,7 @@ impl Trace {
             }
             match parsed {
                 Ok(record) => records.push(record),
+                Err(bad) if bad.fatal => return Err(format!("{}:{}: {}", path.display(), bad.line, bad.error)),
                 Err(bad) => last_bad = Some(bad),
             }
         }
