@@ -38,8 +38,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run a server with its stdin/stdout passing through, recording every message
-    /// (put `jrpc tap --out trace.jsonl --` before the server command in an editor's config).
+    /// Run a server with its stdin/stdout passing through, recording every message.
+    ///
+    /// Put `jrpc tap --out trace.jsonl --` in front of the server's command in an editor's
+    /// configuration: the bytes pass unchanged both ways, the server's stderr is its own, and the
+    /// tap exits the way the server does (its exit code, or the signal that ended it).
     Tap(tap::TapArgs),
     /// Read a trace: the conversation, a per-method summary, or an HTML timeline.
     Show(show::ShowArgs),

@@ -67,7 +67,12 @@ impl Output {
 }
 
 /// Run `command` with `stdin` as its input, within [`RUN`].
-pub(crate) async fn run(mut command: Command, stdin: &[u8]) -> Output {
+pub(crate) async fn run(command: Command, stdin: &[u8]) -> Output {
+    run_with_limit(command, stdin, RUN).await
+}
+
+/// Run `command` with `stdin` as its input, within `limit`.
+pub(crate) async fn run_with_limit(mut command: Command, stdin: &[u8], limit: Duration) -> Output {
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let what = format!("{command:?}");
     let mut child = command.spawn().unwrap_or_else(|e| panic!("{what} cannot start: {e}"));
@@ -77,9 +82,9 @@ pub(crate) async fn run(mut command: Command, stdin: &[u8]) -> Output {
         // A command that does not read its input is fine.
         let _ = input.write_all(&stdin).await;
     });
-    let output = tokio::time::timeout(RUN, child.wait_with_output())
+    let output = tokio::time::timeout(limit, child.wait_with_output())
         .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {RUN:?}"))
+        .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
         .unwrap_or_else(|e| panic!("{what} failed: {e}"));
     let _ = feed.await;
     Output {
