@@ -7,8 +7,8 @@ use std::time::Instant;
 use jsonrpc_duplex_core::Framing;
 
 use crate::trace::split::{Piece, Splitter};
-use crate::trace::write::{TraceWriter, message_record, piece_record};
-use crate::trace::{Kind, Record, Side, WireFraming, seconds};
+use crate::trace::write::{TraceWriter, piece_record};
+use crate::trace::{Record, Side, seconds};
 use crate::view::LiveView;
 
 /// The recording limit of one message: larger ones are passed on and noted, not kept.
@@ -84,9 +84,11 @@ impl Recorder {
     }
 
     /// One whole message (a transport that delimits messages itself).
-    pub(crate) fn message(&mut self, from: Side, at: Instant, framing: WireFraming, body: &[u8]) {
-        let base = Record { kind: Kind::Message, t: Some(self.time(at)), from: Some(from), ..Record::default() };
-        self.record(message_record(base, framing, body));
+    #[cfg(feature = "websocket")]
+    pub(crate) fn message(&mut self, from: Side, at: Instant, framing: crate::trace::WireFraming, body: &[u8]) {
+        let t = Some(self.time(at));
+        let base = Record { kind: crate::trace::Kind::Message, t, from: Some(from), ..Record::default() };
+        self.record(crate::trace::write::message_record(base, framing, body));
     }
 
     fn pieces_read(&mut self, from: Side, at: Instant, pieces: &mut Vec<Piece>) {

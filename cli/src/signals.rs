@@ -33,6 +33,9 @@ pub(crate) use unix::forward_to;
 
 #[cfg(unix)]
 mod unix {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::{Pid, getpgrp, tcgetpgrp};
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
@@ -41,14 +44,15 @@ mod unix {
     /// From now on, pass SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on to `pid`, and SIGINT and SIGQUIT
     /// unless they came from our terminal (Ctrl-C and Ctrl-\ reach every process of the
     /// terminal's foreground group, the server included: passing them on would deliver them
-    /// twice). This process no longer dies of them: it exits when the server does.
-    pub(crate) fn forward_to(pid: u32) -> std::io::Result<()> {
+    /// twice). This process no longer dies of them: it exits when the server does. Once
+    /// `reaped` is set the server's process id may belong to another process: nothing is sent.
+    pub(crate) fn forward_to(pid: u32, reaped: Arc<AtomicBool>) -> std::io::Result<()> {
         let mut signals = Signals::new([SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT])?;
         let pid = i32::try_from(pid).map_err(|_| std::io::Error::other(format!("process id {pid} out of range")))?;
         let pid = Pid::from_raw(pid);
         std::thread::Builder::new().name("jrpc-signals".into()).spawn(move || {
             for signal in signals.forever() {
-                if matches!(signal, SIGINT | SIGQUIT) && in_terminal_foreground() {
+                if reaped.load(Ordering::Acquire) || matches!(signal, SIGINT | SIGQUIT) && in_terminal_foreground() {
                     continue;
                 }
                 if let Ok(signal) = Signal::try_from(signal) {

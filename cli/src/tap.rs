@@ -136,8 +136,9 @@ pub(crate) fn run(args: TapArgs) -> u8 {
         }
     };
     // After the spawn, so that the server starts with the signal dispositions we were given.
+    let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
     #[cfg(unix)]
-    if let Err(e) = signals::forward_to(child.id()) {
+    if let Err(e) = signals::forward_to(child.id(), reaped.clone()) {
         eprintln!("jrpc tap: signals will not be passed on to the server: {e}");
     }
 
@@ -202,6 +203,7 @@ pub(crate) fn run(args: TapArgs) -> u8 {
             std::process::exit(1);
         }
     };
+    reaped.store(true, Ordering::Release);
     // Its last answers (and stderr lines) may still be on their way.
     let grace = Instant::now() + STDOUT_GRACE;
     for _ in 0..if args.capture_stderr { 2 } else { 1 } {

@@ -40,18 +40,12 @@
 
   // ----- the header -----
   const about = $('about');
-  const requests = data.spans.length;
   const errors = data.spans.filter((s) => s.status === 'error').length;
-  const parts = [];
-  if (data.command) parts.push('<code></code>');
-  about.innerHTML = parts.join('');
-  if (data.command) about.querySelector('code').textContent = data.command.join(' ');
-  about.append(
-    (data.command ? ' · ' : '') +
-      `${data.messages.length} messages, ${requests} requests, ${errors} errors, ${formatTime(data.duration)}` +
-      (data.started ? ` · started ${data.started}` : '') +
-      (data.tool ? ` · ${data.tool}` : ''),
-  );
+  if (data.command) about.append(el('code', '', data.command.join(' ')), ' · ');
+  const facts = [`${data.messages.length} messages, ${data.spans.length} requests, ${errors} errors, ${formatTime(data.duration)}`];
+  if (data.started) facts.push(`started ${data.started}`);
+  if (data.tool) facts.push(data.tool);
+  about.append(facts.join(' · '));
 
   // ----- lanes: requests as spans (stacked when they overlap), the rest as ticks -----
   const tickKinds = ['notification', 'unparsed', 'stderr', 'note', 'exit'];
