@@ -329,9 +329,11 @@ fn pump(from: Side, mut input: impl Read, output: impl Write, to_recorder: &ToRe
             }
         }
     }
-    // Dropping `output` here closes the server's stdin when the client closed its end.
+    // Numbered before the server can react to it: dropping `output` closes the server's stdin
+    // when the client closed its end, and the server may exit at once.
+    let (seq, at) = (to_recorder.seq.next(), Instant::now());
     drop(output);
-    to_recorder.send(to_recorder.seq.next(), Tapped::Closed { from, at: Instant::now() });
+    to_recorder.send(seq, Tapped::Closed { from, at });
 }
 
 /// The server's stderr, copied through to ours unchanged and recorded line by line.
