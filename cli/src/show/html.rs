@@ -168,7 +168,7 @@ fn escape_html(text: &str) -> String {
 pub(crate) fn write(source: &Path, trace: &Trace, out: &Path) -> Result<(), String> {
     let html = render(source, trace)?;
     std::fs::write(out, html).map_err(|e| format!("{}: {e}", out.display()))?;
-    eprintln!("jrpc show: wrote {} ({} messages)", out.display(), trace.records.len().saturating_sub(1));
+    eprintln!("jrpc show: wrote {}", out.display());
     Ok(())
 }
 
