@@ -27,6 +27,7 @@ mod target;
 mod time;
 mod trace;
 mod view;
+mod words;
 
 /// See the conversation between two JSON-RPC programs: tap it, show it, make a call, replay it.
 #[derive(Parser, Debug)]

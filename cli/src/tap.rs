@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -94,46 +94,16 @@ enum Tapped {
 pub(crate) fn run(args: TapArgs) -> u8 {
     let started_wall = SystemTime::now();
     let started = Instant::now();
-    let trace = match args.out.as_deref().map(TraceWriter::create).transpose() {
-        Ok(trace) => trace,
-        Err(e) => {
-            let path = args.out.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
-            eprintln!("jrpc tap: cannot write the trace {path}: {e}");
-            return exit::USAGE;
-        }
-    };
-    let view = match args.view.as_deref().map(|target| open_view(target, args.full)).transpose() {
-        Ok(view) => view,
+    let recorder = match open_recorder(&args, started) {
+        Ok(recorder) => recorder,
         Err(e) => {
             eprintln!("jrpc tap: {e}");
             return exit::USAGE;
         }
     };
-    let (program, rest) = match args.command.split_first() {
-        Some(split) => split,
-        None => {
-            eprintln!("jrpc tap: no server command after `--`");
-            return exit::USAGE;
-        }
-    };
-    let command_line: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    let mut recorder = Recorder::new(started, trace, view, args.framing.map(Into::into));
-    recorder.record(Record::header(started_wall, Some(command_line)));
-    recorder.flush();
-
-    let mut child = match Command::new(program)
-        .args(rest)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(if args.capture_stderr { Stdio::piped() } else { Stdio::inherit() })
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => {
-            eprintln!("jrpc tap: cannot start {:?}: {e}", program.to_string_lossy());
-            // The shell's codes for "not found" and "cannot run".
-            return if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
-        }
+    let (recorder, mut child) = match spawn_server(&args, recorder, started_wall) {
+        Ok(spawned) => spawned,
+        Err(code) => return code,
     };
     // After the spawn, so that the server starts with the signal dispositions we were given.
     let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -141,61 +111,14 @@ pub(crate) fn run(args: TapArgs) -> u8 {
     if let Err(e) = signals::forward_to(child.id(), reaped.clone()) {
         eprintln!("jrpc tap: signals will not be passed on to the server: {e}");
     }
-
-    let (tx, rx) = mpsc::channel();
-    let backlog = Arc::new(AtomicUsize::new(0));
-    let to_recorder = ToRecorder { tx, seq: Sequence(Arc::new(AtomicU64::new(0))), backlog: backlog.clone() };
-    let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
-        eprintln!("jrpc tap: the server's stdin and stdout pipes were not created");
-        let _ = child.kill();
-        return exit::CANNOT_CONNECT;
-    };
-    let (stdin, stdout) = match (dup_stdin(), dup_stdout()) {
-        (Ok(stdin), Ok(stdout)) => (stdin, stdout),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("jrpc tap: cannot use this process's stdin/stdout: {e}");
+    let running = match start_threads(&mut child, recorder) {
+        Ok(running) => running,
+        Err(e) => {
+            eprintln!("jrpc tap: {e}");
             let _ = child.kill();
             return exit::CANNOT_CONNECT;
         }
     };
-    // The server's stdout (and captured stderr) closing: their last bytes were passed on.
-    let (server_done_tx, server_done) = mpsc::channel::<()>();
-    let stderr_done_tx = server_done_tx.clone();
-    let client_pump = to_recorder.clone();
-    let server_pump = to_recorder.clone();
-    let threads = [
-        spawn("jrpc-client-to-server", move || pump(Side::Client, stdin, server_in, &client_pump)),
-        spawn("jrpc-server-to-client", move || {
-            pump(Side::Server, server_out, stdout, &server_pump);
-            let _ = server_done_tx.send(());
-        }),
-        match child.stderr.take() {
-            Some(stderr) => {
-                let to_recorder = to_recorder.clone();
-                spawn("jrpc-stderr", move || {
-                    copy_stderr(stderr, &to_recorder);
-                    let _ = stderr_done_tx.send(());
-                })
-            }
-            None => {
-                drop(stderr_done_tx);
-                Ok(())
-            }
-        },
-    ];
-    let (recorded_tx, recorded) = mpsc::channel::<()>();
-    let recording = spawn("jrpc-recorder", move || {
-        record(recorder, rx, &backlog);
-        let _ = recorded_tx.send(());
-    });
-    for started in threads.iter().chain([&recording]) {
-        if let Err(e) = started {
-            eprintln!("jrpc tap: cannot start a thread: {e}");
-            let _ = child.kill();
-            return exit::CANNOT_CONNECT;
-        }
-    }
-
     let status = match child.wait() {
         Ok(status) => status,
         Err(e) => {
@@ -204,21 +127,110 @@ pub(crate) fn run(args: TapArgs) -> u8 {
         }
     };
     reaped.store(true, Ordering::Release);
-    // Its last answers (and stderr lines) may still be on their way.
-    let grace = Instant::now() + STDOUT_GRACE;
-    for _ in 0..if args.capture_stderr { 2 } else { 1 } {
-        let _ = server_done.recv_timeout(grace.saturating_duration_since(Instant::now()));
-    }
-    #[cfg(unix)]
-    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-    #[cfg(not(unix))]
-    let signal = None;
-    to_recorder.send(to_recorder.seq.next(), Tapped::Exit { at: Instant::now(), code: status.code(), signal });
-    drop(to_recorder);
-    if recorded.recv_timeout(TRACE_GRACE).is_err() {
-        eprintln!("jrpc tap: the trace was not written out within {TRACE_GRACE:?}; it may end early");
-    }
+    running.finish(status);
     signals::exit_like(status)
+}
+
+/// The recorder of the trace and the live view the arguments ask for.
+fn open_recorder(args: &TapArgs, started: Instant) -> Result<Recorder, String> {
+    let trace = match &args.out {
+        Some(path) => {
+            Some(TraceWriter::create(path).map_err(|e| format!("cannot write the trace {}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let view = args.view.as_deref().map(|target| open_view(target, args.full)).transpose()?;
+    Ok(Recorder::new(started, trace, view, args.framing.map(Into::into)))
+}
+
+/// Record the header and start the server with its stdin and stdout piped to us; the exit code
+/// when it cannot start (the shell's: 127 not found, 126 cannot run).
+fn spawn_server(args: &TapArgs, mut recorder: Recorder, started: SystemTime) -> Result<(Recorder, Child), u8> {
+    let Some((program, rest)) = args.command.split_first() else {
+        eprintln!("jrpc tap: no server command after `--`");
+        return Err(exit::USAGE);
+    };
+    let command_line: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    recorder.record(Record::header(started, Some(command_line)));
+    recorder.flush();
+    let spawned = Command::new(program)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(if args.capture_stderr { Stdio::piped() } else { Stdio::inherit() })
+        .spawn();
+    match spawned {
+        Ok(child) => Ok((recorder, child)),
+        Err(e) => {
+            eprintln!("jrpc tap: cannot start {:?}: {e}", program.to_string_lossy());
+            Err(if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 })
+        }
+    }
+}
+
+/// The threads of a running tap, and how to wind them down.
+struct Running {
+    to_recorder: ToRecorder,
+    /// One message per stream of the server's that closed (stdout, and captured stderr).
+    server_done: Receiver<()>,
+    server_streams: usize,
+    recorded: Receiver<()>,
+}
+
+/// Start forwarding both ways (and copying captured stderr), and recording.
+fn start_threads(child: &mut Child, recorder: Recorder) -> Result<Running, String> {
+    let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err("the server's stdin and stdout pipes were not created".into());
+    };
+    let stdin = dup_stdin().map_err(|e| format!("cannot use this process's stdin: {e}"))?;
+    let stdout = dup_stdout().map_err(|e| format!("cannot use this process's stdout: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    let backlog = Arc::new(AtomicUsize::new(0));
+    let to_recorder = ToRecorder { tx, seq: Sequence(Arc::new(AtomicU64::new(0))), backlog: backlog.clone() };
+    let (recorded_tx, recorded) = mpsc::channel::<()>();
+    spawn("jrpc-recorder", move || {
+        record(recorder, rx, &backlog);
+        let _ = recorded_tx.send(());
+    })?;
+    let (done, server_done) = mpsc::channel::<()>();
+    let pump = to_recorder.clone();
+    spawn("jrpc-client-to-server", move || forward(Side::Client, stdin, server_in, &pump))?;
+    let (pump, server_out_done) = (to_recorder.clone(), done.clone());
+    spawn("jrpc-server-to-client", move || {
+        forward(Side::Server, server_out, stdout, &pump);
+        let _ = server_out_done.send(());
+    })?;
+    let mut server_streams = 1;
+    if let Some(stderr) = child.stderr.take() {
+        let pump = to_recorder.clone();
+        spawn("jrpc-stderr", move || {
+            copy_stderr(stderr, &pump);
+            let _ = done.send(());
+        })?;
+        server_streams += 1;
+    }
+    Ok(Running { to_recorder, server_done, server_streams, recorded })
+}
+
+impl Running {
+    /// The server has exited: let its last output through, record the exit, and wait for the
+    /// trace to be written out.
+    fn finish(self, status: std::process::ExitStatus) {
+        let grace = Instant::now() + STDOUT_GRACE;
+        for _ in 0..self.server_streams {
+            let _ = self.server_done.recv_timeout(grace.saturating_duration_since(Instant::now()));
+        }
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
+        let seq = self.to_recorder.seq.next();
+        self.to_recorder.send(seq, Tapped::Exit { at: Instant::now(), code: status.code(), signal });
+        drop(self.to_recorder);
+        if self.recorded.recv_timeout(TRACE_GRACE).is_err() {
+            eprintln!("jrpc tap: the trace was not written out within {TRACE_GRACE:?}; it may end early");
+        }
+    }
 }
 
 fn open_view(target: &str, full: bool) -> Result<LiveView, String> {
@@ -263,8 +275,12 @@ fn dup_stdout() -> io::Result<File> {
     }
 }
 
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
-    std::thread::Builder::new().name(name.into()).spawn(body).map(drop)
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(body)
+        .map(drop)
+        .map_err(|e| format!("cannot start a thread: {e}"))
 }
 
 /// The forwarding threads' way to the recording thread.
@@ -299,7 +315,7 @@ impl ToRecorder {
 /// When the reader of `output` goes away: the server's stdout is closed too (it sees the broken
 /// pipe it would have seen), while the client's further bytes are read and dropped (the server is
 /// gone; the tap leaves when it has exited).
-fn pump(from: Side, mut input: impl Read, output: impl Write, to_recorder: &ToRecorder) {
+fn forward(from: Side, mut input: impl Read, output: impl Write, to_recorder: &ToRecorder) {
     let mut output = Some(output);
     let mut buf = vec![0u8; 64 * 1024];
     loop {

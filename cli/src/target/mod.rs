@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use jsonrpc_duplex_core::{Builder, CloseReason, Connection};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+#[cfg(feature = "websocket")]
+mod websocket;
+
 use crate::FramingArg;
 use crate::recorder::Recorder;
 use crate::trace::Side;
@@ -64,7 +67,7 @@ impl TargetArgs {
     /// The target named on the command line, if any.
     pub(crate) fn target(&self) -> Result<Option<Target>, String> {
         Ok(match (&self.spawn, &self.tcp, &self.unix, &self.ws) {
-            (Some(cmd), ..) => Some(Target::Spawn(split_command(cmd)?)),
+            (Some(cmd), ..) => Some(Target::Spawn(crate::words::split_command(cmd)?)),
             (_, Some(addr), ..) => Some(Target::Tcp(addr.clone())),
             (_, _, Some(path), _) => Some(Target::Unix(path.clone())),
             (.., Some(url)) => Some(Target::Ws(url.clone())),
@@ -279,157 +282,5 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Observed<T> {
         ready!(Pin::new(&mut self.inner).poll_shutdown(cx))?;
         self.saw(&[]);
         Poll::Ready(Ok(()))
-    }
-}
-
-#[cfg(feature = "websocket")]
-mod websocket {
-    //! WebSocket through the library's message seam, so that each message is recorded whole.
-
-    use std::pin::Pin;
-    use std::task::{Context, Poll, ready};
-    use std::time::Instant;
-
-    use bytes::BytesMut;
-    use futures::{Sink, StreamExt};
-    use jsonrpc_duplex_core::framing::{Frame, FrameError};
-    use jsonrpc_duplex_core::transport::websocket::tokio_tungstenite;
-    use jsonrpc_duplex_core::{Builder, Connection};
-    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-    use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-
-    use super::{SharedRecorder, lock};
-    use crate::trace::{Side, WireFraming};
-
-    pub(super) async fn connect(url: &str, builder: Builder, recorder: SharedRecorder) -> Result<Connection, String> {
-        let (ws, _response) =
-            tokio_tungstenite::connect_async(url).await.map_err(|e| format!("cannot connect to {url}: {e}"))?;
-        let (sink, stream) = ws.split();
-        let seen = recorder.clone();
-        let incoming = stream.filter_map(move |message| {
-            let body = match message {
-                Ok(Message::Text(text)) => Some(Ok(BytesMut::from(text.as_bytes()))),
-                Ok(Message::Binary(bytes)) => Some(Ok(BytesMut::from(&bytes[..]))),
-                // Pings are answered by tungstenite; the close handshake ends the stream.
-                Ok(_) => None,
-                Err(e) => Some(Err(FrameError::Io(std::io::Error::other(e)))),
-            };
-            if let Some(Ok(body)) = &body {
-                let mut recorder = lock(&seen);
-                recorder.message(Side::Server, Instant::now(), WireFraming::Websocket, body);
-                recorder.flush();
-            }
-            std::future::ready(body.map(|b| b.map(Frame::Message)))
-        });
-        let outgoing = Outgoing { inner: sink, recorder, closing: false };
-        Ok(builder.connect_messages(Box::pin(incoming), outgoing))
-    }
-
-    /// Bodies out as text frames, recorded; closing says goodbye with a normal close frame.
-    struct Outgoing<S> {
-        inner: S,
-        recorder: SharedRecorder,
-        closing: bool,
-    }
-
-    impl<S: Sink<Message, Error = WsError> + Unpin> Sink<Vec<u8>> for Outgoing<S> {
-        type Error = std::io::Error;
-
-        fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-            Pin::new(&mut self.inner).poll_ready(cx).map_err(std::io::Error::other)
-        }
-
-        fn start_send(mut self: Pin<&mut Self>, body: Vec<u8>) -> Result<(), Self::Error> {
-            {
-                let mut recorder = lock(&self.recorder);
-                recorder.message(Side::Client, Instant::now(), WireFraming::Websocket, &body);
-                recorder.flush();
-            }
-            let text = String::from_utf8(body).map_err(std::io::Error::other)?;
-            Pin::new(&mut self.inner).start_send(Message::Text(text.into())).map_err(std::io::Error::other)
-        }
-
-        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-            Pin::new(&mut self.inner).poll_flush(cx).map_err(std::io::Error::other)
-        }
-
-        fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-            if !self.closing {
-                ready!(Pin::new(&mut self.inner).poll_ready(cx)).map_err(std::io::Error::other)?;
-                let goodbye = CloseFrame { code: CloseCode::Normal, reason: "".into() };
-                Pin::new(&mut self.inner).start_send(Message::Close(Some(goodbye))).map_err(std::io::Error::other)?;
-                self.closing = true;
-            }
-            Pin::new(&mut self.inner).poll_close(cx).map_err(std::io::Error::other)
-        }
-    }
-}
-
-/// Split a command line into words the way a POSIX shell does, without expansions: blanks
-/// separate words, `'…'` is literal, `"…"` keeps blanks (a backslash escapes `"`, `\`, `$` and
-/// `` ` `` in it), and a backslash outside quotes escapes the next character.
-pub(crate) fn split_command(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => words.extend(word.take()),
-            '\'' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => w.push(c),
-                        None => return Err(format!("unterminated ' in {line:?}")),
-                    }
-                }
-            }
-            '"' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => w.push(c),
-                            Some(c) => {
-                                w.push('\\');
-                                w.push(c);
-                            }
-                            None => return Err(format!("unterminated \" in {line:?}")),
-                        },
-                        Some(c) => w.push(c),
-                        None => return Err(format!("unterminated \" in {line:?}")),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some(c) => word.get_or_insert_with(String::new).push(c),
-                None => return Err(format!("a trailing backslash in {line:?}")),
-            },
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    if words.is_empty() {
-        return Err("an empty command".into());
-    }
-    Ok(words)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_command;
-
-    #[test]
-    fn commands_split_like_a_shell_splits_words() {
-        assert_eq!(split_command("node server.js --stdio").unwrap(), ["node", "server.js", "--stdio"]);
-        assert_eq!(
-            split_command(r#"sh -c 'echo "a b"' "x\"y" a\ b ''"#).unwrap(),
-            ["sh", "-c", r#"echo "a b""#, "x\"y", "a b", ""]
-        );
-        assert!(split_command("unterminated 'quote").is_err());
-        assert!(split_command("   ").is_err());
     }
 }
