@@ -513,7 +513,12 @@ impl Dispatcher {
             None => match self.router.fallback_handler() {
                 Some(f) => Some(f(request, responder)),
                 None => {
-                    tracing::debug!(target: crate::LOG_TARGET, method = %request.method, id = %request.id(), "unknown method answered -32601");
+                    tracing::debug!(
+                        target: crate::LOG_TARGET,
+                        method = %super::trace::quote(&self.shared, &request.method),
+                        id = %super::trace::quote(&self.shared, request.id()),
+                        "unknown method answered -32601"
+                    );
                     responder.err(ErrorObject::method_not_found(&request.method));
                     None
                 }
@@ -526,9 +531,9 @@ impl Dispatcher {
     fn notification_start(&self, method: String, params: Option<Box<RawValue>>) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             if method.starts_with("$/") {
-                tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
+                tracing::trace!(target: crate::LOG_TARGET, method = %super::trace::quote(&self.shared, &method), "unhandled $/ notification ignored");
             } else {
-                tracing::debug!(target: crate::LOG_TARGET, %method, "unhandled notification dropped");
+                tracing::debug!(target: crate::LOG_TARGET, method = %super::trace::quote(&self.shared, &method), "unhandled notification dropped");
             }
             return None;
         };

@@ -13,7 +13,7 @@ mod pending;
 mod reader;
 mod settle;
 pub(crate) mod shared;
-mod trace;
+pub(crate) mod trace;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -25,8 +25,9 @@ use tokio_util::task::TaskTracker;
 
 pub use close::{CloseKind, CloseReason};
 pub use config::{
-    CancelProtocol, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS,
-    DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, Direction, Limits, TraceRedactor,
+    CancelProtocol, DEFAULT_MAX_BATCH_LEN, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_BUFFERED_INBOUND_BYTES,
+    DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN,
+    DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceRedactor,
 };
 pub use error::Error;
 pub use handle::{CallOptions, Handle};

@@ -166,9 +166,9 @@ impl Reader {
     /// Handle one frame; `false` when the connection must stop reading.
     async fn on_frame(&self, body: &[u8], spares: &mut Spares) -> bool {
         trace::message(&self.shared, Direction::Incoming, body);
-        match parse_frame(body) {
+        match parse_frame(body, self.shared.config.limits.max_batch_len) {
             Err(error) => {
-                tracing::debug!(target: crate::LOG_TARGET, %error, "unparsable message answered -32700");
+                tracing::debug!(target: crate::LOG_TARGET, error = %trace::quote(&self.shared, &error), "unparsable message answered -32700");
                 self.answer_error(&Id::Null, error).await;
                 true
             }
@@ -245,10 +245,10 @@ impl Reader {
                 match delivery {
                     Delivery::Delivered => {}
                     Delivery::Abandoned => {
-                        tracing::debug!(target: crate::LOG_TARGET, %id, "late answer to an abandoned call absorbed")
+                        tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "late answer to an abandoned call absorbed")
                     }
                     Delivery::Unknown => {
-                        tracing::warn!(target: crate::LOG_TARGET, %id, "answer to an id we never sent (ignored)")
+                        tracing::warn!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "answer to an id we never sent (ignored)")
                     }
                 }
                 Routed::Done
@@ -272,9 +272,15 @@ impl Reader {
                 let reused =
                     self.shared.inbound_len.load(Ordering::Acquire) > 0 && self.shared.inbound_map().contains_key(&id);
                 if reused {
-                    tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
+                    tracing::warn!(
+                        target: crate::LOG_TARGET,
+                        id = %trace::quote(&self.shared, &id),
+                        method = %trace::quote(&self.shared, &method),
+                        "request id reused while in flight"
+                    );
                     let error = ErrorObject::invalid_request(format!(
-                        "request id {id} is already in use by a request in flight"
+                        "request id {} is already in use by a request in flight",
+                        crate::quote::cut(&id.to_string(), 256)
                     ));
                     return Routed::Invalid { id, error, batch };
                 }
@@ -282,7 +288,12 @@ impl Reader {
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }
             Incoming::Invalid { id, error, answer } => {
-                tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");
+                tracing::warn!(
+                    target: crate::LOG_TARGET,
+                    id = %trace::quote(&self.shared, id.as_ref().unwrap_or(&Id::Null)),
+                    error = %trace::quote(&self.shared, &error),
+                    "invalid message"
+                );
                 if answer {
                     return Routed::Invalid { id: id.unwrap_or(Id::Null), error, batch };
                 }
@@ -305,17 +316,21 @@ impl Reader {
         let member = &self.shared.config.cancel.id_member;
         let id = params.and_then(|p| cancel_target(p, member));
         let Some(id) = id else {
-            tracing::warn!(target: crate::LOG_TARGET, params = ?params.map(RawValue::get), "cancellation without a usable id (ignored)");
+            tracing::warn!(
+                target: crate::LOG_TARGET,
+                params = %trace::quote(&self.shared, trace::Json(params)),
+                "cancellation without a usable id (ignored)"
+            );
             return;
         };
         let slot = self.shared.inbound_map().get(&id).cloned();
         match slot {
             Some(slot) => {
-                tracing::debug!(target: crate::LOG_TARGET, %id, "peer cancelled request");
+                tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "peer cancelled request");
                 slot.cancel(true);
             }
             None => {
-                tracing::debug!(target: crate::LOG_TARGET, %id, "cancellation for a request not in flight (ignored)")
+                tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "cancellation for a request not in flight (ignored)")
             }
         }
     }
@@ -404,13 +419,14 @@ fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc
     ReplySlot::new(shared.clone(), id, true, batch, false)
 }
 
-/// The request id in cancel params: `{"<member>": id}` or `[id]`.
+/// The request id in cancel params, `{"<member>": id}` or `[id]`, spelled as it came.
 fn cancel_target(params: &RawValue, member: &str) -> Option<Id> {
     let text = params.get();
-    if text.starts_with('[') {
-        let (id,): (Id,) = serde_json::from_str(text).ok()?;
-        return Some(id);
-    }
-    let map: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> = serde_json::from_str(text).ok()?;
-    serde_json::from_str(map.get(member)?.get()).ok()
+    let raw = if text.starts_with('[') {
+        let (id,): (&RawValue,) = serde_json::from_str(text).ok()?;
+        id
+    } else {
+        crate::message::member(params, member)?
+    };
+    Id::from_raw(raw)
 }

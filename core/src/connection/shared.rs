@@ -119,7 +119,9 @@ impl Shared {
             CloseKind::LocallyClosed | CloseKind::RemoteClosed => {
                 tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
             }
-            _ => tracing::warn!(target: crate::LOG_TARGET, %reason, "connection closed"),
+            _ => {
+                tracing::warn!(target: crate::LOG_TARGET, reason = %super::trace::quote(self, &reason), "connection closed")
+            }
         }
         self.pending.close(&reason);
         // No `next` or progress report can arrive any more (after an EOF neither).

@@ -210,10 +210,16 @@ impl ReplySlot {
             let error =
                 ErrorObject::internal_error(format!("the result of {size} bytes exceeds the limit of {limit} bytes"));
             encode_response::<()>(&mut buf, &self.id, Err(&error));
-            tracing::warn!(target: crate::LOG_TARGET, id = %self.id, size, limit, "response over the size limit replaced by an error");
+            tracing::warn!(
+                target: crate::LOG_TARGET,
+                id = %crate::connection::trace::quote(&self.peer.shared, &self.id),
+                size,
+                limit,
+                "response over the size limit replaced by an error"
+            );
         }
         match &self.batch {
-            Some(batch) => batch.add(&buf),
+            Some(batch) => batch.add(&self.id, &buf),
             None => {
                 let _ = self.peer.shared.outbound.send_now(buf);
             }

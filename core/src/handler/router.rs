@@ -189,8 +189,8 @@ impl Router {
                     Ok(params) => handler(params, n.context()).await,
                     Err(e) => tracing::warn!(
                         target: crate::LOG_TARGET,
-                        method = %n.method,
-                        error = %e,
+                        method = %crate::connection::trace::quote(&n.peer.shared, &n.method),
+                        error = %crate::connection::trace::quote(&n.peer.shared, &e),
                         "notification dropped: its params do not decode"
                     ),
                 }

@@ -97,7 +97,12 @@ impl<T: DeserializeOwned> ProgressReceiver<T> {
             // The call fails with the same reason.
             Err(Error::ConnectionLost(_)) => {}
             Err(e) => {
-                tracing::warn!(target: crate::LOG_TARGET, token = self.token, error = %e, "progress report dropped")
+                tracing::warn!(
+                    target: crate::LOG_TARGET,
+                    token = self.token,
+                    error = %crate::connection::trace::quote(&self.shared, &e),
+                    "progress report dropped"
+                )
             }
         }
     }
