@@ -12,7 +12,7 @@ use super::outbound::Outbound;
 use super::pending::Pending;
 use super::{CloseKind, CloseReason};
 use crate::handler::ReplySlot;
-use crate::id_hash::SeededBuild;
+use crate::id_hash::PeerBuild;
 use crate::message::Id;
 
 pub(crate) struct Shared {
@@ -25,7 +25,7 @@ pub(crate) struct Shared {
     /// Receivers of progress tokens this side issued.
     pub(crate) progress: crate::progress::Receivers,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
-    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, SeededBuild>>,
+    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, PeerBuild>>,
     /// The map's size (stored under its lock): the reader's duplicate check skips the lock
     /// while nothing is in flight.
     pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
@@ -77,7 +77,7 @@ impl Shared {
         }
     }
 
-    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, SeededBuild>> {
+    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, PeerBuild>> {
         self.inbound.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -57,7 +57,7 @@ pub struct MethodClash {
 #[derive(Clone, Default)]
 pub struct Router {
     /// Names are shared with the notification handlers running under them (for their logs).
-    routes: HashMap<Arc<str>, Route, crate::id_hash::SeededBuild>,
+    routes: HashMap<Arc<str>, Route, crate::id_hash::IdBuild>,
     fallback: Option<RequestFn>,
 }
 
