@@ -39,6 +39,20 @@ pub(crate) enum Inbound {
     Notification { method: String, params: Option<Box<RawValue>> },
 }
 
+/// What holding one message costs beyond its text (its slot, its place in the queue), counted
+/// against the byte read-ahead so that a flood of tiny messages counts too.
+pub(crate) const HELD_OVERHEAD: usize = 128;
+
+impl Inbound {
+    /// The bytes this message holds while it waits on the lane.
+    fn held_bytes(&self) -> usize {
+        let (method, params) = match self {
+            Inbound::Request { method, params, .. } | Inbound::Notification { method, params } => (method, params),
+        };
+        HELD_OVERHEAD + method.len() + params.as_ref().map_or(0, |p| p.get().len())
+    }
+}
+
 /// Who works the lane now (a [`Lane::owner`] value).
 ///
 /// Idle → Reader and Reader → Idle are the reader's own moves and need no lock (a lone message
@@ -213,9 +227,12 @@ impl Lane {
                 continue;
             }
             self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
-            // Queued: a cancellation (or a reused id) read meanwhile must find it.
+            self.dispatcher.shared.hold_inbound(item.held_bytes());
+            // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it
+            // at once.
             if let Inbound::Request { slot, .. } = &item {
                 slot.register();
+                slot.set_queued(true);
             }
             q.items.push_back(item);
             return Ok(None);
@@ -245,8 +262,10 @@ impl Lane {
                 let taken = self.taken.load(Ordering::Acquire);
                 self.taken.store(taken - 1, Ordering::Release);
                 self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
+                self.dispatcher.shared.hold_inbound(item.held_bytes());
                 if let Inbound::Request { slot, .. } = &item {
                     slot.register();
+                    slot.set_queued(true);
                 }
                 q.items.push_front(item);
             }
@@ -358,6 +377,7 @@ impl Lane {
                 if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
                     d.shared.space.notify_one();
                 }
+                d.shared.release_inbound(item.held_bytes());
                 let taken = self.taken.load(Ordering::Acquire) + 1;
                 self.taken.store(taken, Ordering::Release);
                 if !d.dispatch(item, taken, &shutdown).await {
@@ -408,15 +428,28 @@ impl Dispatcher {
                     }
                     _ = self.shared.outbound.wait_room() => {}
                 }
-                let permit = tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => None,
-                    permit = self.permits.take() => Some(permit),
+                let permit = match self.permits.try_take() {
+                    Some(permit) => Some(permit),
+                    // A request cancelled while it waits for a slot is answered by the reader at
+                    // once; the lane goes on to what follows it.
+                    None => tokio::select! {
+                        biased;
+                        _ = shutdown.cancelled() => None,
+                        _ = slot.cancellation().cancelled() => {
+                            slot.answer_unanswered("cancelled before it started");
+                            return true;
+                        }
+                        permit = self.permits.take() => Some(permit),
+                    },
                 };
                 let Some(permit) = permit else {
                     slot.answer_unanswered(closed);
                     return false;
                 };
+                slot.set_queued(false);
+                if slot.is_answered() {
+                    return true;
+                }
                 let mut start = Some((method, params, slot, permit));
                 std::future::poll_fn(|cx| {
                     if let Some((method, params, slot, permit)) = start.take() {

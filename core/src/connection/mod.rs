@@ -32,6 +32,7 @@ pub use config::{
 pub use error::Error;
 pub use handle::{CallOptions, Handle};
 
+pub(crate) use dispatch::HELD_OVERHEAD;
 pub(crate) use outbound::FLUSH_TIMEOUT;
 pub(crate) use reader::EofReason;
 

@@ -35,6 +35,9 @@ enum Routed {
     Invalid { id: Id, error: ErrorObject, batch: Option<Arc<Batch>> },
     /// The lane holds the read-ahead already: wait, then offer this.
     Full(Inbound),
+    /// Taken (a progress report held for its receiver), but the read-ahead is full: wait before
+    /// reading on.
+    Held,
 }
 
 pub(crate) struct Reader {
@@ -207,10 +210,9 @@ impl Reader {
                 self.answer_invalid(id, error, batch).await;
                 true
             }
+            Routed::Held => Box::pin(self.wait_read_ahead()).await,
             Routed::Full(item) => {
-                // A read-ahead of 0 would never let a message through.
-                let read_ahead = self.shared.config.limits.read_ahead.max(1);
-                if !Box::pin(self.wait_read_ahead(read_ahead)).await {
+                if !Box::pin(self.wait_read_ahead()).await {
                     return false;
                 }
                 let mut item = Some(item);
@@ -258,10 +260,12 @@ impl Reader {
                     self.on_cancel(params.as_deref());
                     return Routed::Done;
                 }
-                // Progress for our tokens and stream aborts, like cancellations, bypass the queue.
-                if crate::progress::intercept(&self.shared, &method, params.as_deref())
-                    || crate::stream::intercept_abort(&self.shared, &method, params.as_deref())
-                {
+                // Progress for our tokens and stream aborts, like cancellations, bypass the queue;
+                // reports wait for their receivers within the read-ahead, like queued messages.
+                if crate::progress::intercept(&self.shared, &method, params.as_deref()) {
+                    return if self.shared.read_ahead_full() { Routed::Held } else { Routed::Done };
+                }
+                if crate::stream::intercept_abort(&self.shared, &method, params.as_deref()) {
                     return Routed::Done;
                 }
                 self.enqueue_now(Inbound::Notification { method, params }, spares, cx)
@@ -327,7 +331,7 @@ impl Reader {
         match slot {
             Some(slot) => {
                 tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "peer cancelled request");
-                slot.cancel(true);
+                slot.cancel_by_peer();
             }
             None => {
                 tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "cancellation for a request not in flight (ignored)")
@@ -339,9 +343,7 @@ impl Reader {
     /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
     /// hard limit).
     fn enqueue_now(&self, item: Inbound, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
-        // A read-ahead of 0 would never let a message through.
-        let read_ahead = self.shared.config.limits.read_ahead.max(1);
-        if self.shared.queued.load(Ordering::Acquire) >= read_ahead {
+        if self.shared.read_ahead_full() {
             return Routed::Full(item);
         }
         self.offer_now(item, spares, cx)
@@ -367,22 +369,31 @@ impl Reader {
         }
     }
 
-    /// Wait while the lane holds the read-ahead already; `false` when the connection closes.
-    async fn wait_read_ahead(&self, read_ahead: usize) -> bool {
+    /// Wait while the read-ahead is full (in messages or bytes); `false` when the connection
+    /// closes. With one of our calls pending the reader reads on instead (its answer may be
+    /// behind the flood), up to the hard limits, where the connection closes.
+    async fn wait_read_ahead(&self) -> bool {
         let limits = &self.shared.config.limits;
         loop {
-            let queued = self.shared.queued.load(Ordering::Acquire);
-            if queued < read_ahead {
+            if !self.shared.read_ahead_full() {
                 return true;
             }
             if self.shared.pending.len() > 0 {
-                // Reading on past the read-ahead: only up to the hard limit (never below the
+                // Reading on past the read-ahead: only up to the hard limits (never below the
                 // read-ahead itself, where the reader would simply pause).
-                let max = limits.max_buffered_inbound.max(read_ahead);
-                if queued >= max {
+                let max = limits.max_buffered_inbound.max(limits.read_ahead.max(1));
+                let max_bytes = limits.max_buffered_inbound_bytes.max(limits.read_ahead_bytes.max(1));
+                let (queued, bytes) =
+                    (self.shared.queued.load(Ordering::Acquire), self.shared.queued_bytes.load(Ordering::Acquire));
+                if queued >= max || bytes >= max_bytes {
+                    let what = if queued >= max {
+                        format!("more than {max} messages")
+                    } else {
+                        format!("more than {max_bytes} bytes of messages and progress reports")
+                    };
                     self.shared.close(CloseReason::new(
                         CloseKind::RemoteProtocolViolation,
-                        format!("the peer sent more than {max} messages ahead of dispatch"),
+                        format!("the peer sent {what} ahead of dispatch"),
                     ));
                     return false;
                 }
@@ -395,7 +406,7 @@ impl Reader {
             tokio::pin!(space, call_started);
             space.as_mut().enable();
             call_started.as_mut().enable();
-            if self.shared.queued.load(Ordering::Acquire) < read_ahead || self.shared.pending.len() > 0 {
+            if !self.shared.read_ahead_full() || self.shared.pending.len() > 0 {
                 continue;
             }
             tokio::select! {

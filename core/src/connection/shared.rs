@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     pub(crate) finished: CancellationToken,
     /// Messages read but not yet taken by the dispatcher.
     pub(crate) queued: AtomicUsize,
+    /// Bytes held for the peer's input not yet taken: messages read but not yet taken by the
+    /// dispatcher, progress reports not yet taken by their receivers (see [`Shared::hold_inbound`]).
+    pub(crate) queued_bytes: AtomicUsize,
     /// Signalled when the dispatcher takes a message (room for a paused reader).
     pub(crate) space: Notify,
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
@@ -55,12 +58,13 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config, outbound: Outbound) -> Self {
         let pending = Pending::new(config.limits.max_pending_calls);
+        let producers = crate::stream::Producers::new(config.limits.max_offered_streams);
         Shared {
             config,
             next_id: AtomicU64::new(0),
             pending,
             outbound,
-            producers: crate::stream::Producers::default(),
+            producers,
             progress: crate::progress::Receivers::default(),
             inbound: Mutex::new(HashMap::default()),
             inbound_len: std::sync::atomic::AtomicUsize::new(0),
@@ -71,6 +75,7 @@ impl Shared {
             reader_wake: futures::task::AtomicWaker::new(),
             finished: CancellationToken::new(),
             queued: AtomicUsize::new(0),
+            queued_bytes: AtomicUsize::new(0),
             space: Notify::new(),
             settle: Default::default(),
             reason: watch::Sender::new(None),
@@ -179,6 +184,29 @@ impl Shared {
     pub(crate) fn release_call(&self, id: u64) {
         self.producers.release_call(id);
         self.progress.release_call(id);
+    }
+
+    /// `bytes` of the peer's input are held until dispatch or a progress receiver takes them.
+    pub(crate) fn hold_inbound(&self, bytes: usize) {
+        self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// `bytes` held by [`Shared::hold_inbound`] were taken: a reader paused on the byte
+    /// read-ahead may go on.
+    pub(crate) fn release_inbound(&self, bytes: usize) {
+        let before = self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        let limit = self.config.limits.read_ahead_bytes.max(1);
+        if before >= limit && before - bytes < limit {
+            self.space.notify_one();
+        }
+    }
+
+    /// The reader has read as far ahead of dispatch as it may without a reason to read on (in
+    /// messages or in bytes).
+    pub(crate) fn read_ahead_full(&self) -> bool {
+        let limits = &self.config.limits;
+        self.queued.load(Ordering::Acquire) >= limits.read_ahead.max(1)
+            || self.queued_bytes.load(Ordering::Acquire) >= limits.read_ahead_bytes.max(1)
     }
 
     pub(crate) fn next_id(&self) -> u64 {

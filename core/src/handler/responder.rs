@@ -58,6 +58,9 @@ pub(crate) struct ReplySlot {
     cancelled: AtomicBool,
     /// The peer cancelled it (as opposed to the connection closing).
     peer_cancelled: AtomicBool,
+    /// Waiting on the lane to be started (queued behind other messages, or for a concurrency
+    /// slot): a cancellation read meanwhile answers it at once instead of when it is taken.
+    queued: AtomicBool,
     /// The token handlers see, made only when one asks for it (most never do): a child of the
     /// connection's handler token, cancelled at once if the request already is.
     token: OnceLock<CancellationToken>,
@@ -81,6 +84,7 @@ impl ReplySlot {
             silent,
             cancelled: AtomicBool::new(false),
             peer_cancelled: AtomicBool::new(false),
+            queued: AtomicBool::new(false),
             token: OnceLock::new(),
         })
     }
@@ -102,6 +106,7 @@ impl ReplySlot {
         s.silent = false;
         *s.cancelled.get_mut() = false;
         *s.peer_cancelled.get_mut() = false;
+        *s.queued.get_mut() = false;
         s.token = OnceLock::new();
         Ok(())
     }
@@ -158,6 +163,20 @@ impl ReplySlot {
         self.cancelled.store(true, Ordering::SeqCst);
         if let Some(token) = self.token.get() {
             token.cancel();
+        }
+    }
+
+    /// The request waits on the lane (`true`) or its handler is about to start (`false`).
+    pub(crate) fn set_queued(&self, queued: bool) {
+        self.queued.store(queued, Ordering::Release);
+    }
+
+    /// The peer cancelled the request: answer it now if it has not started (its handler, once
+    /// started, sees the cancellation and the dispatcher answers when it ends).
+    pub(crate) fn cancel_by_peer(&self) {
+        self.cancel(true);
+        if self.queued.load(Ordering::Acquire) {
+            self.answer_unanswered("cancelled before it started");
         }
     }
 
