@@ -181,5 +181,10 @@ pub(crate) struct Config {
     pub(crate) enumerator: crate::stream::EnumeratorProtocol,
     pub(crate) stream_settings: crate::stream::StreamSettings,
     pub(crate) default_timeout: Option<Duration>,
+    /// Close when the peer sends nothing for this long with nothing in flight (see
+    /// [`super::watchdog`]).
+    pub(crate) idle_timeout: Option<Duration>,
+    /// Close when a message takes longer than this to arrive once it has begun.
+    pub(crate) message_read_timeout: Option<Duration>,
     pub(crate) redactor: Option<TraceRedactor>,
 }

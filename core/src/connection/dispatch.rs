@@ -318,6 +318,11 @@ impl Lane {
         }
     }
 
+    /// Someone works the lane (a notification handler still running, messages queued).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.owner.load(Ordering::Acquire) != owner::IDLE
+    }
+
     /// The reader stopped (after the peer's EOF the messages it read are still dispatched; then
     /// the task ends).
     pub(crate) fn input_ended(&self) {

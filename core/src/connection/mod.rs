@@ -14,6 +14,7 @@ mod reader;
 mod settle;
 pub(crate) mod shared;
 pub(crate) mod trace;
+mod watchdog;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub use error::Error;
 pub use handle::{CallOptions, Handle};
 
 pub(crate) use dispatch::HELD_OVERHEAD;
+#[cfg_attr(not(feature = "websocket"), allow(unused_imports))]
+pub(crate) use frames::InMessage;
 pub(crate) use outbound::FLUSH_TIMEOUT;
 pub(crate) use reader::EofReason;
 
@@ -80,6 +83,8 @@ impl std::fmt::Debug for Builder {
         f.debug_struct("Builder")
             .field("framing", &self.config.framing)
             .field("limits", &self.config.limits)
+            .field("idle_timeout", &self.config.idle_timeout)
+            .field("message_read_timeout", &self.config.message_read_timeout)
             .field("cancel", &self.config.cancel)
             .field("router", &self.router)
             .field("factories", &self.factories.len())
@@ -121,6 +126,28 @@ impl Builder {
     /// A timeout for every outbound call that does not set its own (none by default).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.config.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Close the connection when the peer has sent nothing for `timeout` while nothing is in
+    /// flight: no call of ours awaits its answer, no request of its is queued or running
+    /// ([`CloseKind::LocallyClosed`], naming the timeout). Off (`None`) by default; a
+    /// [`Server`](crate::server::Server)'s connections use
+    /// [`ServerBuilder::idle_timeout`](crate::server::ServerBuilder::idle_timeout) instead.
+    pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.config.idle_timeout = timeout.into();
+        self
+    }
+
+    /// Close the connection when a message takes longer than `timeout` to arrive once its first
+    /// bytes have ([`CloseKind::RemoteProtocolViolation`], naming the timeout): a peer that
+    /// trickles bytes cannot hold the connection. Off (`None`) by default; a
+    /// [`Server`](crate::server::Server)'s connections use
+    /// [`ServerBuilder::message_read_timeout`](crate::server::ServerBuilder::message_read_timeout)
+    /// instead. On a message transport that cannot tell (a channel of your own), only the idle
+    /// timeout applies.
+    pub fn message_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.config.message_read_timeout = timeout.into();
         self
     }
 

@@ -14,6 +14,7 @@ use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
 use super::shared::Shared;
 use super::trace;
+use super::watchdog::Watchdog;
 use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
@@ -66,6 +67,8 @@ impl Reader {
         let mut holding = 0usize;
         // The waker the close signal holds: registering costs atomics, so only when it changes.
         let mut registered: Option<Waker> = None;
+        let config = &self.shared.config;
+        let mut watchdog = Watchdog::new(config.idle_timeout, config.message_read_timeout);
         loop {
             // A message already read (or readable without waiting) is handled while the answers
             // to the ones before it are still held; they are written before the reader waits (or
@@ -85,8 +88,19 @@ impl Reader {
                     holding = 0;
                 }
                 match frames.poll_frame(cx) {
-                    Poll::Ready(next) => Poll::Ready(Some(next)),
+                    Poll::Ready(next) => {
+                        if let Some(watchdog) = watchdog.as_mut() {
+                            watchdog.progress();
+                        }
+                        Poll::Ready(Some(next))
+                    }
                     Poll::Pending => {
+                        if let Some(watchdog) = watchdog.as_mut()
+                            && let Some(reason) = watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
+                        {
+                            self.shared.close(reason);
+                            return Poll::Ready(None);
+                        }
                         if holding > 0 {
                             self.shared.outbound.release();
                             holding = 0;

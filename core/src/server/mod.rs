@@ -61,6 +61,10 @@ use crate::{Builder, CloseKind, CloseReason, Connection, Router};
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Default for [`ServerBuilder::broadcast_timeout`].
 pub const DEFAULT_BROADCAST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`ServerBuilder::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Default for [`ServerBuilder::message_read_timeout`] (hyper's header read timeout).
+pub const DEFAULT_MESSAGE_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Builds a router for one connection.
 type PeerFactory = Arc<dyn Fn(&Peer) -> Router + Send + Sync>;
@@ -71,6 +75,8 @@ pub struct ServerBuilder {
     factory: Option<PeerFactory>,
     max_connections: usize,
     broadcast_timeout: Duration,
+    idle_timeout: Option<Duration>,
+    message_read_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -80,6 +86,8 @@ impl std::fmt::Debug for ServerBuilder {
             .field("per_connection_factory", &self.factory.is_some())
             .field("max_connections", &self.max_connections)
             .field("broadcast_timeout", &self.broadcast_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("message_read_timeout", &self.message_read_timeout)
             .finish()
     }
 }
@@ -99,6 +107,8 @@ impl ServerBuilder {
             factory: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             broadcast_timeout: DEFAULT_BROADCAST_TIMEOUT,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            message_read_timeout: Some(DEFAULT_MESSAGE_READ_TIMEOUT),
         }
     }
 
@@ -143,6 +153,25 @@ impl ServerBuilder {
         self
     }
 
+    /// Close a connection whose peer has sent nothing for `timeout` while nothing is in flight
+    /// ([`DEFAULT_IDLE_TIMEOUT`]; `None` keeps quiet peers forever, as a server whose clients
+    /// only listen for broadcasts may want). See [`Builder::idle_timeout`]; this setting
+    /// replaces the connection builder's.
+    pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.idle_timeout = timeout.into();
+        self
+    }
+
+    /// Close a connection whose peer takes longer than `timeout` to send a message once its
+    /// first bytes have arrived ([`DEFAULT_MESSAGE_READ_TIMEOUT`]; `None` for no limit): a peer
+    /// trickling bytes cannot hold a connection slot. Mind the time your largest messages take
+    /// on your slowest link. See [`Builder::message_read_timeout`]; this setting replaces the
+    /// connection builder's.
+    pub fn message_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.message_read_timeout = timeout.into();
+        self
+    }
+
     /// Bind a TCP listener (with a backlog of
     /// [`LISTEN_BACKLOG`](crate::transport::LISTEN_BACKLOG)) and serve it.
     #[cfg(feature = "tcp")]
@@ -180,7 +209,11 @@ impl ServerBuilder {
             tasks: TaskTracker::new(),
             accepting: TaskTracker::new(),
         });
-        let template = self.connection.layer(gate.layer());
+        let template = self
+            .connection
+            .idle_timeout(self.idle_timeout)
+            .message_read_timeout(self.message_read_timeout)
+            .layer(gate.layer());
         inner.accepting.spawn(accept_loop(listener, inner.clone(), template, self.factory));
         inner.accepting.close();
         Server { inner }
