@@ -36,7 +36,7 @@ pub use handle::{CallOptions, Handle};
 pub(crate) use dispatch::HELD_OVERHEAD;
 #[cfg_attr(not(feature = "websocket"), allow(unused_imports))]
 pub(crate) use frames::InMessage;
-pub(crate) use outbound::FLUSH_TIMEOUT;
+pub(crate) use outbound::{FLUSH_TIMEOUT, SharedRefused};
 pub(crate) use reader::EofReason;
 
 use self::config::Config;

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures::task::AtomicWaker;
 use tokio::io::AsyncWrite;
 use tokio::sync::{Notify, Semaphore};
@@ -56,6 +56,19 @@ pub(crate) enum Chunk {
     /// One message's body: a large one on a byte stream (framed as it is written, not copied),
     /// every message on a message transport.
     Body(Vec<u8>),
+    /// A body shared with other connections (a broadcast), framed as it is written.
+    Shared(Bytes),
+}
+
+impl Chunk {
+    /// A body chunk's message (empty for encoded bytes, which carry their framing).
+    fn body(&self) -> &[u8] {
+        match self {
+            Chunk::Body(body) => body,
+            Chunk::Shared(body) => body,
+            Chunk::Encoded(_) => &[],
+        }
+    }
 }
 
 /// What a take freed (see [`Outbound::took_locked`]).
@@ -64,11 +77,31 @@ struct Taken {
     room: bool,
     /// Bytes of answers taken.
     answers: usize,
+    /// The queue was over its budget (a broadcast backlog): a watcher waits for this take.
+    caught_up: bool,
 }
 
 /// The queue is closed; the connection is ending.
 #[derive(Debug)]
 pub(crate) struct Closed;
+
+/// Why a shared body was not queued.
+#[derive(Debug)]
+pub(crate) enum SharedRefused {
+    /// The queue is closed.
+    Closed,
+    /// The peer has this many bytes queued already: the body would take it past the limit.
+    Backlog { queued: usize },
+}
+
+/// Close the tail buffer of small messages into a chunk of its own (a body queued next must
+/// follow it).
+fn seal_tail(q: &mut Queue) {
+    if !q.tail.is_empty() {
+        let sealed = std::mem::take(&mut q.tail);
+        q.chunks.push_back(Chunk::Encoded(sealed));
+    }
+}
 
 /// Who writes the queue now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +178,8 @@ pub(crate) struct Outbound {
     unbudgeted: AtomicUsize,
     /// Signalled when the writer takes unbudgeted bytes (or the queue closes).
     drained: Notify,
+    /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
+    caught_up: Notify,
 }
 
 impl Outbound {
@@ -173,6 +208,7 @@ impl Outbound {
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
+            caught_up: Notify::new(),
         }
     }
 
@@ -264,14 +300,67 @@ impl Outbound {
             }
             Some(codec) => {
                 codec.prepare_body(&mut body);
-                if !q.tail.is_empty() {
-                    let sealed = std::mem::take(&mut q.tail);
-                    q.chunks.push_back(Chunk::Encoded(sealed));
-                }
+                seal_tail(&mut q);
                 q.chunks.push_back(Chunk::Body(body));
             }
             None => q.chunks.push_back(Chunk::Body(body)),
         }
+        self.schedule_locked(q, inline, spent);
+        Ok(())
+    }
+
+    /// Queue a body shared with other connections (a broadcast): never waits, and its bytes
+    /// count against the budget like a notification's, even past it. `Ok(true)`: queued, and the
+    /// queue is over its budget now (the peer is lagging). Refused (not queued) when it would
+    /// take the queue past `hard_max` (unless the queue is empty: one message always gets in).
+    /// `body` must be on one line already (see `framing::flatten`).
+    pub(crate) fn send_shared(&self, body: &Bytes, hard_max: usize) -> Result<bool, SharedRefused> {
+        let n = body.len().max(1);
+        let mut q = self.lock();
+        if self.closed.load(Ordering::Acquire) || q.dead {
+            return Err(SharedRefused::Closed);
+        }
+        let queued = q.budgeted + q.unbudgeted;
+        if queued > 0 && queued + n > hard_max {
+            return Err(SharedRefused::Backlog { queued });
+        }
+        q.budgeted += n;
+        let over = q.budgeted + q.unbudgeted > self.budget_max;
+        self.tracer.message(Direction::Outgoing, body);
+        match &self.codec {
+            Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, &mut q.tail),
+            Some(_) => {
+                seal_tail(&mut q);
+                q.chunks.push_back(Chunk::Shared(body.clone()));
+            }
+            None => q.chunks.push_back(Chunk::Shared(body.clone())),
+        }
+        self.schedule_locked(q, false, None);
+        Ok(over)
+    }
+
+    /// Wait until the writer has taken what was queued while the budget was exceeded (the
+    /// queue is within its budget again), or the queue closes.
+    pub(crate) async fn wait_within_budget(&self) {
+        loop {
+            let caught_up = self.caught_up.notified();
+            tokio::pin!(caught_up);
+            caught_up.as_mut().enable();
+            {
+                let q = self.lock();
+                if q.budgeted + q.unbudgeted <= self.budget_max || self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            caught_up.await;
+        }
+    }
+
+    /// Decide who writes what was just queued (and write it here, after the lock, if it is this
+    /// caller): this task now, the reader before it waits, the writer task, or whoever writes
+    /// already. `spent` is a body copied into the tail, given back to this thread's pool.
+    #[inline]
+    fn schedule_locked(&self, mut q: MutexGuard<'_, Queue>, inline: bool, spent: Option<Vec<u8>>) {
         // Who writes it: this task (now), the reader (before it waits), the writer task (woken
         // here), or whoever writes already.
         let (write_here, wake_task) = match q.owner {
@@ -313,7 +402,6 @@ impl Outbound {
         if write_here {
             self.write_inline(first);
         }
-        Ok(())
     }
 
     /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
@@ -402,12 +490,13 @@ impl Outbound {
     /// budget. Returns what [`Outbound::after_take`] needs once the lock is let go.
     fn took_locked(&self, q: &mut Queue) -> Taken {
         let room = q.waiting && q.budgeted > 0;
+        let caught_up = q.budgeted + q.unbudgeted > self.budget_max;
         q.budgeted = 0;
         let answers = std::mem::take(&mut q.unbudgeted);
         if answers > 0 {
             self.unbudgeted.store(0, Ordering::Release);
         }
-        Taken { room, answers }
+        Taken { room, answers, caught_up }
     }
 
     /// Wake who waits for what a take freed.
@@ -417,6 +506,9 @@ impl Outbound {
         }
         if taken.answers > self.budget_max {
             self.drained.notify_waiters();
+        }
+        if taken.caught_up {
+            self.caught_up.notify_waiters();
         }
     }
 
@@ -462,6 +554,7 @@ impl Outbound {
         self.turnstile.close();
         self.room.notify_waiters();
         self.drained.notify_waiters();
+        self.caught_up.notify_waiters();
     }
 
     /// The writer is gone: refuse everything and drop what is left.
@@ -608,7 +701,8 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
         self.dirty = true;
         match chunk {
             Chunk::Encoded(bytes) => ready!(Self::poll_write_all(&mut self.io, cx, bytes, &mut self.pos))?,
-            Chunk::Body(body) => {
+            Chunk::Body(_) | Chunk::Shared(_) => {
+                let body = chunk.body();
                 while self.stage < 3 {
                     let piece: &[u8] = match self.stage {
                         0 => &self.head,
@@ -647,9 +741,9 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
         loop {
             ready!(self.poll_current(cx))?;
             if let Some(chunk) = self.chunks.pop_front() {
-                if let Chunk::Body(body) = &chunk {
+                if let Chunk::Body(_) | Chunk::Shared(_) = &chunk {
                     self.head.clear();
-                    self.codec.encode_prefix(body.len(), &mut self.head);
+                    self.codec.encode_prefix(chunk.body().len(), &mut self.head);
                     self.foot.clear();
                     self.codec.encode_suffix(&mut self.foot);
                 }
@@ -723,8 +817,11 @@ where
                 continue;
             }
             if let Some(chunk) = self.chunks.pop_front() {
-                if let Chunk::Body(body) = chunk {
-                    self.next = Some(body);
+                match chunk {
+                    Chunk::Body(body) => self.next = Some(body),
+                    // The sink takes its own copy: made as it is sent, not while it waits.
+                    Chunk::Shared(body) => self.next = Some(body.to_vec()),
+                    Chunk::Encoded(_) => {}
                 }
                 continue;
             }

@@ -14,6 +14,7 @@ use tokio_util::codec::Decoder;
 
 pub use content_length::ContentLengthCodec;
 pub use newline::NewlineCodec;
+pub(crate) use newline::flatten;
 
 /// Default largest message accepted or sent: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;

@@ -35,7 +35,7 @@ pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
 /// Keep one JSON message on one line. Raw JSON (a `RawValue` result, params or error data)
 /// reaches the wire as it was written, possibly pretty-printed; since JSON strings cannot hold a
 /// raw CR or LF, every such byte in valid JSON is insignificant whitespace and may become a space.
-pub(super) fn flatten(body: &mut [u8]) {
+pub(crate) fn flatten(body: &mut [u8]) {
     // Almost always there is none: a word-at-a-time (or, for a long body, vectorized) search
     // finds that in a fraction of a byte loop.
     let mut from = 0;

@@ -202,6 +202,7 @@ impl ServerBuilder {
             stats: Default::default(),
             max_connections: self.max_connections,
             broadcast_timeout: self.broadcast_timeout,
+            lagging: Mutex::new(Default::default()),
             local_addr: listener.listen_addr().ok(),
             stop_accepting: CancellationToken::new(),
             close_all: CancellationToken::new(),
