@@ -204,3 +204,51 @@ async fn a_queued_request_cancelled_is_answered_at_once() {
     peer.expect(json!({"jsonrpc":"2.0","id":1,"result":"slow done"})).await;
     peer.expect_silence(Duration::from_millis(50)).await;
 }
+
+/// Running handlers hold what their requests carried: beyond the byte limit of running requests,
+/// further ones wait their turn (one always runs, however large).
+#[tokio::test]
+async fn requests_beyond_the_running_byte_limit_wait_their_turn() {
+    let release = Arc::new(Notify::new());
+    let started = Arc::new(AtomicUsize::new(0));
+    let (r, s) = (release.clone(), started.clone());
+    let router = Router::new().method("hold", move |_: Value, _ctx| {
+        let (release, started) = (r.clone(), s.clone());
+        async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            release.notified().await;
+            Ok::<_, ErrorObject>("done")
+        }
+    });
+    let limits = Limits { max_concurrent_request_bytes: 64 * KIB, ..Limits::default() };
+    let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::ContentLength);
+    // One larger than the whole limit runs alone; then four of 16 KiB fit at once.
+    peer.send_json(json!({"jsonrpc":"2.0","id":0,"method":"hold","params":["x".repeat(100 * KIB)]})).await;
+    for id in 1..=8 {
+        peer.send_json(json!({"jsonrpc":"2.0","id":id,"method":"hold","params":["x".repeat(15 * KIB)]})).await;
+    }
+    let reach = |n: usize| {
+        let started = started.clone();
+        async move {
+            within(async {
+                while started.load(Ordering::SeqCst) < n {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+        }
+    };
+    reach(1).await;
+    peer.expect_silence(Duration::from_millis(50)).await;
+    assert_eq!(started.load(Ordering::SeqCst), 1, "the large request runs alone");
+    release.notify_one();
+    assert_eq!(peer.recv().await["id"], 0);
+    reach(5).await;
+    peer.expect_silence(Duration::from_millis(50)).await;
+    assert_eq!(started.load(Ordering::SeqCst), 5, "four of 16 KiB fit in 64 KiB");
+    for _ in 0..8 {
+        release.notify_one();
+        let _ = peer.recv().await;
+    }
+    assert_eq!(started.load(Ordering::SeqCst), 9);
+}

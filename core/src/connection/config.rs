@@ -91,6 +91,8 @@ pub const DEFAULT_MAX_PENDING_CALLS: usize = 65_536;
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4096;
 /// Default for [`Limits::max_batch_len`] (geth's batch limit).
 pub const DEFAULT_MAX_BATCH_LEN: usize = 1000;
+/// Default for [`Limits::max_concurrent_request_bytes`].
+pub const DEFAULT_MAX_CONCURRENT_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 /// Default for [`Limits::read_ahead_bytes`].
 pub const DEFAULT_READ_AHEAD_BYTES: usize = 4 * 1024 * 1024;
 /// Default for [`Limits::max_buffered_inbound_bytes`].
@@ -104,8 +106,10 @@ pub const DEFAULT_MAX_OFFERED_STREAMS: usize = 1024;
 /// the messages read ahead of dispatch and the progress reports not taken yet
 /// (`read_ahead_bytes`, then `max_buffered_inbound_bytes` while one of our calls waits), the
 /// answers not written yet (`outbound_buffer`), a batch and its answer (`max_batch_len`,
-/// `max_message_size`), the streams offered to it (`max_offered_streams`). The handlers running
-/// at once hold what they decoded (`max_concurrent_requests` of them).
+/// `max_message_size`), the streams offered to it (`max_offered_streams`), the requests whose
+/// handlers run (`max_concurrent_request_bytes`, counted by the size of their params). Each of
+/// these lets one message through however large it is (up to `max_message_size`), so that a
+/// large message is never refused by a bound meant for many small ones.
 ///
 /// | limit | default | at the limit |
 /// |---|---|---|
@@ -113,6 +117,7 @@ pub const DEFAULT_MAX_OFFERED_STREAMS: usize = 1024;
 /// | `frame.max_header_size` | 8 KiB | connection closed (`RemoteProtocolViolation`) |
 /// | `max_batch_len` | 1000 messages | a longer batch is answered by one `-32600` with `"id": null` (the spec's answer to a batch it cannot take), refused as soon as the count is passed without keeping any of it; the connection goes on |
 /// | `max_concurrent_requests` | 1024 | further requests wait in arrival order (the reader keeps reading) |
+/// | `max_concurrent_request_bytes` | 32 MiB | the same, counted in the bytes of the running requests' params (as read, at least 1 KiB each; one request may always run) |
 /// | `read_ahead` | 1024 messages (at least 1) | the reader stops reading until dispatch catches up, unless an outbound call is pending (then it reads on, so that answers are never stuck behind a flood) |
 /// | `read_ahead_bytes` | 4 MiB | the same as `read_ahead`, counted in bytes of the messages waiting for dispatch and of progress reports for our tokens not taken yet (one message always gets in) |
 /// | `max_buffered_inbound` | 65,536 messages | reading on past `read_ahead` for a pending call: connection closed (`RemoteProtocolViolation`) |
@@ -130,6 +135,8 @@ pub struct Limits {
     pub max_batch_len: usize,
     /// Inbound requests whose handlers may run at once.
     pub max_concurrent_requests: usize,
+    /// Bytes of params the inbound requests whose handlers run may hold at once.
+    pub max_concurrent_request_bytes: usize,
     /// Messages read ahead of dispatch before the reader pauses.
     pub read_ahead: usize,
     /// Bytes read ahead of dispatch (and of progress reports not taken yet) before the reader
@@ -159,6 +166,7 @@ impl Default for Limits {
             frame: FrameLimits::default(),
             max_batch_len: DEFAULT_MAX_BATCH_LEN,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            max_concurrent_request_bytes: DEFAULT_MAX_CONCURRENT_REQUEST_BYTES,
             read_ahead: DEFAULT_READ_AHEAD,
             read_ahead_bytes: DEFAULT_READ_AHEAD_BYTES,
             max_buffered_inbound: DEFAULT_MAX_BUFFERED_INBOUND,

@@ -27,8 +27,9 @@ use tokio_util::task::TaskTracker;
 pub use close::{CloseKind, CloseReason};
 pub use config::{
     CancelProtocol, DEFAULT_MAX_BATCH_LEN, DEFAULT_MAX_BUFFERED_INBOUND, DEFAULT_MAX_BUFFERED_INBOUND_BYTES,
-    DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN,
-    DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceRedactor,
+    DEFAULT_MAX_CONCURRENT_REQUEST_BYTES, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_OFFERED_STREAMS,
+    DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER, DEFAULT_READ_AHEAD,
+    DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceRedactor,
 };
 pub use error::Error;
 pub use handle::{CallOptions, Handle};
@@ -294,7 +295,9 @@ impl Builder {
         }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();
-        let permits = Arc::new(dispatch::Permits::new(shared.config.limits.max_concurrent_requests));
+        let limits = &shared.config.limits;
+        let permits =
+            Arc::new(dispatch::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
         let dispatcher =
             Dispatcher { shared: shared.clone(), router, handle: handle.clone(), tracker: tracker.clone(), permits };
         let lane = Arc::new(Lane::new(dispatcher));

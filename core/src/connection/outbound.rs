@@ -75,8 +75,8 @@ impl Chunk {
 struct Taken {
     /// A sender waits for budget.
     room: bool,
-    /// Bytes of answers taken.
-    answers: usize,
+    /// Answers held back new work and fewer do now.
+    drained: bool,
     /// The queue was over its budget (a broadcast backlog): a watcher waits for this take.
     caught_up: bool,
 }
@@ -92,6 +92,15 @@ pub(crate) enum SharedRefused {
     Closed,
     /// The peer has this many bytes queued already: the body would take it past the limit.
     Backlog { queued: usize },
+}
+
+/// A body that waits in the queue holds no more than it needs: one that grew by doubling as it
+/// was encoded may hold twice its length (and a peer that does not read makes it wait).
+fn shrunk(mut body: Vec<u8>) -> Vec<u8> {
+    if body.capacity() - body.len() > body.len() / 4 {
+        body.shrink_to_fit();
+    }
+    body
 }
 
 /// Close the tail buffer of small messages into a chunk of its own (a body queued next must
@@ -137,6 +146,13 @@ struct Queue {
     budgeted: usize,
     /// Bytes of queued responses and cancellations (see [`Outbound::unbudgeted`]).
     unbudgeted: usize,
+    /// Bytes the writer has taken and not finished writing (its batch): they no longer count
+    /// against the budget of senders, but a broadcast backlog counts them (a peer that does not
+    /// read keeps them here).
+    in_writer: usize,
+    /// Of those, bytes of responses and cancellations: they still hold back new work (see
+    /// [`Outbound::unbudgeted`]).
+    answers_in_writer: usize,
     /// A sender waits for room (it is first in line: the others wait for the turnstile).
     waiting: bool,
     /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline
@@ -172,11 +188,12 @@ pub(crate) struct Outbound {
     room: Notify,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
-    /// Bytes of responses and cancellations queued without waiting for the budget. They cannot
-    /// wait (they are sent from `Drop`), so instead nothing that produces more of them (a new
-    /// inbound request, an error answer to garbage) starts while they exceed the budget.
+    /// Bytes of responses and cancellations queued without waiting for the budget, or taken by
+    /// the writer and not written yet. They cannot wait (they are sent from `Drop`), so instead
+    /// nothing that produces more of them (a new inbound request, an error answer to garbage)
+    /// starts while they exceed the budget.
     unbudgeted: AtomicUsize,
-    /// Signalled when the writer takes unbudgeted bytes (or the queue closes).
+    /// Signalled when fewer unbudgeted bytes wait (or the queue closes).
     drained: Notify,
     /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
     caught_up: Notify,
@@ -195,6 +212,8 @@ impl Outbound {
                 held: false,
                 budgeted: 0,
                 unbudgeted: 0,
+                in_writer: 0,
+                answers_in_writer: 0,
                 waiting: false,
                 spare: BytesMut::new(),
             }),
@@ -283,7 +302,7 @@ impl Outbound {
         }
         q.unbudgeted += body.len();
         // Only ever changed under the queue lock: a plain store keeps the mirror exact.
-        self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+        self.unbudgeted.store(q.unbudgeted + q.answers_in_writer, Ordering::Release);
         self.push_locked(q, body, true)
     }
 
@@ -301,18 +320,19 @@ impl Outbound {
             Some(codec) => {
                 codec.prepare_body(&mut body);
                 seal_tail(&mut q);
-                q.chunks.push_back(Chunk::Body(body));
+                q.chunks.push_back(Chunk::Body(shrunk(body)));
             }
-            None => q.chunks.push_back(Chunk::Body(body)),
+            None => q.chunks.push_back(Chunk::Body(shrunk(body))),
         }
         self.schedule_locked(q, inline, spent);
         Ok(())
     }
 
     /// Queue a body shared with other connections (a broadcast): never waits, and its bytes
-    /// count against the budget like a notification's, even past it. `Ok(true)`: queued, and the
-    /// queue is over its budget now (the peer is lagging). Refused (not queued) when it would
-    /// take the queue past `hard_max` (unless the queue is empty: one message always gets in).
+    /// count against the budget like a notification's, even past it. `Ok(true)`: queued, and
+    /// what waits for the peer (queued, or taken by the writer and not written yet) is over the
+    /// budget now (the peer is lagging). Refused (not queued) when it would take that past
+    /// `hard_max` (unless nothing waits: one message always gets in).
     /// `body` must be on one line already (see `framing::flatten`).
     pub(crate) fn send_shared(&self, body: &Bytes, hard_max: usize) -> Result<bool, SharedRefused> {
         let n = body.len().max(1);
@@ -320,12 +340,12 @@ impl Outbound {
         if self.closed.load(Ordering::Acquire) || q.dead {
             return Err(SharedRefused::Closed);
         }
-        let queued = q.budgeted + q.unbudgeted;
+        let queued = q.budgeted + q.unbudgeted + q.in_writer;
         if queued > 0 && queued + n > hard_max {
             return Err(SharedRefused::Backlog { queued });
         }
         q.budgeted += n;
-        let over = q.budgeted + q.unbudgeted > self.budget_max;
+        let over = queued + n > self.budget_max;
         self.tracer.message(Direction::Outgoing, body);
         match &self.codec {
             Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, &mut q.tail),
@@ -339,8 +359,8 @@ impl Outbound {
         Ok(over)
     }
 
-    /// Wait until the writer has taken what was queued while the budget was exceeded (the
-    /// queue is within its budget again), or the queue closes.
+    /// Wait until what waits for the peer (queued, or taken by the writer and not written yet)
+    /// is within the budget again, or the queue closes.
     pub(crate) async fn wait_within_budget(&self) {
         loop {
             let caught_up = self.caught_up.notified();
@@ -348,7 +368,7 @@ impl Outbound {
             caught_up.as_mut().enable();
             {
                 let q = self.lock();
-                if q.budgeted + q.unbudgeted <= self.budget_max || self.closed.load(Ordering::Acquire) {
+                if q.budgeted + q.unbudgeted + q.in_writer <= self.budget_max || self.closed.load(Ordering::Acquire) {
                     return;
                 }
             }
@@ -466,15 +486,29 @@ impl Outbound {
     ) -> bool {
         let mut q = self.lock();
         if q.chunks.is_empty() && q.tail.is_empty() {
+            // The batch taken before is written.
+            let was_over = std::mem::take(&mut q.in_writer) > self.budget_max;
+            let answers = std::mem::take(&mut q.answers_in_writer);
+            if answers > 0 {
+                self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+            }
+            let drained = answers + q.unbudgeted > self.budget_max;
             let was = std::mem::replace(&mut q.owner, Owner::Idle);
             if q.spare.capacity() == 0
                 && let Some(spare) = spare.take()
             {
                 q.spare = spare;
             }
-            if was == Owner::Inline && q.ending {
-                drop(q);
+            let wake = was == Owner::Inline && q.ending;
+            drop(q);
+            if wake {
                 self.task.wake();
+            }
+            if was_over {
+                self.caught_up.notify_waiters();
+            }
+            if drained {
+                self.drained.notify_waiters();
             }
             return false;
         }
@@ -490,13 +524,19 @@ impl Outbound {
     /// budget. Returns what [`Outbound::after_take`] needs once the lock is let go.
     fn took_locked(&self, q: &mut Queue) -> Taken {
         let room = q.waiting && q.budgeted > 0;
-        let caught_up = q.budgeted + q.unbudgeted > self.budget_max;
+        let caught_up = q.budgeted + q.unbudgeted + q.in_writer > self.budget_max;
+        // The batch taken before (if any) is written: the writer takes only when it is done.
+        q.in_writer = q.budgeted + q.unbudgeted;
         q.budgeted = 0;
-        let answers = std::mem::take(&mut q.unbudgeted);
-        if answers > 0 {
-            self.unbudgeted.store(0, Ordering::Release);
+        // Answers taken still hold back new work until they are written: the mirror drops by
+        // those of the batch before.
+        let before = q.unbudgeted + q.answers_in_writer;
+        q.answers_in_writer = std::mem::take(&mut q.unbudgeted);
+        if q.answers_in_writer != before {
+            self.unbudgeted.store(q.answers_in_writer, Ordering::Release);
         }
-        Taken { room, answers, caught_up }
+        let drained = before > self.budget_max && q.answers_in_writer < before;
+        Taken { room, drained, caught_up }
     }
 
     /// Wake who waits for what a take freed.
@@ -504,7 +544,7 @@ impl Outbound {
         if taken.room {
             self.room.notify_waiters();
         }
-        if taken.answers > self.budget_max {
+        if taken.drained {
             self.drained.notify_waiters();
         }
         if taken.caught_up {

@@ -209,6 +209,7 @@ impl Inner {
         let mut body = Vec::with_capacity(64 + method.len());
         encode_notification(&mut body, method, params).map_err(Error::Serialize)?;
         crate::framing::flatten(&mut body);
+        body.shrink_to_fit();
         let body = Bytes::from(body);
         let handles: Vec<(u64, Handle)> = self.peers_map().values().map(|p| (p.id, p.handle.clone())).collect();
         let mut report = Broadcast::default();
