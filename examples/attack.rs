@@ -140,11 +140,7 @@ impl Target {
             while !s.load(Ordering::Relaxed) {
                 match std::fs::read_to_string(format!("/proc/{pid}/status")) {
                     Ok(status) => {
-                        if let Some(kib) = status
-                            .lines()
-                            .find_map(|l| l.strip_prefix("VmHWM:"))
-                            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                        {
+                        if let Some(kib) = hwm(&status) {
                             p.fetch_max(kib, Ordering::Relaxed);
                         }
                         if std::env::var_os("ATTACK_TIMELINE").is_some()
@@ -162,6 +158,9 @@ impl Target {
     }
 
     fn peak(&self) -> String {
+        if let Some(kib) = self.child.id().and_then(vm_hwm_kib) {
+            self.peak.fetch_max(kib, Ordering::Relaxed);
+        }
         mib(self.peak.load(Ordering::Relaxed) as usize * KIB)
     }
 
@@ -177,7 +176,19 @@ impl Drop for Target {
     }
 }
 
+/// VmHWM of a `/proc/<pid>/status` text, in KiB.
+fn hwm(status: &str) -> Option<u64> {
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    hwm(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
 fn mib(bytes: usize) -> String {
+    if bytes == 0 {
+        return "–".into();
+    }
     if bytes >= 10 * MIB { format!("{} MiB", bytes / MIB) } else { format!("{:.1} MiB", bytes as f64 / MIB as f64) }
 }
 
@@ -588,22 +599,21 @@ async fn broadcast(o: &Options, count: usize, value_size: usize) -> Row {
     }
     let (ok, refused, why) = reader.await.unwrap_or_default();
     let elapsed = start.elapsed();
-    // Whether the stalled client is still connected: its socket is closed if it was cut.
-    let mut stalled_r = stalled_r;
-    let stalled = match tokio::time::timeout(Duration::from_secs(12), async {
-        let mut sink = vec![0u8; 64 * KIB];
-        loop {
-            match stalled_r.io.read(&mut sink).await {
-                Ok(0) | Err(_) => return true,
-                Ok(_) => {}
-            }
+    // Whether the stalled client is still connected, by the server's own list (its socket is
+    // not read: that would let it catch up), asked again each second for 12 s.
+    let (mut observer_r, mut observer_w) = connect("observer").await;
+    let _keep = stalled_r;
+    let mut stalled = "still connected after 12 s".to_owned();
+    for i in 0..12 {
+        let id = json!(format!("who-{i}"));
+        send(&mut observer_w, &json!({"jsonrpc":"2.0","id":id,"method":"kv/who"})).await;
+        let Some(who) = observer_r.answer(&id, PATIENCE).await else { break };
+        if !who["result"].as_array().is_some_and(|names| names.iter().any(|n| n == "stalled")) {
+            stalled = format!("disconnected (gone {} after the last set)", ms(start.elapsed() - elapsed));
+            break;
         }
-    })
-    .await
-    {
-        Ok(_) => "cut",
-        Err(_) => "still connected",
-    };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     let refused = if refused > 0 { format!(", {refused} refused (`{why}`)") } else { String::new() };
     Row {
         attack: format!("4 broadcast backlog ({count} × {} values)", size(value_size)),

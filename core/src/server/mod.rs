@@ -36,7 +36,11 @@
 //! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes, refusals and
 //! connections run in their own tasks, handshakes and refusals bounded in time); a peer that
 //! sends garbage, stops reading or dies affects its own connection only, and
-//! [`Server::broadcast`] never waits for a peer that does not read.
+//! [`Server::broadcast`] never waits for a peer that does not read: it shares one body between
+//! every peer's queue, and a peer that lags by its outbound buffer for the broadcast timeout (or
+//! by twice it at all) is disconnected. A peer that trickles a message, or sends nothing with
+//! nothing in flight, is cut by the message read timeout and the idle timeout
+//! ([`ServerBuilder::message_read_timeout`], [`ServerBuilder::idle_timeout`]).
 
 mod gate;
 mod peer;
@@ -145,9 +149,10 @@ impl ServerBuilder {
         self
     }
 
-    /// How long a broadcast may wait for a peer whose outbound queue is full
-    /// ([`DEFAULT_BROADCAST_TIMEOUT`]); a peer that has not made room by then is disconnected
-    /// rather than silently missing the message.
+    /// How long a peer may lag behind the broadcasts queued for it by more than its outbound
+    /// buffer ([`DEFAULT_BROADCAST_TIMEOUT`]): one that has not caught up by then is
+    /// disconnected rather than silently missing messages (one that would lag by twice its
+    /// buffer is disconnected at once; see [`ServerHandle::broadcast`]).
     pub fn broadcast_timeout(mut self, timeout: Duration) -> Self {
         self.broadcast_timeout = timeout;
         self
