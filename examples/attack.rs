@@ -178,7 +178,10 @@ impl Drop for Target {
 
 /// VmHWM of a `/proc/<pid>/status` text, in KiB.
 fn hwm(status: &str) -> Option<u64> {
-    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {

@@ -83,6 +83,19 @@ async fn a_trickling_tcp_peer_is_cut_at_the_message_read_timeout() {
     eventually("the connection is counted closed", || server.stats().closed == 1).await;
 }
 
+/// A header whose body never comes is a message begun: the message read timeout applies, not
+/// the (here much longer) idle timeout.
+#[tokio::test]
+async fn a_header_without_its_body_is_cut_at_the_message_read_timeout() {
+    let release = Arc::new(Notify::new());
+    let server = builder(release, LONG, SHORT).bind_tcp("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr().and_then(PeerAddr::socket_addr).unwrap();
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    socket.write_all(&framed_head()).await.unwrap();
+    let lasted = until_eof(socket).await;
+    assert!(lasted >= SHORT, "cut after {lasted:?}");
+}
+
 #[tokio::test]
 async fn a_silent_peer_is_cut_at_the_idle_timeout_but_not_while_work_is_in_flight() {
     let release = Arc::new(Notify::new());

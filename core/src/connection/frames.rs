@@ -131,8 +131,9 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
     }
 
     fn in_message(&self) -> bool {
-        // Whatever is buffered when no frame can be cut is the start of the next one.
-        !self.buf.is_empty()
+        // Whatever is buffered when no frame can be cut is the start of the next one; the codec
+        // may have taken a header already, or be skipping an over-long line.
+        !self.buf.is_empty() || self.codec.in_frame()
     }
 }
 

@@ -191,6 +191,15 @@ impl FrameCodec {
         }
     }
 
+    /// Whether a frame has begun that the bytes left in the buffer do not show (a header read,
+    /// its body not begun; an over-long line being skipped).
+    pub(crate) fn in_frame(&self) -> bool {
+        match self {
+            FrameCodec::ContentLength(c) => c.in_body(),
+            FrameCodec::Newline(c) => c.is_discarding(),
+        }
+    }
+
     /// The next frame once the stream has ended.
     pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         match self {

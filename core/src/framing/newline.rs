@@ -106,6 +106,11 @@ impl NewlineCodec {
         }
     }
 
+    /// An over-long line is being skipped.
+    pub(crate) fn is_discarding(&self) -> bool {
+        self.discarding
+    }
+
     /// [`NewlineCodec::decode_at`] once the stream has ended: a last line without its newline is
     /// still a message.
     pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
