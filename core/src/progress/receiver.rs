@@ -23,6 +23,11 @@ use crate::connection::{Error, Handle};
 /// answer is yielded first; later ones are dropped), or when the connection ends (one
 /// `Err(ConnectionLost)` item, then the end). Dropping it forgets the token.
 ///
+/// Reports it holds and nobody has taken count against the connection's read-ahead
+/// ([`Limits::read_ahead_bytes`](crate::Limits::read_ahead_bytes)): drive it, or drop it, so
+/// that a peer's reports never pile up (a connection whose peer floods reports nobody takes is
+/// closed at [`Limits::max_buffered_inbound_bytes`](crate::Limits::max_buffered_inbound_bytes)).
+///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, ErrorObject, Progress, ProgressToken, Router, transport::memory};
 /// # #[tokio::main(flavor = "current_thread")]
