@@ -379,7 +379,7 @@ impl Outbound {
     /// Decide who writes what was just queued (and write it here, after the lock, if it is this
     /// caller): this task now, the reader before it waits, the writer task, or whoever writes
     /// already. `spent` is a body copied into the tail, given back to this thread's pool.
-    #[inline]
+    #[inline(always)]
     fn schedule_locked(&self, mut q: MutexGuard<'_, Queue>, inline: bool, spent: Option<Vec<u8>>) {
         // Who writes it: this task (now), the reader (before it waits), the writer task (woken
         // here), or whoever writes already.
