@@ -143,11 +143,6 @@ impl Target {
                         if let Some(kib) = hwm(&status) {
                             p.fetch_max(kib, Ordering::Relaxed);
                         }
-                        if std::env::var_os("ATTACK_TIMELINE").is_some()
-                            && let Some(rss) = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))
-                        {
-                            eprintln!("rss {}", rss.trim());
-                        }
                     }
                     Err(_) => return,
                 }
