@@ -94,10 +94,12 @@ pub(crate) enum SharedRefused {
     Backlog { queued: usize },
 }
 
-/// A body that waits in the queue holds no more than it needs: one that grew by doubling as it
-/// was encoded may hold twice its length (and a peer that does not read makes it wait).
-fn shrunk(mut body: Vec<u8>) -> Vec<u8> {
-    if body.capacity() - body.len() > body.len() / 4 {
+/// A body that will wait behind others holds no more than it needs: one that grew by doubling
+/// as it was encoded may hold twice its length, and a peer that does not read makes it wait. (One
+/// written at once keeps its buffer: shrinking may copy it.)
+fn shrunk_if_waiting(q: &Queue, mut body: Vec<u8>) -> Vec<u8> {
+    let waits = q.in_writer > 0 || q.chunks.len() > 1;
+    if waits && body.capacity() - body.len() > body.len() / 4 {
         body.shrink_to_fit();
     }
     body
@@ -320,9 +322,13 @@ impl Outbound {
             Some(codec) => {
                 codec.prepare_body(&mut body);
                 seal_tail(&mut q);
-                q.chunks.push_back(Chunk::Body(shrunk(body)));
+                let body = shrunk_if_waiting(&q, body);
+                q.chunks.push_back(Chunk::Body(body));
             }
-            None => q.chunks.push_back(Chunk::Body(shrunk(body))),
+            None => {
+                let body = shrunk_if_waiting(&q, body);
+                q.chunks.push_back(Chunk::Body(body));
+            }
         }
         self.schedule_locked(q, inline, spent);
         Ok(())
