@@ -178,4 +178,3 @@ pub(crate) fn example(name: &str) -> PathBuf {
         if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
     })
 }
-

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -37,6 +37,20 @@ use crate::message::{ErrorObject, Id};
 pub(crate) enum Inbound {
     Request { method: String, params: Option<Box<RawValue>>, slot: Arc<ReplySlot> },
     Notification { method: String, params: Option<Box<RawValue>> },
+}
+
+/// What holding one message costs beyond its text (its slot, its place in the queue), counted
+/// against the byte read-ahead so that a flood of tiny messages counts too.
+pub(crate) const HELD_OVERHEAD: usize = 128;
+
+impl Inbound {
+    /// The bytes this message holds while it waits on the lane.
+    fn held_bytes(&self) -> usize {
+        let (method, params) = match self {
+            Inbound::Request { method, params, .. } | Inbound::Notification { method, params } => (method, params),
+        };
+        HELD_OVERHEAD + method.len() + params.as_ref().map_or(0, |p| p.get().len())
+    }
 }
 
 /// Who works the lane now (a [`Lane::owner`] value).
@@ -85,38 +99,64 @@ pub(crate) struct Dispatcher {
     pub(crate) unknown: super::unknown::UnknownNotifications,
 }
 
-/// The in-flight request limit: a count, taken without a lock (a request that finishes in its
-/// first poll costs two atomic operations). Only the dispatcher task ever waits for a permit.
+/// The in-flight request limit, in requests and in the bytes of their params: one word, taken
+/// without a lock (a request that finishes in its first poll costs two atomic operations). Only
+/// the dispatcher task ever waits for a permit.
+///
+/// The word holds the requests running (above [`KIB_BITS`]) and the KiB their params held when
+/// they were read (below). A request may start while both are within their limits, or when none
+/// runs (one always may, however large).
 pub(crate) struct Permits {
-    in_use: AtomicUsize,
-    max: usize,
+    in_use: AtomicU64,
+    max: u64,
+    max_kib: u64,
     /// The dispatcher task waits for a permit.
     waiting: AtomicBool,
     freed: Notify,
 }
 
+/// Bits of [`Permits::in_use`] that count KiB (up to 1 PiB); the count is above them.
+const KIB_BITS: u32 = 40;
+const ONE_REQUEST: u64 = 1 << KIB_BITS;
+
 impl Permits {
-    pub(crate) fn new(max: usize) -> Self {
-        Permits { in_use: AtomicUsize::new(0), max: max.max(1), waiting: AtomicBool::new(false), freed: Notify::new() }
+    pub(crate) fn new(max: usize, max_bytes: usize) -> Self {
+        Permits {
+            in_use: AtomicU64::new(0),
+            max: (max as u64).clamp(1, (u64::MAX >> KIB_BITS) - 1),
+            max_kib: (max_bytes as u64).div_ceil(1024).clamp(1, ONE_REQUEST - 1),
+            waiting: AtomicBool::new(false),
+            freed: Notify::new(),
+        }
     }
 
-    fn try_take(self: &Arc<Self>) -> Option<Permit<'_>> {
+    /// What a request whose params take `bytes` counts (its KiB, at least one).
+    fn weight(&self, bytes: usize) -> u64 {
+        ONE_REQUEST + (bytes as u64).div_ceil(1024).clamp(1, self.max_kib)
+    }
+
+    fn try_take(self: &Arc<Self>, bytes: usize) -> Option<Permit<'_>> {
+        let weight = self.weight(bytes);
         self.in_use
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < self.max).then_some(n + 1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                let (running, kib) = (n >> KIB_BITS, n & (ONE_REQUEST - 1));
+                let fits = running < self.max && kib + (weight & (ONE_REQUEST - 1)) <= self.max_kib;
+                (running == 0 || fits).then_some(n + weight)
+            })
             .ok()
-            .map(|_| Permit(self))
+            .map(|_| Permit(self, weight))
     }
 
     /// Wait for a permit (the dispatcher task only: one waiter at a time).
-    async fn take(self: &Arc<Self>) -> Permit<'_> {
+    async fn take(self: &Arc<Self>, bytes: usize) -> Permit<'_> {
         loop {
-            if let Some(permit) = self.try_take() {
+            if let Some(permit) = self.try_take(bytes) {
                 return permit;
             }
             // Announced before the second check: a release from here on notifies (a release
             // between the check and the wait leaves its notification stored in `freed`).
             self.waiting.store(true, Ordering::SeqCst);
-            if let Some(permit) = self.try_take() {
+            if let Some(permit) = self.try_take(bytes) {
                 self.waiting.store(false, Ordering::Relaxed);
                 return permit;
             }
@@ -125,21 +165,21 @@ impl Permits {
         }
     }
 
-    fn give(&self) {
-        self.in_use.fetch_sub(1, Ordering::SeqCst);
+    fn give(&self, weight: u64) {
+        self.in_use.fetch_sub(weight, Ordering::SeqCst);
         if self.waiting.load(Ordering::SeqCst) {
             self.freed.notify_one();
         }
     }
 }
 
-/// One in-flight request's permit, given back when dropped.
-struct Permit<'a>(&'a Arc<Permits>);
+/// One in-flight request's permit (and its weight), given back when dropped.
+struct Permit<'a>(&'a Arc<Permits>, u64);
 
 impl Permit<'_> {
     /// For a handler that goes on as its own task.
     fn owned(self) -> OwnedPermit {
-        let owned = OwnedPermit(self.0.clone());
+        let owned = OwnedPermit(self.0.clone(), self.1);
         std::mem::forget(self);
         owned
     }
@@ -147,15 +187,15 @@ impl Permit<'_> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        self.0.give();
+        self.0.give(self.1);
     }
 }
 
-struct OwnedPermit(Arc<Permits>);
+struct OwnedPermit(Arc<Permits>, u64);
 
 impl Drop for OwnedPermit {
     fn drop(&mut self) {
-        self.0.give();
+        self.0.give(self.1);
     }
 }
 
@@ -214,9 +254,12 @@ impl Lane {
                 continue;
             }
             self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
-            // Queued: a cancellation (or a reused id) read meanwhile must find it.
+            self.dispatcher.shared.hold_inbound(item.held_bytes());
+            // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it
+            // at once.
             if let Inbound::Request { slot, .. } = &item {
                 slot.register();
+                slot.set_queued(true);
             }
             q.items.push_back(item);
             return Ok(None);
@@ -246,8 +289,10 @@ impl Lane {
                 let taken = self.taken.load(Ordering::Acquire);
                 self.taken.store(taken - 1, Ordering::Release);
                 self.dispatcher.shared.queued.fetch_add(1, Ordering::AcqRel);
+                self.dispatcher.shared.hold_inbound(item.held_bytes());
                 if let Inbound::Request { slot, .. } = &item {
                     slot.register();
+                    slot.set_queued(true);
                 }
                 q.items.push_front(item);
             }
@@ -287,7 +332,7 @@ impl Lane {
                     if !d.shared.outbound.has_room() {
                         return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     }
-                    let Some(permit) = d.permits.try_take() else {
+                    let Some(permit) = d.permits.try_take(params_len(&params)) else {
                         return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     };
                     d.shared.settle.set_handled(taken);
@@ -298,6 +343,11 @@ impl Lane {
                 Step::Done(None)
             }
         }
+    }
+
+    /// Someone works the lane (a notification handler still running, messages queued).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.owner.load(Ordering::Acquire) != owner::IDLE
     }
 
     /// The reader stopped (after the peer's EOF the messages it read are still dispatched; then
@@ -359,6 +409,7 @@ impl Lane {
                 if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
                     d.shared.space.notify_one();
                 }
+                d.shared.release_inbound(item.held_bytes());
                 let taken = self.taken.load(Ordering::Acquire) + 1;
                 self.taken.store(taken, Ordering::Release);
                 if !d.dispatch(item, taken, &shutdown).await {
@@ -409,15 +460,29 @@ impl Dispatcher {
                     }
                     _ = self.shared.outbound.wait_room() => {}
                 }
-                let permit = tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => None,
-                    permit = self.permits.take() => Some(permit),
+                let bytes = params_len(&params);
+                let permit = match self.permits.try_take(bytes) {
+                    Some(permit) => Some(permit),
+                    // A request cancelled while it waits for a slot is answered by the reader at
+                    // once; the lane goes on to what follows it.
+                    None => tokio::select! {
+                        biased;
+                        _ = shutdown.cancelled() => None,
+                        _ = slot.cancellation().cancelled() => {
+                            slot.answer_unanswered("cancelled before it started");
+                            return true;
+                        }
+                        permit = self.permits.take(bytes) => Some(permit),
+                    },
                 };
                 let Some(permit) = permit else {
                     slot.answer_unanswered(closed);
                     return false;
                 };
+                slot.set_queued(false);
+                if slot.is_answered() {
+                    return true;
+                }
                 let mut start = Some((method, params, slot, permit));
                 std::future::poll_fn(|cx| {
                     if let Some((method, params, slot, permit)) = start.take() {
@@ -514,7 +579,12 @@ impl Dispatcher {
             None => match self.router.fallback_handler() {
                 Some(f) => Some(f(request, responder)),
                 None => {
-                    tracing::debug!(target: crate::LOG_TARGET, method = %request.method, id = %request.id(), "unknown method answered -32601");
+                    tracing::debug!(
+                        target: crate::LOG_TARGET,
+                        method = %super::trace::quote(&self.shared, &request.method),
+                        id = %super::trace::quote(&self.shared, request.id()),
+                        "unknown method answered -32601"
+                    );
                     responder.err(ErrorObject::method_not_found(&request.method));
                     None
                 }
@@ -527,7 +597,7 @@ impl Dispatcher {
     fn notification_start(&self, method: String, params: Option<Box<RawValue>>) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             let Some((name, fallback)) = self.router.notification_fallback_handler() else {
-                self.unknown.dropped(&method);
+                self.unknown.dropped(&method, &self.shared.outbound.tracer);
                 return None;
             };
             let peer = self.handle.clone();
@@ -563,6 +633,11 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// The bytes a request's params hold (what its permit weighs).
+fn params_len(params: &Option<Box<RawValue>>) -> usize {
+    params.as_ref().map_or(0, |p| p.get().len())
 }
 
 /// Poll a notification handler once under panic supervision; a panic is logged and ends it.

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures::task::AtomicWaker;
 use tokio::io::AsyncWrite;
 use tokio::sync::{Notify, Semaphore};
@@ -53,19 +53,63 @@ pub(crate) enum Chunk {
     /// One message's body: a large one on a byte stream (framed as it is written, not copied),
     /// every message on a message transport.
     Body(Vec<u8>),
+    /// A body shared with other connections (a broadcast), framed as it is written.
+    Shared(Bytes),
+}
+
+impl Chunk {
+    /// A body chunk's message (empty for encoded bytes, which carry their framing).
+    fn body(&self) -> &[u8] {
+        match self {
+            Chunk::Body(body) => body,
+            Chunk::Shared(body) => body,
+            Chunk::Encoded(_) => &[],
+        }
+    }
 }
 
 /// What a take freed (see [`Outbound::took_locked`]).
 struct Taken {
     /// A sender waits for budget.
     room: bool,
-    /// Bytes of answers taken.
-    answers: usize,
+    /// Answers held back new work and fewer do now.
+    drained: bool,
+    /// The queue was over its budget (a broadcast backlog): a watcher waits for this take.
+    caught_up: bool,
 }
 
 /// The queue is closed; the connection is ending.
 #[derive(Debug)]
 pub(crate) struct Closed;
+
+/// Why a shared body was not queued.
+#[derive(Debug)]
+pub(crate) enum SharedRefused {
+    /// The queue is closed.
+    Closed,
+    /// The peer has this many bytes queued already: the body would take it past the limit.
+    Backlog { queued: usize },
+}
+
+/// A body that will wait behind others holds no more than it needs: one that grew by doubling
+/// as it was encoded may hold twice its length, and a peer that does not read makes it wait. (One
+/// written at once keeps its buffer: shrinking may copy it.)
+fn shrunk_if_waiting(q: &Queue, mut body: Vec<u8>) -> Vec<u8> {
+    let waits = q.in_writer > 0 || q.chunks.len() > 1;
+    if waits && body.capacity() - body.len() > body.len() / 4 {
+        body.shrink_to_fit();
+    }
+    body
+}
+
+/// Close the tail buffer of small messages into a chunk of its own (a body queued next must
+/// follow it).
+fn seal_tail(q: &mut Queue) {
+    if !q.tail.is_empty() {
+        let sealed = std::mem::take(&mut q.tail);
+        q.chunks.push_back(Chunk::Encoded(sealed));
+    }
+}
 
 /// Who writes the queue now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +145,13 @@ struct Queue {
     budgeted: usize,
     /// Bytes of queued responses and cancellations (see [`Outbound::unbudgeted`]).
     unbudgeted: usize,
+    /// Bytes the writer has taken and not finished writing (its batch): they no longer count
+    /// against the budget of senders, but a broadcast backlog counts them (a peer that does not
+    /// read keeps them here).
+    in_writer: usize,
+    /// Of those, bytes of responses and cancellations: they still hold back new work (see
+    /// [`Outbound::unbudgeted`]).
+    answers_in_writer: usize,
     /// A sender waits for room (it is first in line: the others wait for the turnstile).
     waiting: bool,
     /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline
@@ -136,12 +187,15 @@ pub(crate) struct Outbound {
     room: Notify,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
-    /// Bytes of responses and cancellations queued without waiting for the budget. They cannot
-    /// wait (they are sent from `Drop`), so instead nothing that produces more of them (a new
-    /// inbound request, an error answer to garbage) starts while they exceed the budget.
+    /// Bytes of responses and cancellations queued without waiting for the budget, or taken by
+    /// the writer and not written yet. They cannot wait (they are sent from `Drop`), so instead
+    /// nothing that produces more of them (a new inbound request, an error answer to garbage)
+    /// starts while they exceed the budget.
     unbudgeted: AtomicUsize,
-    /// Signalled when the writer takes unbudgeted bytes (or the queue closes).
+    /// Signalled when fewer unbudgeted bytes wait (or the queue closes).
     drained: Notify,
+    /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
+    caught_up: Notify,
 }
 
 impl Outbound {
@@ -157,6 +211,8 @@ impl Outbound {
                 held: false,
                 budgeted: 0,
                 unbudgeted: 0,
+                in_writer: 0,
+                answers_in_writer: 0,
                 waiting: false,
                 spare: BytesMut::new(),
             }),
@@ -170,6 +226,7 @@ impl Outbound {
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
+            caught_up: Notify::new(),
         }
     }
 
@@ -244,7 +301,7 @@ impl Outbound {
         }
         q.unbudgeted += body.len();
         // Only ever changed under the queue lock: a plain store keeps the mirror exact.
-        self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+        self.unbudgeted.store(q.unbudgeted + q.answers_in_writer, Ordering::Release);
         self.push_locked(q, body, true)
     }
 
@@ -261,14 +318,72 @@ impl Outbound {
             }
             Some(codec) => {
                 codec.prepare_body(&mut body);
-                if !q.tail.is_empty() {
-                    let sealed = std::mem::take(&mut q.tail);
-                    q.chunks.push_back(Chunk::Encoded(sealed));
-                }
+                seal_tail(&mut q);
+                let body = shrunk_if_waiting(&q, body);
                 q.chunks.push_back(Chunk::Body(body));
             }
-            None => q.chunks.push_back(Chunk::Body(body)),
+            None => {
+                let body = shrunk_if_waiting(&q, body);
+                q.chunks.push_back(Chunk::Body(body));
+            }
         }
+        self.schedule_locked(q, inline, spent);
+        Ok(())
+    }
+
+    /// Queue a body shared with other connections (a broadcast): never waits, and its bytes
+    /// count against the budget like a notification's, even past it. `Ok(true)`: queued, and
+    /// what waits for the peer (queued, or taken by the writer and not written yet) is over the
+    /// budget now (the peer is lagging). Refused (not queued) when it would take that past
+    /// `hard_max` (unless nothing waits: one message always gets in).
+    /// `body` must be on one line already (see `framing::flatten`).
+    pub(crate) fn send_shared(&self, body: &Bytes, hard_max: usize) -> Result<bool, SharedRefused> {
+        let n = body.len().max(1);
+        let mut q = self.lock();
+        if self.closed.load(Ordering::Acquire) || q.dead {
+            return Err(SharedRefused::Closed);
+        }
+        let queued = q.budgeted + q.unbudgeted + q.in_writer;
+        if queued > 0 && queued + n > hard_max {
+            return Err(SharedRefused::Backlog { queued });
+        }
+        q.budgeted += n;
+        let over = queued + n > self.budget_max;
+        self.tracer.message(Direction::Outgoing, body);
+        match &self.codec {
+            Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, &mut q.tail),
+            Some(_) => {
+                seal_tail(&mut q);
+                q.chunks.push_back(Chunk::Shared(body.clone()));
+            }
+            None => q.chunks.push_back(Chunk::Shared(body.clone())),
+        }
+        self.schedule_locked(q, false, None);
+        Ok(over)
+    }
+
+    /// Wait until what waits for the peer (queued, or taken by the writer and not written yet)
+    /// is within the budget again, or the queue closes.
+    pub(crate) async fn wait_within_budget(&self) {
+        loop {
+            let caught_up = self.caught_up.notified();
+            tokio::pin!(caught_up);
+            caught_up.as_mut().enable();
+            {
+                let q = self.lock();
+                if q.budgeted + q.unbudgeted + q.in_writer <= self.budget_max || self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            caught_up.await;
+        }
+    }
+
+    /// Decide who writes what was just queued (and write it here, after the lock, if it is this
+    /// caller): this task now, the reader before it waits, the writer task, or whoever writes
+    /// already. `spent` is a body copied into the tail, given back to this thread's pool.
+    #[inline(always)]
+    fn schedule_locked(&self, mut q: MutexGuard<'_, Queue>, inline: bool, spent: Option<Vec<u8>>) {
         // Who writes it: this task (now), the reader (before it waits), the writer task (woken
         // here), or whoever writes already.
         let (write_here, wake_task) = match q.owner {
@@ -310,7 +425,6 @@ impl Outbound {
         if write_here {
             self.write_inline(first);
         }
-        Ok(())
     }
 
     /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
@@ -375,15 +489,29 @@ impl Outbound {
     ) -> bool {
         let mut q = self.lock();
         if q.chunks.is_empty() && q.tail.is_empty() {
+            // The batch taken before is written.
+            let was_over = std::mem::take(&mut q.in_writer) > self.budget_max;
+            let answers = std::mem::take(&mut q.answers_in_writer);
+            if answers > 0 {
+                self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+            }
+            let drained = answers + q.unbudgeted > self.budget_max;
             let was = std::mem::replace(&mut q.owner, Owner::Idle);
             if q.spare.capacity() == 0
                 && let Some(spare) = spare.take()
             {
                 q.spare = spare;
             }
-            if was == Owner::Inline && q.ending {
-                drop(q);
+            let wake = was == Owner::Inline && q.ending;
+            drop(q);
+            if wake {
                 self.task.wake();
+            }
+            if was_over {
+                self.caught_up.notify_waiters();
+            }
+            if drained {
+                self.drained.notify_waiters();
             }
             return false;
         }
@@ -399,12 +527,19 @@ impl Outbound {
     /// budget. Returns what [`Outbound::after_take`] needs once the lock is let go.
     fn took_locked(&self, q: &mut Queue) -> Taken {
         let room = q.waiting && q.budgeted > 0;
+        let caught_up = q.budgeted + q.unbudgeted + q.in_writer > self.budget_max;
+        // The batch taken before (if any) is written: the writer takes only when it is done.
+        q.in_writer = q.budgeted + q.unbudgeted;
         q.budgeted = 0;
-        let answers = std::mem::take(&mut q.unbudgeted);
-        if answers > 0 {
-            self.unbudgeted.store(0, Ordering::Release);
+        // Answers taken still hold back new work until they are written: the mirror drops by
+        // those of the batch before.
+        let before = q.unbudgeted + q.answers_in_writer;
+        q.answers_in_writer = std::mem::take(&mut q.unbudgeted);
+        if q.answers_in_writer != before {
+            self.unbudgeted.store(q.answers_in_writer, Ordering::Release);
         }
-        Taken { room, answers }
+        let drained = before > self.budget_max && q.answers_in_writer < before;
+        Taken { room, drained, caught_up }
     }
 
     /// Wake who waits for what a take freed.
@@ -412,8 +547,11 @@ impl Outbound {
         if taken.room {
             self.room.notify_waiters();
         }
-        if taken.answers > self.budget_max {
+        if taken.drained {
             self.drained.notify_waiters();
+        }
+        if taken.caught_up {
+            self.caught_up.notify_waiters();
         }
     }
 
@@ -459,6 +597,7 @@ impl Outbound {
         self.turnstile.close();
         self.room.notify_waiters();
         self.drained.notify_waiters();
+        self.caught_up.notify_waiters();
     }
 
     /// The writer is gone: refuse everything and drop what is left.
@@ -620,7 +759,8 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
         self.dirty = true;
         match chunk {
             Chunk::Encoded(bytes) => ready!(Self::poll_write_all(&mut self.io, cx, bytes, &mut self.pos))?,
-            Chunk::Body(body) => {
+            Chunk::Body(_) | Chunk::Shared(_) => {
+                let body = chunk.body();
                 while self.stage < 3 {
                     let piece: &[u8] = match self.stage {
                         0 => &self.head,
@@ -659,9 +799,9 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
         loop {
             ready!(self.poll_current(cx))?;
             if let Some(chunk) = self.chunks.pop_front() {
-                if let Chunk::Body(body) = &chunk {
+                if let Chunk::Body(_) | Chunk::Shared(_) = &chunk {
                     self.head.clear();
-                    self.codec.encode_prefix(body.len(), &mut self.head);
+                    self.codec.encode_prefix(chunk.body().len(), &mut self.head);
                     self.foot.clear();
                     self.codec.encode_suffix(&mut self.foot);
                 }
@@ -735,8 +875,11 @@ where
                 continue;
             }
             if let Some(chunk) = self.chunks.pop_front() {
-                if let Chunk::Body(body) = chunk {
-                    self.next = Some(body);
+                match chunk {
+                    Chunk::Body(body) => self.next = Some(body),
+                    // The sink takes its own copy: made as it is sent, not while it waits.
+                    Chunk::Shared(body) => self.next = Some(body.to_vec()),
+                    Chunk::Encoded(_) => {}
                 }
                 continue;
             }
