@@ -11,6 +11,13 @@
 //! Options: `--addr HOST:PORT` (loopback by default), `--websocket`, `--max-connections N`.
 //! Ctrl-C shuts down gracefully: clients are told, requests in flight finish (5 s at most).
 //! Logs go to stderr (`RUST_LOG=debug` for every connection).
+//!
+//! What a client can make the server hold is bounded: messages of 1 MiB at most, names of 64
+//! bytes, keys of 256 bytes and values of 64 KiB (larger ones are refused with `-32602`), a
+//! 5-second timeout on the server's own calls to a client, and the server's defaults for the
+//! rest (a message must arrive within 30 s once begun; a client that does not read its pushes
+//! is disconnected once it lags by twice its 8 MiB outbound buffer, or by that buffer for 10 s).
+//! Clients may stay quiet for as long as they like (they watch).
 
 #[path = "kv/protocol.rs"]
 mod protocol;
@@ -19,8 +26,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsonrpc_duplex::RpcError;
-use jsonrpc_duplex::server::{Server, ServerHandle};
+use jsonrpc_duplex::server::{ServerBuilder, ServerHandle};
+use jsonrpc_duplex::{Connection, RpcError};
 use protocol::*;
 use tokio::sync::watch;
 
@@ -30,6 +37,24 @@ struct State {
     store: Mutex<BTreeMap<String, String>>,
     /// Connection id → the name the client gave.
     names: Mutex<HashMap<u64, String>>,
+}
+
+/// The largest message a client may send (and the server send it).
+const MAX_MESSAGE: usize = 1024 * 1024;
+/// The longest client name taken as given (a longer one is replaced by `guest-N`).
+const MAX_NAME: usize = 64;
+/// The longest key and value a client may set.
+const MAX_KEY: usize = 256;
+const MAX_VALUE: usize = 64 * 1024;
+/// How long the server waits for a client to answer its own calls.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Refuse a key or value over its limit (`-32602`, naming it).
+fn check_size(what: &str, text: &str, max: usize) -> Result<(), RpcError> {
+    if text.len() > max {
+        return Err(RpcError::invalid_params(format!("the {what} has {} bytes; at most {max} are taken", text.len())));
+    }
+    Ok(())
 }
 
 /// Tell every client.
@@ -60,6 +85,8 @@ impl Session {
 
 impl Store for Session {
     async fn set(&self, key: String, value: String) -> Result<Option<String>, RpcError> {
+        check_size("key", &key, MAX_KEY)?;
+        check_size("value", &value, MAX_VALUE)?;
         let old = self.state.store.lock().unwrap().insert(key.clone(), value.clone());
         push(&self.server, Event::Set { key, value, by: self.name().await });
         Ok(old)
@@ -126,7 +153,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let state = Arc::new(State::default());
 
     let factory_state = state.clone();
-    let builder = Server::builder().max_connections(options.max_connections).serve_with(move |peer| {
+    let connection = Connection::builder().max_message_size(MAX_MESSAGE).default_timeout(CALL_TIMEOUT);
+    let builder = ServerBuilder::new(connection)
+        .max_connections(options.max_connections)
+        // Watchers listen quietly; the message read timeout still cuts a client that trickles.
+        .idle_timeout(None);
+    let builder = builder.serve_with(move |peer| {
         // Runs as each client connects, before its first message is read.
         let (id, handle, server, state) =
             (peer.id(), peer.handle().clone(), peer.server().clone(), factory_state.clone());
@@ -134,8 +166,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (name_tx, name_rx) = watch::channel(None);
         tokio::spawn(async move {
             // A call to the client: who are you?
+            // The name is pushed to every client: bounded in size (the call in time, through
+            // the connection's default timeout).
             let name = match WatcherClient::new(handle.clone()).name().await {
-                Ok(name) => name,
+                Ok(name) if name.len() <= MAX_NAME && !name.chars().any(char::is_control) => name,
+                Ok(name) => {
+                    tracing::warn!(id, bytes = name.len(), "the client's name is too long or not printable");
+                    format!("guest-{id}")
+                }
                 Err(e) => {
                     tracing::warn!(id, "the client did not say its name: {e}");
                     format!("guest-{id}")

@@ -192,3 +192,72 @@ async fn invalid_params_and_unknown_methods_inside_a_batch_are_answered_inside_i
     assert_eq!(got["3"]["error"]["code"], -32600);
     assert_eq!(got["4"], json!({"result":1}));
 }
+
+/// Members that are arrays are not messages, however much they look like one read in field
+/// order (`["2.0", id, method, params]`): each is answered `-32600` and nothing runs.
+#[tokio::test]
+async fn batch_members_that_are_arrays_are_invalid_requests_and_never_run() {
+    let (_conn, mut peer, notes) = setup();
+    peer.send(r#"[["2.0",1,"sum",[5]],["2.0",null,"notify_hello",[7]],["2.0","x","get_data"]]"#).await;
+    let answer = peer.recv().await;
+    let items = answer.as_array().unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(items.len(), 3, "{answer}");
+    for item in items {
+        assert_eq!((&item["id"], &item["error"]["code"]), (&Value::Null, &json!(-32600)), "{answer}");
+        assert!(item.get("result").is_none(), "{answer}");
+    }
+    assert!(notes.lock().unwrap().is_empty(), "a notification in an array must not run");
+}
+
+#[tokio::test]
+async fn a_batch_longer_than_the_limit_is_one_invalid_request_with_a_null_id() {
+    let limits = jsonrpc_duplex::Limits { max_batch_len: 3, ..Default::default() };
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let (_conn, mut peer) = pair(server(notes.clone()).limits(limits), Framing::ContentLength);
+    let call = |id: usize| json!({"jsonrpc":"2.0","method":"sum","params":[id],"id":id});
+    peer.send_json(json!([call(1), call(2), call(3)])).await;
+    assert_eq!(by_id(&peer.recv().await).len(), 3);
+    peer.send_json(json!([call(1), call(2), call(3), call(4)])).await;
+    let answer = peer.recv().await;
+    assert!(answer.is_object(), "a single error object, not an array: {answer}");
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&Value::Null, &json!(-32600)), "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("at most 3"), "{answer}");
+    // The default limit: a 2 MB batch of a million members costs one short error.
+    let (_conn, mut peer, _notes) = setup();
+    let huge = format!("[{}1]", "1,".repeat(1_000_000));
+    peer.send(huge).await;
+    let answer = peer.recv_text().await;
+    assert!(answer.len() < 200, "{answer}");
+    assert!(answer.contains("-32600") && answer.contains("at most 1000"), "{answer}");
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"sum","params":[1]}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":1,"result":1})).await;
+}
+
+/// The answer to a batch is one message: it stays within the message size limit as a whole.
+#[tokio::test]
+async fn a_batchs_answer_over_the_size_limit_has_its_members_replaced_then_is_refused_whole() {
+    let big = "x".repeat(300);
+    let router = Router::new().method("big", move |(): (), _ctx| {
+        let big = big.clone();
+        async move { Ok::<_, ErrorObject>(big) }
+    });
+    let builder = Connection::builder().serve(router).max_message_size(1000);
+    let (_conn, mut peer) = pair(builder, Framing::ContentLength);
+    let call = |id: usize| json!({"jsonrpc":"2.0","method":"big","id":id});
+    // Two answers of about 340 bytes fit in 1000; the third is replaced by a short error.
+    peer.send_json(json!([call(1), call(2), call(3)])).await;
+    let text = peer.recv_text().await;
+    assert!(text.len() <= 1000, "{} bytes: {text}", text.len());
+    let got = by_id(&serde_json::from_str(&text).unwrap());
+    assert_eq!(got.values().filter(|v| v.get("result").is_some()).count(), 2, "{text}");
+    let replaced: Vec<_> = got.values().filter(|v| v.get("error").is_some()).collect();
+    assert_eq!(replaced.len(), 1, "{text}");
+    assert_eq!(replaced[0]["error"]["code"], -32603);
+    assert!(replaced[0]["error"]["message"].as_str().unwrap().contains("limit of 1000 bytes"), "{text}");
+    // Ten of them: not even the errors fit, so the batch gets one error with a null id.
+    peer.send_json(Value::Array((1..=10).map(call).collect())).await;
+    let answer = peer.recv().await;
+    assert!(answer.is_object(), "{answer}");
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&Value::Null, &json!(-32603)), "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("limit of 1000 bytes"), "{answer}");
+}

@@ -193,7 +193,7 @@ async fn a_cancel_for_an_unknown_or_finished_request_is_ignored() {
 }
 
 #[tokio::test]
-async fn a_cancel_bypasses_the_ordered_lane_and_the_queued_request_never_runs() {
+async fn a_cancel_bypasses_the_ordered_lane_answers_the_queued_request_at_once_and_it_never_runs() {
     let release = Arc::new(Notify::new());
     let ran = Arc::new(Mutex::new(false));
     let (r, ran2) = (release.clone(), ran.clone());
@@ -213,10 +213,11 @@ async fn a_cancel_bypasses_the_ordered_lane_and_the_queued_request_never_runs() 
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"queued"}"#).await;
     peer.send(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#).await;
-    peer.expect_silence(Duration::from_millis(50)).await;
-    release.notify_one();
+    // Answered when the cancellation is read, while the lane is still blocked.
     let (id, code, _) = peer.recv_error().await;
     assert_eq!((id, code), (json!(1), -32800));
+    release.notify_one();
+    peer.expect_silence(Duration::from_millis(50)).await;
     assert!(!*ran.lock().unwrap(), "a request cancelled before it started must not run");
 }
 

@@ -34,7 +34,7 @@ fn fixture() -> PathBuf {
 
 /// pyright's language server script, after `npm ci` if needed.
 fn pyright() -> PathBuf {
-    interop::npm_ready("lsp", &["pyright"]).join("node_modules").join("pyright").join("langserver.index.js")
+    interop::pyright()
 }
 
 /// The `pylsp` executable of the pinned venv under `target/`.

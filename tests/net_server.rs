@@ -244,6 +244,51 @@ async fn broadcast_skips_past_a_stalled_peer_and_then_drops_it() {
     }
 }
 
+/// A peer that does not read may lag by its outbound buffer (for the broadcast timeout), never
+/// by twice that: the broadcast that would take it there disconnects it at once, counted, while
+/// the others get everything. What it can make the server hold is bounded in bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_peer_is_disconnected_at_once_at_twice_its_outbound_buffer() {
+    let shared = Arc::new(Shared::default());
+    let limits = Limits { outbound_buffer: 256 * 1024, ..Limits::default() };
+    let (server, addr) = tcp_server(
+        ServerBuilder::new(Connection::builder().limits(limits))
+            // Long: only the byte bound can end the stalled peer within the test.
+            .broadcast_timeout(Duration::from_secs(60))
+            .serve_with(Session::factory(shared)),
+    )
+    .await;
+    let side = ClientSide::named("reader");
+    let reader = within(client(&side).connect_tcp(addr)).await.unwrap();
+    within(StoreClient::new(reader.handle()).add(0, 0)).await.unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(16 * 1024).unwrap();
+    let _stalled = socket.connect(addr).await.unwrap();
+    eventually("the stalled peer is served", || server.peers().len() == 2).await;
+
+    let text = "n".repeat(64 * 1024);
+    let mut sent = 0u64;
+    let mut disconnected_at = None;
+    while sent < 1000 {
+        let report = server.broadcast("watcher/news", (sent, &text)).unwrap();
+        sent += 1;
+        reach(&side.news_count, sent as usize).await;
+        if report.disconnected == 1 {
+            disconnected_at = Some(sent);
+            break;
+        }
+    }
+    let disconnected_at = disconnected_at.expect("the stalled peer was never disconnected");
+    // The kernel's socket buffers take a few MiB on loopback, the writer holds a batch, the
+    // queue at most 512 KiB; then it goes, without waiting for the broadcast timeout.
+    eprintln!("the stalled peer was disconnected at broadcast {disconnected_at} of 64 KiB");
+    assert!(disconnected_at < 256, "disconnected only after {disconnected_at} broadcasts of 64 KiB");
+    assert_eq!(server.stats().lagged_out, 1);
+    eventually("only the reader remains", || server.peers().len() == 1).await;
+    assert_eq!(*side.news.lock().unwrap(), (0..sent).collect::<Vec<_>>(), "in order, none missing");
+    assert!(!reader.is_closed());
+}
+
 /// A service built per connection sees its own peer; a clash with the shared service closes
 /// that connection with a reason naming the method, and does not affect the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

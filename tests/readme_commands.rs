@@ -93,7 +93,24 @@ fn root() -> &'static Path {
 #[test]
 fn the_readme_shows_only_commands_that_run_here() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let shown = command_lines(&readme);
+    let mut shown = command_lines(&readme);
+    // The terminal sessions are `jrpc`'s, run by the cli crate's own README test; they must all
+    // stand in its section.
+    let jrpc = readme.find(JRPC_SECTION).map(|start| {
+        let rest = &readme[start + JRPC_SECTION.len()..];
+        &readme[start..start + JRPC_SECTION.len() + rest.find("\n## ").unwrap_or(rest.len())]
+    });
+    let in_sessions = jrpc.map(command_lines).unwrap_or_default();
+    shown.retain(|line| match line.strip_prefix("$ ") {
+        None => true,
+        Some(_) => {
+            assert!(
+                in_sessions.contains(line),
+                "{line:?}: only the jrpc section ({JRPC_SECTION:?}) may show a terminal session; use a `sh` block"
+            );
+            false
+        }
+    });
     assert!(shown.len() >= COMMANDS.len(), "the scan found too little: {shown:?}");
     let unrun: Vec<_> = shown.iter().filter(|line| !COMMANDS.contains(&line.as_str())).collect();
     assert!(
@@ -109,6 +126,7 @@ fn the_readme_shows_only_commands_that_run_here() {
 fn the_scan_finds_blocks_and_spans_and_skips_the_rest() {
     let text = "```sh\ncargo run --example a   # a comment\n\ncargo test\n```\n\
                 ```rust\nlet x = `cargo not this`;\n```\n\
+                ```console\n$ jrpc show t.jsonl\n0.002 C→S req  initialize\n```\n\
                 Run `cargo bench --bench b` or `scripts/x.sh 3`; `RUST_LOG=debug` alone, `Framing::ContentLength`, \
                 `--bench c` and `.stdio()` are no commands, but `RUST_LOG=trace cargo run` is, and `cargo\n\
                 doc` across two lines.\n";
@@ -117,6 +135,7 @@ fn the_scan_finds_blocks_and_spans_and_skips_the_rest() {
         [
             "cargo run --example a",
             "cargo test",
+            "$ jrpc show t.jsonl",
             "cargo bench --bench b",
             "scripts/x.sh 3",
             "RUST_LOG=trace cargo run",
@@ -143,8 +162,8 @@ fn words_split_like_a_shell_does_for_simple_commands() {
 /// The command lines of a Markdown text, in order (see the module's documentation).
 fn command_lines(markdown: &str) -> Vec<String> {
     let mut found = Vec::new();
-    // `Some(is_shell)` inside a fenced block.
-    let mut fence: Option<bool> = None;
+    // Inside a fenced block: what kind.
+    let mut fence: Option<Fence> = None;
     // The text since the last fence: inline spans may run across its lines.
     let mut text = String::new();
     for line in markdown.lines() {
@@ -154,19 +173,29 @@ fn command_lines(markdown: &str) -> Vec<String> {
                 Some(_) => None,
                 None => {
                     spans(&std::mem::take(&mut text), &mut found);
-                    Some(matches!(info.trim(), "sh" | "bash" | "shell" | "console"))
+                    Some(match info.trim() {
+                        "sh" | "bash" | "shell" => Fence::Shell,
+                        "console" => Fence::Console,
+                        _ => Fence::Other,
+                    })
                 }
             };
             continue;
         }
         match fence {
-            Some(true) => {
+            Some(Fence::Shell) => {
                 let command = line.find(" #").map_or(line, |at| &line[..at]).trim();
                 if !command.is_empty() {
                     found.push(command.to_owned());
                 }
             }
-            Some(false) => {}
+            // A session: `$ ` lines are commands, the rest is what they printed.
+            Some(Fence::Console) => {
+                if let Some(command) = line.strip_prefix("$ ") {
+                    found.push(format!("$ {}", command.trim()));
+                }
+            }
+            Some(Fence::Other) => {}
             None => {
                 text.push_str(line);
                 text.push('\n');
@@ -176,6 +205,21 @@ fn command_lines(markdown: &str) -> Vec<String> {
     spans(&text, &mut found);
     found
 }
+
+/// The kinds of fenced blocks.
+#[derive(Clone, Copy)]
+enum Fence {
+    /// Every line is a command.
+    Shell,
+    /// A terminal session: `$ command` lines and their output.
+    Console,
+    /// Not commands (Rust, JSON, …).
+    Other,
+}
+
+/// The README's section on `jrpc`: `cli/tests/readme.rs` installs the tool and runs every `$ `
+/// line of its `console` blocks exactly as written, comparing their output with the README's.
+const JRPC_SECTION: &str = "## See the conversation: `jrpc`";
 
 /// The inline code spans of `text` that are command lines (a line break inside one is a space).
 fn spans(text: &str, found: &mut Vec<String>) {

@@ -415,3 +415,23 @@ async fn the_connection_ending_drops_every_producer() {
     within(conn.closed()).await;
     drop(tx);
 }
+
+/// Streams offered and never pulled are bounded per connection: one beyond the limit is refused
+/// with an error naming it, and one that ends makes room.
+#[tokio::test]
+async fn offered_streams_beyond_the_limit_are_refused_with_a_clear_error() {
+    let (tx, _made) = mpsc::unbounded_channel();
+    let limits = jsonrpc_duplex::Limits { max_offered_streams: 2, ..Default::default() };
+    let builder = Connection::builder().limits(limits).serve(count_to(tx, StreamSettings::new()));
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    assert_eq!(call(&mut peer, 1, "countTo", json!([5])).await, json!({"jsonrpc":"2.0","id":1,"result":{"token":1}}));
+    assert_eq!(call(&mut peer, 2, "countTo", json!([5])).await, json!({"jsonrpc":"2.0","id":2,"result":{"token":2}}));
+    let refused = call(&mut peer, 3, "countTo", json!([5])).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("2 live offered streams") && message.contains("max_offered_streams"), "{message}");
+    // An abort ends one: the next offer fits again.
+    peer.send(r#"{"jsonrpc":"2.0","method":"$/enumerator/abort","params":[1]}"#).await;
+    let again = call(&mut peer, 4, "countTo", json!([5])).await;
+    assert!(again["result"]["token"].is_u64(), "{again}");
+}

@@ -23,6 +23,7 @@ pub mod handler;
 mod id_hash;
 pub mod message;
 pub mod progress;
+mod quote;
 mod scope;
 pub mod server;
 pub mod stream;
@@ -35,7 +36,7 @@ pub use connection::{
 };
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
-pub use message::{ErrorObject, Id, codes};
+pub use message::{ErrorObject, Id, IdNumber, codes};
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};
 pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;

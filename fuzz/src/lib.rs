@@ -241,11 +241,16 @@ pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(3600);
 pub fn small_limits() -> jsonrpc_duplex_core::Limits {
     jsonrpc_duplex_core::Limits {
         frame: FrameLimits { max_message_size: 4096, max_header_size: 256 },
+        max_batch_len: 8,
         max_concurrent_requests: 4,
+        max_concurrent_request_bytes: 8192,
         read_ahead: 8,
+        read_ahead_bytes: 8192,
         max_buffered_inbound: 64,
+        max_buffered_inbound_bytes: 65536,
         outbound_buffer: 4096,
         max_pending_calls: 16,
+        max_offered_streams: 8,
         max_trace_len: 256,
     }
 }

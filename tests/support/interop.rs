@@ -1,5 +1,6 @@
-//! Setup shared by the interop tests: third-party peers installed from committed lockfiles when
-//! missing (once per test binary), example binaries built on demand, bounded commands.
+//! Setup shared by the interop tests (of the root crate and of `cli/`): third-party peers
+//! installed from committed lockfiles when missing (once per test binary), example binaries built
+//! on demand, bounded commands.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -8,9 +9,15 @@ use std::process::Stdio;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// The workspace's root (this file serves the root crate's tests and those of members like `cli/`).
+pub(crate) fn workspace_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.ancestors().find(|dir| dir.join("tests").join("interop").is_dir()).unwrap_or(manifest).to_owned()
+}
+
 /// `tests/interop/<name>`.
 pub(crate) fn interop_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("interop").join(name)
+    workspace_dir().join("tests").join("interop").join(name)
 }
 
 /// `target/<profile>/` of this test binary (which lives in `target/<profile>/deps/`).
@@ -53,25 +60,95 @@ fn once<T: Clone + Send + 'static>(key: &str, init: impl FnOnce() -> Result<T, S
 /// Node is on the `PATH` and `tests/interop/<dir>` has `packages` installed: `npm ci` from its
 /// committed lockfile runs when one is missing.
 pub(crate) fn npm_ready(dir: &str, packages: &[&str]) -> PathBuf {
-    once(&format!("npm {dir}"), || {
+    npm_ready_at(&interop_dir(dir), packages)
+}
+
+/// [`npm_ready`] for a directory anywhere.
+pub(crate) fn npm_ready_at(path: &Path, packages: &[&str]) -> PathBuf {
+    once(&format!("npm {}", path.display()), || {
         let version = std::process::Command::new("node").arg("--version").output().map_err(|e| {
             format!("the interop tests need node (>= 20) and npm on the PATH, but node cannot be run: {e}")
         })?;
         if !version.status.success() {
             return Err(format!("`node --version` failed ({})", version.status));
         }
-        let path = interop_dir(dir);
         let installed = |name: &str| path.join("node_modules").join(name).join("package.json").is_file();
         if !packages.iter().all(|p| installed(p)) {
             run_bounded(
-                std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&path),
+                std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(path),
                 &format!("`npm ci` in {}", path.display()),
                 Duration::from_secs(180),
             )?;
         }
         match packages.iter().find(|p| !installed(p)) {
             Some(missing) => Err(format!("{missing} is not installed in {} after `npm ci`", path.display())),
-            None => Ok(path),
+            None => Ok(path.to_owned()),
+        }
+    })
+}
+
+/// pyright's language server script (`tests/interop/lsp`), after `npm ci` if needed.
+pub(crate) fn pyright() -> PathBuf {
+    npm_ready("lsp", &["pyright"]).join("node_modules").join("pyright").join("langserver.index.js")
+}
+
+/// The `pylsp` executable of a venv under `target/`, made (or remade) when the pinned
+/// requirements (`tests/interop/lsp/requirements.txt`) changed. Needs `python3` with `venv`.
+pub(crate) fn pylsp() -> PathBuf {
+    once("pylsp venv", || {
+        let requirements = interop_dir("lsp").join("requirements.txt");
+        let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+        let target = profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
+        let venv = target.join("interop-lsp").join("pylsp-venv");
+        let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
+        let pylsp = bin.join(format!("pylsp{}", std::env::consts::EXE_SUFFIX));
+        let marker = venv.join("installed-requirements.txt");
+        if pylsp.is_file() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
+            return Ok(pylsp);
+        }
+        let _ = std::fs::remove_dir_all(&venv);
+        run_bounded(
+            std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
+            "`python3 -m venv` (the pylsp interop tests need python3 with venv on the PATH)",
+            Duration::from_secs(120),
+        )?;
+        run_bounded(
+            std::process::Command::new(bin.join("pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
+                .arg(&requirements),
+            "`pip install -r tests/interop/lsp/requirements.txt`",
+            Duration::from_secs(300),
+        )?;
+        std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
+        if pylsp.is_file() { Ok(pylsp) } else { Err(format!("no {} after pip install", pylsp.display())) }
+    })
+}
+
+/// Debian's chromium at `/usr/bin/chromium`, installed with `apt-get` when missing (the HTML
+/// tests of `cli/` drive it headless). Fails with what to do when it cannot be installed.
+pub(crate) fn chromium() -> PathBuf {
+    once("chromium", || {
+        let path = PathBuf::from("/usr/bin/chromium");
+        if path.is_file() {
+            return Ok(path);
+        }
+        let how = "install Debian's chromium (`apt-get install -y chromium`) or run the tests as root on Debian";
+        run_bounded(
+            std::process::Command::new("apt-get").arg("update").arg("-qq"),
+            &format!("`apt-get update` (to install chromium for the HTML tests; {how})"),
+            Duration::from_secs(300),
+        )?;
+        run_bounded(
+            std::process::Command::new("apt-get")
+                .args(["install", "-y", "-qq", "--no-install-recommends", "chromium"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+            &format!("`apt-get install chromium` ({how})"),
+            Duration::from_secs(600),
+        )?;
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("no {} after apt-get install chromium; {how}", path.display()))
         }
     })
 }
@@ -91,45 +168,13 @@ pub(crate) fn example(name: &str) -> PathBuf {
         };
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = std::process::Command::new(cargo);
-        build.args(["build", "--example", name, "--profile", &profile]);
+        build.args(["build", "-p", "jsonrpc-duplex", "--example", name, "--profile", &profile]);
         run_bounded(
-            build.current_dir(env!("CARGO_MANIFEST_DIR")),
+            build.current_dir(workspace_dir()),
             &format!("building the {name} example"),
             Duration::from_secs(600),
         )
         .map_err(|e| format!("{e}; build it with `cargo build --example {name}`"))?;
         if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
-    })
-}
-
-/// The `pylsp` executable of a venv under `target/interop-lsp/`, made (or remade) from the pinned
-/// `tests/interop/lsp/requirements.txt` when missing or when the requirements changed.
-pub(crate) fn pylsp() -> PathBuf {
-    once("pylsp venv", || {
-        let requirements = interop_dir("lsp").join("requirements.txt");
-        let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-        let target = profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
-        let venv = target.join("interop-lsp").join("pylsp-venv");
-        let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
-        let pylsp = bin.join(format!("pylsp{}", std::env::consts::EXE_SUFFIX));
-        let marker = venv.join("installed-requirements.txt");
-        if pylsp.is_file() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
-            return Ok(pylsp);
-        }
-        let _ = std::fs::remove_dir_all(&venv);
-        run_bounded(
-            std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
-            "`python3 -m venv` (the pylsp tests need python3 with venv on the PATH)",
-            Duration::from_secs(120),
-        )?;
-        run_bounded(
-            std::process::Command::new(bin.join("pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
-                .arg(&requirements),
-            "`pip install -r tests/interop/lsp/requirements.txt`",
-            Duration::from_secs(300),
-        )?;
-        std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
-        if pylsp.is_file() { Ok(pylsp) } else { Err(format!("no {} after pip install", pylsp.display())) }
     })
 }

@@ -16,7 +16,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use serde_json::value::RawValue;
@@ -33,6 +33,20 @@ use crate::message::{ErrorObject, Id};
 pub(crate) enum Inbound {
     Request { method: String, params: Option<Box<RawValue>>, slot: Arc<ReplySlot> },
     Notification { method: String, params: Option<Box<RawValue>> },
+}
+
+/// What holding one message costs beyond its text (its slot, its place in the queue), counted
+/// against the byte read-ahead so that a flood of tiny messages counts too.
+pub(crate) const HELD_OVERHEAD: usize = 128;
+
+impl Inbound {
+    /// The bytes this message holds while it waits on the lane.
+    fn held_bytes(&self) -> usize {
+        let (method, params) = match self {
+            Inbound::Request { method, params, .. } | Inbound::Notification { method, params } => (method, params),
+        };
+        HELD_OVERHEAD + method.len() + params.as_ref().map_or(0, |p| p.get().len())
+    }
 }
 
 /// The lane, shared by the reader and the dispatcher task. Its hand-off is [`LaneTurns`]'s
@@ -57,38 +71,64 @@ pub(crate) struct Dispatcher {
     pub(crate) unknown: super::unknown::UnknownNotifications,
 }
 
-/// The in-flight request limit: a count, taken without a lock (a request that finishes in its
-/// first poll costs two atomic operations). Only the dispatcher task ever waits for a permit.
+/// The in-flight request limit, in requests and in the bytes of their params: one word, taken
+/// without a lock (a request that finishes in its first poll costs two atomic operations). Only
+/// the dispatcher task ever waits for a permit.
+///
+/// The word holds the requests running (above [`KIB_BITS`]) and the KiB their params held when
+/// they were read (below). A request may start while both are within their limits, or when none
+/// runs (one always may, however large).
 pub(crate) struct Permits {
-    in_use: AtomicUsize,
-    max: usize,
+    in_use: AtomicU64,
+    max: u64,
+    max_kib: u64,
     /// The dispatcher task waits for a permit.
     waiting: AtomicBool,
     freed: Notify,
 }
 
+/// Bits of [`Permits::in_use`] that count KiB (up to 1 PiB); the count is above them.
+const KIB_BITS: u32 = 40;
+const ONE_REQUEST: u64 = 1 << KIB_BITS;
+
 impl Permits {
-    pub(crate) fn new(max: usize) -> Self {
-        Permits { in_use: AtomicUsize::new(0), max: max.max(1), waiting: AtomicBool::new(false), freed: Notify::new() }
+    pub(crate) fn new(max: usize, max_bytes: usize) -> Self {
+        Permits {
+            in_use: AtomicU64::new(0),
+            max: (max as u64).clamp(1, (u64::MAX >> KIB_BITS) - 1),
+            max_kib: (max_bytes as u64).div_ceil(1024).clamp(1, ONE_REQUEST - 1),
+            waiting: AtomicBool::new(false),
+            freed: Notify::new(),
+        }
     }
 
-    fn try_take(self: &Arc<Self>) -> Option<Permit<'_>> {
+    /// What a request whose params take `bytes` counts (its KiB, at least one).
+    fn weight(&self, bytes: usize) -> u64 {
+        ONE_REQUEST + (bytes as u64).div_ceil(1024).clamp(1, self.max_kib)
+    }
+
+    fn try_take(self: &Arc<Self>, bytes: usize) -> Option<Permit<'_>> {
+        let weight = self.weight(bytes);
         self.in_use
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < self.max).then_some(n + 1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                let (running, kib) = (n >> KIB_BITS, n & (ONE_REQUEST - 1));
+                let fits = running < self.max && kib + (weight & (ONE_REQUEST - 1)) <= self.max_kib;
+                (running == 0 || fits).then_some(n + weight)
+            })
             .ok()
-            .map(|_| Permit(self))
+            .map(|_| Permit(self, weight))
     }
 
     /// Wait for a permit (the dispatcher task only: one waiter at a time).
-    async fn take(self: &Arc<Self>) -> Permit<'_> {
+    async fn take(self: &Arc<Self>, bytes: usize) -> Permit<'_> {
         loop {
-            if let Some(permit) = self.try_take() {
+            if let Some(permit) = self.try_take(bytes) {
                 return permit;
             }
             // Announced before the second check: a release from here on notifies (a release
             // between the check and the wait leaves its notification stored in `freed`).
             self.waiting.store(true, Ordering::SeqCst);
-            if let Some(permit) = self.try_take() {
+            if let Some(permit) = self.try_take(bytes) {
                 self.waiting.store(false, Ordering::Relaxed);
                 return permit;
             }
@@ -97,21 +137,21 @@ impl Permits {
         }
     }
 
-    fn give(&self) {
-        self.in_use.fetch_sub(1, Ordering::SeqCst);
+    fn give(&self, weight: u64) {
+        self.in_use.fetch_sub(weight, Ordering::SeqCst);
         if self.waiting.load(Ordering::SeqCst) {
             self.freed.notify_one();
         }
     }
 }
 
-/// One in-flight request's permit, given back when dropped.
-struct Permit<'a>(&'a Arc<Permits>);
+/// One in-flight request's permit (and its weight), given back when dropped.
+struct Permit<'a>(&'a Arc<Permits>, u64);
 
 impl Permit<'_> {
     /// For a handler that goes on as its own task.
     fn owned(self) -> OwnedPermit {
-        let owned = OwnedPermit(self.0.clone());
+        let owned = OwnedPermit(self.0.clone(), self.1);
         std::mem::forget(self);
         owned
     }
@@ -119,15 +159,15 @@ impl Permit<'_> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        self.0.give();
+        self.0.give(self.1);
     }
 }
 
-struct OwnedPermit(Arc<Permits>);
+struct OwnedPermit(Arc<Permits>, u64);
 
 impl Drop for OwnedPermit {
     fn drop(&mut self) {
-        self.0.give();
+        self.0.give(self.1);
     }
 }
 
@@ -151,11 +191,14 @@ impl Lane {
     /// `Ok` may hand back the reply slot of a request that is done with it, for reuse.
     pub(crate) fn offer(&self, item: Inbound, cx: &mut Context<'_>) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
         let shared = &self.dispatcher.shared;
-        // Queued: a cancellation (or a reused id) read meanwhile must find it.
+        // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it at
+        // once.
         let queued = |item: &Inbound| {
             shared.queued.fetch_add(1, Ordering::AcqRel);
+            shared.hold_inbound(item.held_bytes());
             if let Inbound::Request { slot, .. } = item {
                 slot.register();
+                slot.set_queued(true);
             }
         };
         let item = match self.turns.offer(item, queued) {
@@ -217,7 +260,7 @@ impl Lane {
                     if !d.shared.outbound.has_room() {
                         return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     }
-                    let Some(permit) = d.permits.try_take() else {
+                    let Some(permit) = d.permits.try_take(params_len(&params)) else {
                         return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     };
                     d.shared.settle.set_handled(taken);
@@ -228,6 +271,11 @@ impl Lane {
                 Step::Done(None)
             }
         }
+    }
+
+    /// Someone works the lane (a notification handler still running, messages queued).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.turns.is_busy()
     }
 
     /// The reader stopped (after the peer's EOF the messages it read are still dispatched; then
@@ -265,6 +313,7 @@ impl Lane {
                 if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
                     d.shared.space.notify_one();
                 }
+                d.shared.release_inbound(item.held_bytes());
                 let taken = self.taken.load(Ordering::Acquire) + 1;
                 self.taken.store(taken, Ordering::Release);
                 if !d.dispatch(item, taken, &shutdown).await {
@@ -309,15 +358,29 @@ impl Dispatcher {
                     }
                     _ = self.shared.outbound.wait_room() => {}
                 }
-                let permit = tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => None,
-                    permit = self.permits.take() => Some(permit),
+                let bytes = params_len(&params);
+                let permit = match self.permits.try_take(bytes) {
+                    Some(permit) => Some(permit),
+                    // A request cancelled while it waits for a slot is answered by the reader at
+                    // once; the lane goes on to what follows it.
+                    None => tokio::select! {
+                        biased;
+                        _ = shutdown.cancelled() => None,
+                        _ = slot.cancellation().cancelled() => {
+                            slot.answer_unanswered("cancelled before it started");
+                            return true;
+                        }
+                        permit = self.permits.take(bytes) => Some(permit),
+                    },
                 };
                 let Some(permit) = permit else {
                     slot.answer_unanswered(closed);
                     return false;
                 };
+                slot.set_queued(false);
+                if slot.is_answered() {
+                    return true;
+                }
                 let mut start = Some((method, params, slot, permit));
                 std::future::poll_fn(|cx| {
                     if let Some((method, params, slot, permit)) = start.take() {
@@ -405,7 +468,12 @@ impl Dispatcher {
             None => match self.router.fallback_handler() {
                 Some(f) => Some(f(request, responder)),
                 None => {
-                    tracing::debug!(target: crate::LOG_TARGET, method = %request.method, id = %request.id(), "unknown method answered -32601");
+                    tracing::debug!(
+                        target: crate::LOG_TARGET,
+                        method = %super::trace::quote(&self.shared, &request.method),
+                        id = %super::trace::quote(&self.shared, request.id()),
+                        "unknown method answered -32601"
+                    );
                     responder.err(ErrorObject::method_not_found(&request.method));
                     None
                 }
@@ -423,7 +491,7 @@ impl Dispatcher {
     ) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             let Some((name, fallback)) = self.router.notification_fallback_handler() else {
-                self.unknown.dropped(&method);
+                self.unknown.dropped(&method, &self.shared.outbound.tracer);
                 return None;
             };
             let peer = self.handle.at_lane(seq);
@@ -466,6 +534,11 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// The bytes a request's params hold (what its permit weighs).
+fn params_len(params: &Option<Box<RawValue>>) -> usize {
+    params.as_ref().map_or(0, |p| p.get().len())
 }
 
 /// Poll a notification handler once under panic supervision; a panic is logged and ends it.

@@ -37,6 +37,9 @@ pub(crate) trait FrameSource: Send + Unpin + 'static {
     /// Whether more input is already at hand after the current frame (more frames are likely
     /// to follow without a wait).
     fn has_more(&self) -> bool;
+    /// After [`FrameSource::poll_frame`] returned `Pending`: whether part of a message has
+    /// arrived (for the message read timeout; `false` when the source cannot tell).
+    fn in_message(&self) -> bool;
 }
 
 /// Frames cut from a byte stream.
@@ -126,17 +129,27 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
     fn has_more(&self) -> bool {
         self.buf.len() > self.consume
     }
+
+    fn in_message(&self) -> bool {
+        // Whatever is buffered when no frame can be cut is the start of the next one; the codec
+        // may have taken a header already, or be skipping an over-long line.
+        !self.buf.is_empty() || self.codec.in_frame()
+    }
 }
+
+/// Whether part of a message has arrived on a message transport that can tell (WebSocket).
+pub(crate) type InMessage = Box<dyn Fn() -> bool + Send>;
 
 /// Frames from a message transport, one [`Frame`] per message.
 pub(crate) struct MessageFrames<S> {
     stream: S,
     current: BytesMut,
+    in_message: Option<InMessage>,
 }
 
 impl<S> MessageFrames<S> {
-    pub(crate) fn new(stream: S) -> Self {
-        MessageFrames { stream, current: BytesMut::new() }
+    pub(crate) fn new(stream: S, in_message: Option<InMessage>) -> Self {
+        MessageFrames { stream, current: BytesMut::new(), in_message }
     }
 }
 
@@ -164,6 +177,10 @@ where
     fn has_more(&self) -> bool {
         // Unknown: a message transport may have more at hand.
         true
+    }
+
+    fn in_message(&self) -> bool {
+        self.in_message.as_ref().is_some_and(|f| f())
     }
 }
 

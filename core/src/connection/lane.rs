@@ -125,6 +125,11 @@ impl<T, J> LaneTurns<T, J> {
         Ok(())
     }
 
+    /// Somebody works the lane (a running job, or messages queued behind it), as of now.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.turns.owner() != Owner::Idle
+    }
+
     /// The reader has stopped offering.
     pub(crate) fn input_ended(&self) {
         self.turns.lock().input_ended = true;

@@ -50,7 +50,7 @@ impl Builder {
         St: Stream<Item = Result<Frame, FrameError>> + Send + Unpin + 'static,
         Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
     {
-        self.start_messages(incoming, |_| outgoing, None).0
+        self.start_messages(incoming, |_| outgoing, None, None).0
     }
 
     /// [`Builder::connect_messages`] for transports that need the connection's state to build
@@ -60,13 +60,14 @@ impl Builder {
         incoming: St,
         outgoing: F,
         eof_reason: Option<EofReason>,
+        in_message: Option<super::frames::InMessage>,
     ) -> (Connection, Arc<Shared>)
     where
         St: Stream<Item = Result<Frame, FrameError>> + Send + Unpin + 'static,
         Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
         F: FnOnce(&Arc<Shared>) -> Si,
     {
-        let frames = super::frames::MessageFrames::new(incoming);
+        let frames = super::frames::MessageFrames::new(incoming, in_message);
         self.start_with(frames, eof_reason, None, move |shared| Box::new(SinkWriter::new(outgoing(shared))))
     }
 }

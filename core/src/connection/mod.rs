@@ -14,8 +14,9 @@ mod pending;
 mod reader;
 mod settle;
 pub(crate) mod shared;
-mod trace;
+pub(crate) mod trace;
 mod unknown;
+mod watchdog;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,14 +28,19 @@ use tokio_util::task::TaskTracker;
 
 pub use close::{ChildExit, CloseKind, CloseReason};
 pub use config::{
-    CancelProtocol, DEFAULT_EOF_GRACE, DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BUFFERED_INBOUND,
-    DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
-    DEFAULT_READ_AHEAD, Direction, Limits, Profile, TraceRedactor,
+    CancelProtocol, DEFAULT_EOF_GRACE, DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BATCH_LEN, DEFAULT_MAX_BUFFERED_INBOUND,
+    DEFAULT_MAX_BUFFERED_INBOUND_BYTES, DEFAULT_MAX_CONCURRENT_REQUEST_BYTES, DEFAULT_MAX_CONCURRENT_REQUESTS,
+    DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
+    DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, Profile, TraceRedactor,
 };
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
 
+pub(crate) use dispatch::HELD_OVERHEAD;
+#[cfg_attr(not(feature = "websocket"), allow(unused_imports))]
+pub(crate) use frames::InMessage;
+pub(crate) use outbound::SharedRefused;
 pub(crate) use reader::EofReason;
 
 use self::config::Config;
@@ -86,6 +92,8 @@ impl std::fmt::Debug for Builder {
             .field("profile", &self.config.profile)
             .field("framing", &self.config.framing)
             .field("limits", &self.config.limits)
+            .field("idle_timeout", &self.config.idle_timeout)
+            .field("message_read_timeout", &self.config.message_read_timeout)
             .field("cancel", &self.config.cancel)
             .field("router", &self.router)
             .field("factories", &self.factories.len())
@@ -156,6 +164,28 @@ impl Builder {
     /// output cannot keep this side alive longer than this. See [`Connection`].
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
         self.config.flush_timeout = timeout;
+        self
+    }
+
+    /// Close the connection when the peer has sent nothing for `timeout` while nothing is in
+    /// flight: no call of ours awaits its answer, no request of its is queued or running
+    /// ([`CloseKind::LocallyClosed`], naming the timeout). Off (`None`) by default; a
+    /// [`Server`](crate::server::Server)'s connections use
+    /// [`ServerBuilder::idle_timeout`](crate::server::ServerBuilder::idle_timeout) instead.
+    pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.config.idle_timeout = timeout.into();
+        self
+    }
+
+    /// Close the connection when a message takes longer than `timeout` to arrive once its first
+    /// bytes have ([`CloseKind::RemoteProtocolViolation`], naming the timeout): a peer that
+    /// trickles bytes cannot hold the connection. Off (`None`) by default; a
+    /// [`Server`](crate::server::Server)'s connections use
+    /// [`ServerBuilder::message_read_timeout`](crate::server::ServerBuilder::message_read_timeout)
+    /// instead. On a message transport that cannot tell (a channel of your own), only the idle
+    /// timeout applies.
+    pub fn message_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.config.message_read_timeout = timeout.into();
         self
     }
 
@@ -303,7 +333,9 @@ impl Builder {
         }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();
-        let permits = Arc::new(dispatch::Permits::new(shared.config.limits.max_concurrent_requests));
+        let limits = &shared.config.limits;
+        let permits =
+            Arc::new(dispatch::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
         if let Some(refused) = shadowed_route(&router, &shared.config) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));

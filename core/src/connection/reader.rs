@@ -15,10 +15,14 @@ use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
 use super::shared::Shared;
 use super::trace;
+use super::watchdog::Watchdog;
 use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
+
+/// The longest cancellation reason kept from the peer, in bytes.
+const MAX_CANCEL_REASON: usize = 1024;
 
 /// At most this many messages are handled while their answers are held (see `Outbound::hold`).
 const HOLD_MAX: usize = 32;
@@ -36,6 +40,9 @@ enum Routed {
     Invalid { id: Id, error: ErrorObject, batch: Option<Arc<Batch>> },
     /// The lane holds the read-ahead already: wait, then offer this.
     Full(Inbound),
+    /// Taken (a progress report held for its receiver), but the read-ahead is full: wait before
+    /// reading on.
+    Held,
 }
 
 pub(crate) struct Reader {
@@ -64,6 +71,8 @@ impl Reader {
         let mut holding = 0usize;
         // The waker the close signal holds: registering costs atomics, so only when it changes.
         let mut registered: Option<Waker> = None;
+        let config = &self.shared.config;
+        let mut watchdog = Watchdog::new(config.idle_timeout, config.message_read_timeout);
         loop {
             // A message already read (or readable without waiting) is handled while the answers
             // to the ones before it are still held; they are written before the reader waits (or
@@ -83,8 +92,19 @@ impl Reader {
                     holding = 0;
                 }
                 match frames.poll_frame(cx) {
-                    Poll::Ready(next) => Poll::Ready(Some(next)),
+                    Poll::Ready(next) => {
+                        if let Some(watchdog) = watchdog.as_mut() {
+                            watchdog.progress();
+                        }
+                        Poll::Ready(Some(next))
+                    }
                     Poll::Pending => {
+                        if let Some(watchdog) = watchdog.as_mut()
+                            && let Some(reason) = watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
+                        {
+                            self.shared.close(reason);
+                            return Poll::Ready(None);
+                        }
                         if holding > 0 {
                             self.shared.outbound.release();
                             holding = 0;
@@ -167,9 +187,9 @@ impl Reader {
     /// Handle one frame; `false` when the connection must stop reading.
     async fn on_frame(&self, body: &[u8], spares: &mut Spares) -> bool {
         trace::message(&self.shared, Direction::Incoming, body);
-        match parse_frame(body) {
+        match parse_frame(body, self.shared.config.limits.max_batch_len) {
             Err(error) => {
-                tracing::debug!(target: crate::LOG_TARGET, %error, "unparsable message answered -32700");
+                tracing::debug!(target: crate::LOG_TARGET, error = %trace::quote(&self.shared, &error), "unparsable message answered -32700");
                 self.answer_error(&Id::Null, error).await;
                 true
             }
@@ -208,10 +228,9 @@ impl Reader {
                 self.answer_invalid(id, error, batch).await;
                 true
             }
+            Routed::Held => Box::pin(self.wait_read_ahead()).await,
             Routed::Full(item) => {
-                // A read-ahead of 0 would never let a message through.
-                let read_ahead = self.shared.config.limits.read_ahead.max(1);
-                if !Box::pin(self.wait_read_ahead(read_ahead)).await {
+                if !Box::pin(self.wait_read_ahead()).await {
                     return false;
                 }
                 let mut item = Some(item);
@@ -249,10 +268,10 @@ impl Reader {
                 match delivery {
                     Delivery::Delivered => {}
                     Delivery::Abandoned => {
-                        tracing::debug!(target: crate::LOG_TARGET, %id, "late answer to an abandoned call absorbed")
+                        tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "late answer to an abandoned call absorbed")
                     }
                     Delivery::Unknown => {
-                        tracing::warn!(target: crate::LOG_TARGET, %id, "answer to an id we never sent (ignored)")
+                        tracing::warn!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "answer to an id we never sent (ignored)")
                     }
                 }
                 Routed::Done
@@ -262,10 +281,12 @@ impl Reader {
                     self.on_cancel(params.as_deref());
                     return Routed::Done;
                 }
-                // Progress for our tokens and stream aborts, like cancellations, bypass the queue.
-                if crate::progress::intercept(&self.shared, &method, params.as_deref())
-                    || crate::stream::intercept_abort(&self.shared, &method, params.as_deref())
-                {
+                // Progress for our tokens and stream aborts, like cancellations, bypass the queue;
+                // reports wait for their receivers within the read-ahead, like queued messages.
+                if crate::progress::intercept(&self.shared, &method, params.as_deref()) {
+                    return if self.shared.read_ahead_full() { Routed::Held } else { Routed::Done };
+                }
+                if crate::stream::intercept_abort(&self.shared, &method, params.as_deref()) {
                     return Routed::Done;
                 }
                 self.enqueue_now(Inbound::Notification { method, params }, spares, cx)
@@ -276,9 +297,15 @@ impl Reader {
                 let reused =
                     self.shared.inbound_len.load(Ordering::Acquire) > 0 && self.shared.inbound_map().contains_key(&id);
                 if reused {
-                    tracing::warn!(target: crate::LOG_TARGET, %id, %method, "request id reused while in flight");
+                    tracing::warn!(
+                        target: crate::LOG_TARGET,
+                        id = %trace::quote(&self.shared, &id),
+                        method = %trace::quote(&self.shared, &method),
+                        "request id reused while in flight"
+                    );
                     let error = ErrorObject::invalid_request(format!(
-                        "request id {id} is already in use by a request in flight"
+                        "request id {} is already in use by a request in flight",
+                        crate::quote::cut(&id.to_string(), 256)
                     ));
                     return Routed::Invalid { id, error, batch };
                 }
@@ -290,7 +317,12 @@ impl Reader {
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }
             Incoming::Invalid { id, error, answer } => {
-                tracing::warn!(target: crate::LOG_TARGET, id = ?id, %error, "invalid message");
+                tracing::warn!(
+                    target: crate::LOG_TARGET,
+                    id = %trace::quote(&self.shared, id.as_ref().unwrap_or(&Id::Null)),
+                    error = %trace::quote(&self.shared, &error),
+                    "invalid message"
+                );
                 if answer {
                     return Routed::Invalid { id: id.unwrap_or(Id::Null), error, batch };
                 }
@@ -314,7 +346,11 @@ impl Reader {
         let member = &self.shared.config.cancel.id_member;
         let target = params.and_then(|p| cancel_target(p, member));
         let Some((id, reason)) = target else {
-            tracing::warn!(target: crate::LOG_TARGET, params = ?params.map(RawValue::get), "cancellation without a usable id (ignored)");
+            tracing::warn!(
+                target: crate::LOG_TARGET,
+                params = %trace::quote(&self.shared, trace::Json(params)),
+                "cancellation without a usable id (ignored)"
+            );
             return;
         };
         let slot = self.shared.inbound_map().get(&id).cloned();
@@ -323,11 +359,16 @@ impl Reader {
                 tracing::warn!(target: crate::LOG_TARGET, %id, ?reason, "cancellation of a request the protocol forbids cancelling (ignored)");
             }
             Some(slot) => {
-                tracing::debug!(target: crate::LOG_TARGET, %id, ?reason, "peer cancelled request");
+                tracing::debug!(
+                    target: crate::LOG_TARGET,
+                    id = %trace::quote(&self.shared, &id),
+                    reason = %trace::quote(&self.shared, reason.as_deref().unwrap_or("")),
+                    "peer cancelled request"
+                );
                 slot.cancel_by_peer(reason);
             }
             None => {
-                tracing::debug!(target: crate::LOG_TARGET, %id, "cancellation for a request not in flight (ignored)")
+                tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "cancellation for a request not in flight (ignored)")
             }
         }
     }
@@ -336,9 +377,7 @@ impl Reader {
     /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
     /// hard limit).
     fn enqueue_now(&self, item: Inbound, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
-        // A read-ahead of 0 would never let a message through.
-        let read_ahead = self.shared.config.limits.read_ahead.max(1);
-        if self.shared.queued.load(Ordering::Acquire) >= read_ahead {
+        if self.shared.read_ahead_full() {
             return Routed::Full(item);
         }
         self.offer_now(item, spares, cx)
@@ -364,22 +403,31 @@ impl Reader {
         }
     }
 
-    /// Wait while the lane holds the read-ahead already; `false` when the connection closes.
-    async fn wait_read_ahead(&self, read_ahead: usize) -> bool {
+    /// Wait while the read-ahead is full (in messages or bytes); `false` when the connection
+    /// closes. With one of our calls pending the reader reads on instead (its answer may be
+    /// behind the flood), up to the hard limits, where the connection closes.
+    async fn wait_read_ahead(&self) -> bool {
         let limits = &self.shared.config.limits;
         loop {
-            let queued = self.shared.queued.load(Ordering::Acquire);
-            if queued < read_ahead {
+            if !self.shared.read_ahead_full() {
                 return true;
             }
             if self.shared.pending.len() > 0 {
-                // Reading on past the read-ahead: only up to the hard limit (never below the
+                // Reading on past the read-ahead: only up to the hard limits (never below the
                 // read-ahead itself, where the reader would simply pause).
-                let max = limits.max_buffered_inbound.max(read_ahead);
-                if queued >= max {
+                let max = limits.max_buffered_inbound.max(limits.read_ahead.max(1));
+                let max_bytes = limits.max_buffered_inbound_bytes.max(limits.read_ahead_bytes.max(1));
+                let (queued, bytes) =
+                    (self.shared.queued.load(Ordering::Acquire), self.shared.queued_bytes.load(Ordering::Acquire));
+                if queued >= max || bytes >= max_bytes {
+                    let what = if queued >= max {
+                        format!("more than {max} messages")
+                    } else {
+                        format!("more than {max_bytes} bytes of messages and progress reports")
+                    };
                     self.shared.close(CloseReason::new(
                         CloseKind::RemoteProtocolViolation,
-                        format!("the peer sent more than {max} messages ahead of dispatch"),
+                        format!("the peer sent {what} ahead of dispatch"),
                     ));
                     return false;
                 }
@@ -392,7 +440,7 @@ impl Reader {
             tokio::pin!(space, call_started);
             space.as_mut().enable();
             call_started.as_mut().enable();
-            if self.shared.queued.load(Ordering::Acquire) < read_ahead || self.shared.pending.len() > 0 {
+            if !self.shared.read_ahead_full() || self.shared.pending.len() > 0 {
                 continue;
             }
             tokio::select! {
@@ -416,16 +464,27 @@ fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc
     ReplySlot::new(Handle::new(shared.clone()), id, true, batch, false)
 }
 
-/// The request id in cancel params, `{"<member>": id}` or `[id]`, and the `"reason"` member of
-/// the object form if it is a string (MCP).
+/// The request id in cancel params, `{"<member>": id}` or `[id]`, spelled as it came, and the
+/// `"reason"` member of the object form if it is a string (MCP), cut at [`MAX_CANCEL_REASON`]
+/// bytes (it is kept while the request runs).
 fn cancel_target(params: &RawValue, member: &str) -> Option<(Id, Option<String>)> {
     let text = params.get();
     if text.starts_with('[') {
-        let (id,): (Id,) = serde_json::from_str(text).ok()?;
-        return Some((id, None));
+        let (id,): (&RawValue,) = serde_json::from_str(text).ok()?;
+        return Some((Id::from_raw(id)?, None));
     }
-    let map: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> = serde_json::from_str(text).ok()?;
-    let id = serde_json::from_str(map.get(member)?.get()).ok()?;
-    let reason = map.get("reason").and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+    let id = Id::from_raw(crate::message::member(params, member)?)?;
+    let reason = crate::message::member(params, "reason")
+        .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+        .map(|mut reason| {
+            if reason.len() > MAX_CANCEL_REASON {
+                let mut cut = MAX_CANCEL_REASON;
+                while !reason.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                reason.truncate(cut);
+            }
+            reason
+        });
     Some((id, reason))
 }

@@ -12,7 +12,7 @@ use super::outbound::Outbound;
 use super::pending::Pending;
 use super::{ChildExit, CloseKind, CloseReason};
 use crate::handler::ReplySlot;
-use crate::id_hash::SeededBuild;
+use crate::id_hash::PeerBuild;
 use crate::message::Id;
 
 pub(crate) struct Shared {
@@ -25,7 +25,7 @@ pub(crate) struct Shared {
     /// Receivers of progress tokens this side issued.
     pub(crate) progress: crate::progress::Receivers,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
-    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, SeededBuild>>,
+    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, PeerBuild>>,
     /// The map's size (stored under its lock): the reader's duplicate check skips the lock
     /// while nothing is in flight.
     pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
@@ -46,6 +46,9 @@ pub(crate) struct Shared {
     pub(crate) finished: CancellationToken,
     /// Messages read but not yet taken by the dispatcher.
     pub(crate) queued: AtomicUsize,
+    /// Bytes held for the peer's input not yet taken: messages read but not yet taken by the
+    /// dispatcher, progress reports not yet taken by their receivers (see [`Shared::hold_inbound`]).
+    pub(crate) queued_bytes: AtomicUsize,
     /// Signalled when the dispatcher takes a message (room for a paused reader).
     pub(crate) space: Notify,
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
@@ -58,12 +61,13 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config, outbound: Outbound) -> Self {
         let pending = Pending::new(config.limits.max_pending_calls);
+        let producers = crate::stream::Producers::new(config.limits.max_offered_streams);
         Shared {
             config,
             next_id: AtomicU64::new(0),
             pending,
             outbound,
-            producers: crate::stream::Producers::default(),
+            producers,
             progress: crate::progress::Receivers::default(),
             inbound: Mutex::new(HashMap::default()),
             inbound_len: std::sync::atomic::AtomicUsize::new(0),
@@ -74,6 +78,7 @@ impl Shared {
             reader_wake: futures::task::AtomicWaker::new(),
             finished: CancellationToken::new(),
             queued: AtomicUsize::new(0),
+            queued_bytes: AtomicUsize::new(0),
             space: Notify::new(),
             settle: Default::default(),
             reason: watch::Sender::new(None),
@@ -81,7 +86,7 @@ impl Shared {
         }
     }
 
-    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, SeededBuild>> {
+    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, PeerBuild>> {
         self.inbound.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -128,7 +133,9 @@ impl Shared {
             CloseKind::LocallyClosed | CloseKind::RemoteClosed => {
                 tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
             }
-            _ => tracing::warn!(target: crate::LOG_TARGET, %reason, "connection closed"),
+            _ => {
+                tracing::warn!(target: crate::LOG_TARGET, reason = %super::trace::quote(self, &reason), "connection closed")
+            }
         }
         self.pending.close(&reason);
         // No `next` or progress report can arrive any more (after an EOF neither).
@@ -203,6 +210,29 @@ impl Shared {
     pub(crate) fn release_call(&self, id: u64) {
         self.producers.release_call(id);
         self.progress.release_call(id);
+    }
+
+    /// `bytes` of the peer's input are held until dispatch or a progress receiver takes them.
+    pub(crate) fn hold_inbound(&self, bytes: usize) {
+        self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// `bytes` held by [`Shared::hold_inbound`] were taken: a reader paused on the byte
+    /// read-ahead may go on.
+    pub(crate) fn release_inbound(&self, bytes: usize) {
+        let before = self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        let limit = self.config.limits.read_ahead_bytes.max(1);
+        if before >= limit && before - bytes < limit {
+            self.space.notify_one();
+        }
+    }
+
+    /// The reader has read as far ahead of dispatch as it may without a reason to read on (in
+    /// messages or in bytes).
+    pub(crate) fn read_ahead_full(&self) -> bool {
+        let limits = &self.config.limits;
+        self.queued.load(Ordering::Acquire) >= limits.read_ahead.max(1)
+            || self.queued_bytes.load(Ordering::Acquire) >= limits.read_ahead_bytes.max(1)
     }
 
     pub(crate) fn next_id(&self) -> u64 {

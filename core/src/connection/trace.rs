@@ -1,5 +1,7 @@
 //! Raw traffic at TRACE on the target [`WIRE_TARGET`](crate::WIRE_TARGET).
 
+use std::fmt;
+
 use super::Direction;
 use super::config::{Config, TraceRedactor};
 use super::shared::Shared;
@@ -63,6 +65,59 @@ impl Tracer {
         };
         tracing::trace!(target: crate::WIRE_TARGET, "{arrow} {shown}");
     }
+}
+
+/// Peer input in a log line: formatted only if the line is logged, cut at the trace limit, then
+/// passed through the redactor (see [`Tracer::quote`]).
+pub(crate) struct Quoted<'a, T> {
+    tracer: &'a Tracer,
+    value: T,
+}
+
+impl<T: fmt::Display> fmt::Display for Quoted<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (text, more) = crate::quote::bounded(&self.value, self.tracer.max_len);
+        match &self.tracer.redactor {
+            Some(redact) => f.write_str(&redact(Direction::Incoming, &text))?,
+            None => f.write_str(&text)?,
+        }
+        if more > 0 {
+            write!(f, "…({more} more bytes)")?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: fmt::Display> fmt::Debug for Quoted<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Tracer {
+    /// `value` (an id, a method name, params, an error that may quote them) as a log field:
+    /// the same cut and redactor as the wire log, so a peer cannot write a line of its choosing
+    /// or length.
+    pub(crate) fn quote<T: fmt::Display>(&self, value: T) -> Quoted<'_, T> {
+        Quoted { tracer: self, value }
+    }
+}
+
+/// Raw JSON as a log field.
+pub(crate) struct Json<'a>(pub(crate) Option<&'a serde_json::value::RawValue>);
+
+impl fmt::Display for Json<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(raw) => f.write_str(raw.get()),
+            None => f.write_str("(none)"),
+        }
+    }
+}
+
+/// Quote peer input in a log line of this connection (see [`Tracer::quote`]).
+pub(crate) fn quote<T: fmt::Display>(shared: &Shared, value: T) -> Quoted<'_, T> {
+    shared.outbound.tracer.quote(value)
 }
 
 pub(crate) fn message(shared: &Shared, direction: Direction, body: &[u8]) {

@@ -4,9 +4,13 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use super::trace::Tracer;
+
 /// Distinct names remembered per connection; a peer that sends endless new names is logged at
 /// DEBUG from then on instead of growing the set.
 const MAX_NAMES: usize = 256;
+/// Longer names are not remembered (nor a typo): at most 64 KiB of names per connection.
+const MAX_NAME_LEN: usize = 256;
 
 #[derive(Default)]
 pub(crate) struct UnknownNotifications {
@@ -22,18 +26,19 @@ struct Seen {
 
 impl UnknownNotifications {
     /// Log a notification no route and no fallback took.
-    pub(crate) fn dropped(&self, method: &str) {
+    pub(crate) fn dropped(&self, name: &str, tracer: &Tracer) {
+        let method = tracer.quote(name);
         // `$/` notifications are optional by LSP's rules: a peer may send them to anyone.
-        if method.starts_with("$/") {
+        if name.starts_with("$/") {
             tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
             return;
         }
         let first = {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-            if seen.names.contains(method) || seen.full {
+            if name.len() > MAX_NAME_LEN || seen.names.contains(name) || seen.full {
                 None
             } else if seen.names.len() < MAX_NAMES {
-                seen.names.insert(method.to_owned());
+                seen.names.insert(name.to_owned());
                 Some(false)
             } else {
                 // Said once, when the set is full.

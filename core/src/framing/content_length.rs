@@ -182,6 +182,11 @@ impl ContentLengthCodec {
         }
     }
 
+    /// Its header is read, its body not complete.
+    pub(crate) fn in_body(&self) -> bool {
+        matches!(self.state, State::Body { .. })
+    }
+
     /// [`ContentLengthCodec::decode_at`] once the stream has ended: what is left must be nothing.
     pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         if let Some(found) = self.decode_at(src)? {

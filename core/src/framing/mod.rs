@@ -14,6 +14,7 @@ use tokio_util::codec::Decoder;
 
 pub use content_length::ContentLengthCodec;
 pub use newline::NewlineCodec;
+pub(crate) use newline::flatten;
 
 /// Default largest message accepted or sent: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
@@ -187,6 +188,15 @@ impl FrameCodec {
         match self {
             FrameCodec::ContentLength(c) => c.decode_at(src),
             FrameCodec::Newline(c) => c.decode_at(src),
+        }
+    }
+
+    /// Whether a frame has begun that the bytes left in the buffer do not show (a header read,
+    /// its body not begun; an over-long line being skipped).
+    pub(crate) fn in_frame(&self) -> bool {
+        match self {
+            FrameCodec::ContentLength(c) => c.in_body(),
+            FrameCodec::Newline(c) => c.is_discarding(),
         }
     }
 

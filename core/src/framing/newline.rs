@@ -35,7 +35,7 @@ pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
 /// Keep one JSON message on one line. Raw JSON (a `RawValue` result, params or error data)
 /// reaches the wire as it was written, possibly pretty-printed; since JSON strings cannot hold a
 /// raw CR or LF, every such byte in valid JSON is insignificant whitespace and may become a space.
-pub(super) fn flatten(body: &mut [u8]) {
+pub(crate) fn flatten(body: &mut [u8]) {
     // Almost always there is none: a word-at-a-time (or, for a long body, vectorized) search
     // finds that in a fraction of a byte loop.
     let mut from = 0;
@@ -104,6 +104,11 @@ impl NewlineCodec {
             }
             return Ok(Some(Found::Message { end, next }));
         }
+    }
+
+    /// An over-long line is being skipped.
+    pub(crate) fn is_discarding(&self) -> bool {
+        self.discarding
     }
 
     /// [`NewlineCodec::decode_at`] once the stream has ended: a last line without its newline is

@@ -1,8 +1,9 @@
-//! Collects the answers to an inbound batch into one array.
+//! Collects the answers to an inbound batch into one array, within the message size limit.
 
 use std::sync::{Arc, Mutex};
 
 use crate::connection::shared::Shared;
+use crate::message::{ErrorObject, Id, encode_response};
 
 pub(crate) struct Batch {
     shared: Arc<Shared>,
@@ -11,18 +12,24 @@ pub(crate) struct Batch {
 
 struct State {
     remaining: usize,
-    buf: Vec<u8>,
+    /// The array so far; `None` once it could not be kept within the limit (the batch is then
+    /// answered by one error).
+    buf: Option<Vec<u8>>,
 }
 
 impl Batch {
     /// A batch that will receive `expected` answers (at least one).
     pub(crate) fn new(shared: Arc<Shared>, expected: usize) -> Arc<Self> {
-        Arc::new(Batch { shared, state: Mutex::new(State { remaining: expected, buf: vec![b'['] }) })
+        Arc::new(Batch { shared, state: Mutex::new(State { remaining: expected, buf: Some(vec![b'[']) }) })
     }
 
-    /// Add one encoded answer; the last one sends the array.
-    pub(crate) fn add(&self, response: &[u8]) {
-        self.complete(Some(response));
+    /// Add the encoded answer to request `id`; the last one sends the array.
+    ///
+    /// The array as a whole stays within the message size limit: an answer that would take it
+    /// over is replaced by a `-32603` naming its size, and if even that does not fit, the batch
+    /// is answered by one `-32603` with `"id": null` (its answers so far are dropped at once).
+    pub(crate) fn add(&self, id: &Id, response: &[u8]) {
+        self.complete(Some((id, response)));
     }
 
     /// Count a request that gets no answer at all (cancelled under MCP rules): the array goes
@@ -31,22 +38,58 @@ impl Batch {
         self.complete(None);
     }
 
-    fn complete(&self, response: Option<&[u8]>) {
+    fn complete(&self, response: Option<(&Id, &[u8])>) {
+        let limit = self.shared.config.limits.frame.max_message_size;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.remaining == 0 {
             return;
         }
-        if let Some(response) = response {
-            if state.buf.len() > 1 {
-                state.buf.push(b',');
-            }
-            state.buf.extend_from_slice(response);
-        }
         state.remaining -= 1;
-        if state.remaining == 0 && state.buf.len() > 1 {
-            let mut buf = std::mem::take(&mut state.buf);
-            buf.push(b']');
-            let _ = self.shared.outbound.send_now(buf);
+        if let (Some((id, response)), Some(buf)) = (response, state.buf.as_mut()) {
+            // The separator and the closing bracket count too.
+            if buf.len() + response.len() + 2 <= limit {
+                push(buf, response);
+            } else {
+                let mut replaced = Vec::with_capacity(160);
+                let error = ErrorObject::internal_error(format!(
+                    "an answer of {} bytes would take the batch's answer over the limit of {limit} bytes",
+                    response.len()
+                ));
+                encode_response::<()>(&mut replaced, id, Err(&error));
+                if buf.len() + replaced.len() + 2 <= limit {
+                    push(buf, &replaced);
+                } else {
+                    state.buf = None;
+                }
+            }
         }
+        if state.remaining > 0 {
+            return;
+        }
+        let out = match state.buf.take() {
+            Some(buf) if buf.len() == 1 => return,
+            Some(mut buf) => {
+                buf.push(b']');
+                buf
+            }
+            None => {
+                tracing::warn!(target: crate::LOG_TARGET, limit, "a batch's answer over the size limit replaced by one error");
+                let error = ErrorObject::internal_error(format!(
+                    "the answers to this batch do not fit in the limit of {limit} bytes"
+                ));
+                let mut out = Vec::with_capacity(128);
+                encode_response::<()>(&mut out, &Id::Null, Err(&error));
+                out
+            }
+        };
+        drop(state);
+        let _ = self.shared.outbound.send_now(out);
     }
+}
+
+fn push(buf: &mut Vec<u8>, response: &[u8]) {
+    if buf.len() > 1 {
+        buf.push(b',');
+    }
+    buf.extend_from_slice(response);
 }

@@ -82,6 +82,9 @@ pub(crate) struct ReplySlot {
     cancelled: AtomicBool,
     /// The peer cancelled it (as opposed to the connection closing).
     peer_cancelled: AtomicBool,
+    /// Waiting on the lane to be started (queued behind other messages, or for a concurrency
+    /// slot): a cancellation read meanwhile answers it at once instead of when it is taken.
+    queued: AtomicBool,
     /// The token handlers see, made only when one asks for it (most never do): a child of the
     /// connection's handler token, cancelled at once if the request already is.
     token: OnceLock<CancellationToken>,
@@ -106,6 +109,7 @@ impl ReplySlot {
             silent,
             cancelled: AtomicBool::new(false),
             peer_cancelled: AtomicBool::new(false),
+            queued: AtomicBool::new(false),
             token: OnceLock::new(),
             supervision: AtomicU8::new(supervision::IDLE),
             cancel_reason: OnceLock::new(),
@@ -130,6 +134,7 @@ impl ReplySlot {
         s.silent = false;
         *s.cancelled.get_mut() = false;
         *s.peer_cancelled.get_mut() = false;
+        *s.queued.get_mut() = false;
         s.token = OnceLock::new();
         *s.supervision.get_mut() = supervision::IDLE;
         s.cancel_reason = OnceLock::new();
@@ -199,7 +204,9 @@ impl ReplySlot {
         self.cancel_reason.get().map(|r| &**r)
     }
 
-    /// The peer cancelled the request (with its reason, if it gave one).
+    /// The peer cancelled the request (with its reason, if it gave one): answer it now if it
+    /// has not started (its handler, once started, sees the cancellation and the dispatcher
+    /// answers when it ends).
     pub(crate) fn cancel_by_peer(&self, reason: Option<String>) {
         if let Some(reason) = reason {
             // Before the token fires: a handler woken by it finds the reason.
@@ -210,6 +217,14 @@ impl ReplySlot {
         if let Some(token) = self.token.get() {
             token.cancel();
         }
+        if self.queued.load(Ordering::Acquire) {
+            self.answer_unanswered("cancelled before it started");
+        }
+    }
+
+    /// The request waits on the lane (`true`) or its handler is about to start (`false`).
+    pub(crate) fn set_queued(&self, queued: bool) {
+        self.queued.store(queued, Ordering::Release);
     }
 
     pub(crate) fn is_answered(&self) -> bool {
@@ -265,10 +280,16 @@ impl ReplySlot {
             let error =
                 ErrorObject::internal_error(format!("the result of {size} bytes exceeds the limit of {limit} bytes"));
             encode_response::<()>(&mut buf, &self.id, Err(&error));
-            tracing::warn!(target: crate::LOG_TARGET, id = %self.id, size, limit, "response over the size limit replaced by an error");
+            tracing::warn!(
+                target: crate::LOG_TARGET,
+                id = %crate::connection::trace::quote(&self.peer.shared, &self.id),
+                size,
+                limit,
+                "response over the size limit replaced by an error"
+            );
         }
         match &self.batch {
-            Some(batch) => batch.add(&buf),
+            Some(batch) => batch.add(&self.id, &buf),
             None => {
                 let outbound = &self.peer.shared.outbound;
                 let _ = match writes {

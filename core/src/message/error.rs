@@ -37,21 +37,83 @@ pub mod codes {
 
 /// A JSON-RPC error object: `{"code", "message", "data"?}`.
 ///
-/// `data` stays raw JSON; decode it with [`ErrorObject::data_as`].
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// `data` stays raw JSON; decode it with [`ErrorObject::data_as`]. It decodes from a JSON object
+/// only (an array such as `[-32050, "x"]` is not an error object), with `code` and `message`
+/// present once each; other members are ignored.
+#[derive(Clone, Debug, Serialize)]
 pub struct ErrorObject {
     /// The error code.
     pub code: i64,
     /// A short description.
     pub message: String,
-    /// Optional structured detail.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present_data")]
+    /// Optional structured detail; `"data": null` is data (the raw `null`, sent on as it came),
+    /// not an absent member.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Box<RawValue>>,
 }
 
-/// `"data": null` is data (the raw `null`, sent on as it came), not an absent member.
-fn present_data<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+impl<'de> Deserialize<'de> for ErrorObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ErrorObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an error object {\"code\", \"message\", \"data\"?}")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<ErrorObject, M::Error> {
+                use serde::de::Error;
+                let (mut code, mut message, mut data) = (None, None, None);
+                while let Some(key) = map.next_key::<Member>()? {
+                    match key {
+                        Member::Code if code.is_some() => return Err(M::Error::duplicate_field("code")),
+                        Member::Message if message.is_some() => return Err(M::Error::duplicate_field("message")),
+                        Member::Data if data.is_some() => return Err(M::Error::duplicate_field("data")),
+                        Member::Code => code = Some(map.next_value()?),
+                        Member::Message => message = Some(map.next_value()?),
+                        Member::Data => data = Some(map.next_value()?),
+                        Member::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ErrorObject {
+                    code: code.ok_or_else(|| M::Error::missing_field("code"))?,
+                    message: message.ok_or_else(|| M::Error::missing_field("message"))?,
+                    data,
+                })
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+/// A member name of an error object.
+enum Member {
+    Code,
+    Message,
+    Data,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Member;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "code" => Member::Code,
+                    "message" => Member::Message,
+                    "data" => Member::Data,
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
 }
 
 impl PartialEq for ErrorObject {
@@ -97,9 +159,9 @@ impl ErrorObject {
     pub fn invalid_request(detail: impl fmt::Display) -> Self {
         Self::new(codes::INVALID_REQUEST, format!("Invalid request: {detail}"))
     }
-    /// `-32601`, naming the method.
+    /// `-32601`, naming the method (its first 256 bytes: the name is the peer's).
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {}", crate::quote::cut(method, 256)))
     }
     /// `-32602`, with what was wrong.
     pub fn invalid_params(detail: impl fmt::Display) -> Self {
@@ -135,3 +197,29 @@ impl fmt::Display for ErrorObject {
 }
 
 impl std::error::Error for ErrorObject {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_object_is_an_object_and_nothing_else() {
+        let e: ErrorObject = serde_json::from_str(r#"{"message":"m","code":-1,"data":null,"x":[1]}"#).unwrap();
+        assert_eq!((e.code, e.message.as_str(), e.data.as_ref().map(|d| d.get())), (-1, "m", Some("null")));
+        let e: ErrorObject = serde_json::from_str(r#"{"code":-2,"message":"m"}"#).unwrap();
+        assert!(e.data.is_none());
+        for bad in [
+            r#"[-32050,"x"]"#,
+            r#"[-32050,"x",null]"#,
+            r#"{"code":-1}"#,
+            r#"{"message":"m"}"#,
+            r#"{"code":-1,"message":"m","code":-2}"#,
+            r#"{"code":"-1","message":"m"}"#,
+            r#""error""#,
+        ] {
+            assert!(serde_json::from_str::<ErrorObject>(bad).is_err(), "{bad}");
+        }
+        let from_value: ErrorObject = serde_json::from_value(serde_json::json!({"code": 5, "message": "v"})).unwrap();
+        assert_eq!(from_value, ErrorObject::new(5, "v"));
+    }
+}

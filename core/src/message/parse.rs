@@ -4,10 +4,13 @@
 //! as raw JSON (one copy each) until a typed handler decodes them straight into its own types.
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny};
 use serde_json::value::RawValue;
 
 use super::{ErrorObject, Id};
+
+/// How much of a malformed error object the error that replaces it quotes.
+const MALFORMED_QUOTE: usize = 256;
 
 /// One message, classified.
 #[derive(Debug)]
@@ -31,25 +34,92 @@ pub(crate) enum ParsedMessage {
     Batch(Vec<Incoming>),
 }
 
-#[derive(Deserialize)]
+/// The members of a message object, read in one pass; params, results, ids and unknown members
+/// stay raw text. Only a JSON object is a message: an array or a scalar is refused (serde's
+/// derived structs would also read a sequence, `["2.0",1,"echo",[5]]`, as the fields in order).
 struct Envelope<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present_id")]
-    id: Option<Checked<Id>>,
-    #[serde(default, deserialize_with = "present_method")]
+    id: Option<&'a RawValue>,
     method: Option<Checked<String>>,
-    #[serde(default, borrow, deserialize_with = "present")]
     params: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
     error: Option<&'a RawValue>,
 }
 
-/// Deserialize a member that is present (even as `null`) into `Some`.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(EnvelopeVisitor)
+    }
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Envelope<'de>, M::Error> {
+        let mut env = Envelope { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
+        fn once<T, E: serde::de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+            if slot.replace(value).is_some() {
+                return Err(E::duplicate_field(name));
+            }
+            Ok(())
+        }
+        while let Some(key) = map.next_key::<Member>()? {
+            match key {
+                Member::Jsonrpc => once(&mut env.jsonrpc, map.next_value()?, "jsonrpc")?,
+                Member::Id => once(&mut env.id, map.next_value()?, "id")?,
+                Member::Method => {
+                    let method = map.next_value_seed(CheckedSeed(StringVisitor))?;
+                    once(&mut env.method, method, "method")?
+                }
+                Member::Params => once(&mut env.params, map.next_value()?, "params")?,
+                Member::Result => once(&mut env.result, map.next_value()?, "result")?,
+                Member::Error => once(&mut env.error, map.next_value()?, "error")?,
+                Member::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(env)
+    }
+}
+
+/// A member name of a message object.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "jsonrpc" => Member::Jsonrpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "result" => Member::Result,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
 }
 
 /// A member read straight into its type in the one pass, or `Bad` when it has the wrong JSON type
@@ -59,12 +129,14 @@ enum Checked<T> {
     Bad,
 }
 
-fn present_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked<Id>>, D::Error> {
-    d.deserialize_any(CheckedVisitor(super::id::IdVisitor)).map(Some)
-}
+/// Reads a value with [`CheckedVisitor`].
+struct CheckedSeed<V>(V);
 
-fn present_method<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked<String>>, D::Error> {
-    d.deserialize_any(CheckedVisitor(StringVisitor)).map(Some)
+impl<'de, V: serde::de::Visitor<'de>> serde::de::DeserializeSeed<'de> for CheckedSeed<V> {
+    type Value = Checked<V::Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(CheckedVisitor(self.0))
+    }
 }
 
 /// A string (as a method name).
@@ -131,8 +203,10 @@ fn checked<T, E>(value: Result<T, E>) -> Checked<T> {
 }
 
 /// Parse a frame. `Err` is a parse error (invalid JSON or invalid UTF-8): the caller answers
-/// `-32700` with `"id": null`.
-pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
+/// `-32700` with `"id": null`. A batch of more than `max_batch_len` messages is refused whole
+/// (one `-32600` with `"id": null`, as the spec answers a batch it cannot take) as soon as the
+/// count is passed: nothing is kept of it, whatever its length.
+pub(crate) fn parse_frame(frame: &[u8], max_batch_len: usize) -> Result<ParsedMessage, ErrorObject> {
     // The common shapes first, straight from the bytes: every piece it keeps is checked to be
     // UTF-8 as it is taken, and it skips nothing unchecked.
     if let Some(message) = plain_message(frame) {
@@ -143,32 +217,137 @@ pub(crate) fn parse_frame(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
     // would otherwise slip through. Parsing from `&str` afterwards skips the per-string checks.
     let frame = std::str::from_utf8(frame)
         .map_err(|e| ErrorObject::parse_error(format!("the message is not valid UTF-8 ({e})")))?;
-    let first = frame.bytes().find(|b| !b.is_ascii_whitespace());
-    if first == Some(b'[') {
-        let items: Vec<&RawValue> = serde_json::from_str(frame).map_err(ErrorObject::parse_error)?;
-        if items.is_empty() {
-            return Ok(ParsedMessage::Single(Incoming::Invalid {
-                id: None,
-                error: ErrorObject::invalid_request("empty batch"),
-                answer: true,
-            }));
-        }
-        return Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get())).collect()));
-    }
-    match serde_json::from_str::<Envelope<'_>>(frame) {
-        Ok(env) => Ok(ParsedMessage::Single(classify(env))),
-        Err(e) => {
-            // Distinguish "not JSON" from "JSON, but not a message object" only on this cold path.
-            if serde_json::from_str::<IgnoredAny>(frame).is_ok() {
-                Ok(ParsedMessage::Single(Incoming::Invalid {
-                    id: None,
-                    error: ErrorObject::invalid_request(e),
-                    answer: true,
-                }))
-            } else {
-                Err(ErrorObject::parse_error(e))
+    let invalid = |why: String| {
+        Ok(ParsedMessage::Single(Incoming::Invalid {
+            id: None,
+            error: ErrorObject::invalid_request(why),
+            answer: true,
+        }))
+    };
+    match frame.bytes().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => {
+            let too_long = std::cell::Cell::new(false);
+            let mut de = serde_json::Deserializer::from_str(frame);
+            let seed = BatchSeed { max: max_batch_len, too_long: &too_long };
+            let items = match seed.deserialize(&mut de) {
+                Ok(items) => items,
+                Err(_) if too_long.get() => {
+                    return invalid(format!("a batch may hold at most {max_batch_len} messages"));
+                }
+                Err(e) => return Err(ErrorObject::parse_error(e)),
+            };
+            de.end().map_err(ErrorObject::parse_error)?;
+            if items.is_empty() {
+                return invalid("empty batch".to_owned());
             }
+            Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get())).collect()))
         }
+        Some(b'{') => match serde_json::from_str::<Envelope<'_>>(frame) {
+            Ok(env) => Ok(ParsedMessage::Single(classify(env))),
+            Err(e) => {
+                // Distinguish "not JSON" from "JSON, but not a message" (a member twice) only on
+                // this cold path.
+                if serde_json::from_str::<IgnoredAny>(frame).is_ok() {
+                    invalid(e.to_string())
+                } else {
+                    Err(ErrorObject::parse_error(e))
+                }
+            }
+        },
+        // Valid JSON that is no object: say what it is, never quote it.
+        _ => match serde_json::from_str::<IgnoredAny>(frame) {
+            Ok(_) => invalid(not_an_object(frame)),
+            Err(e) => Err(ErrorObject::parse_error(e)),
+        },
+    }
+}
+
+/// The value of the member `name` of a JSON object (the first, if it is there twice), found in
+/// one pass that keeps nothing else: `None` for anything but an object that has it.
+pub(crate) fn member<'a>(object: &'a RawValue, name: &str) -> Option<&'a RawValue> {
+    struct Find<'n>(&'n str);
+    impl<'de> serde::de::Visitor<'de> for Find<'_> {
+        type Value = Option<&'de RawValue>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            let mut found = None;
+            while let Some(is_it) = map.next_key_seed(KeyIs(self.0))? {
+                if found.is_none() && is_it {
+                    found = Some(map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(object.get());
+    de.deserialize_map(Find(name)).ok().flatten()
+}
+
+/// Whether a member name is `.0` (compared where it lies; an escaped name is unescaped first).
+struct KeyIs<'n>(&'n str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeyIs<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+}
+
+/// Why a JSON value that is not an object is not a message.
+fn not_an_object(value: &str) -> String {
+    let kind = match value.trim_start().as_bytes().first() {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    };
+    format!("a message must be a JSON object, not {kind}")
+}
+
+/// The elements of a batch array as raw text, refused (with `too_long` set) at the element past
+/// `max`: an over-long batch costs no memory beyond its frame.
+struct BatchSeed<'c> {
+    max: usize,
+    too_long: &'c std::cell::Cell<bool>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for BatchSeed<'_> {
+    type Value = Vec<&'de RawValue>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for BatchSeed<'_> {
+    type Value = Vec<&'de RawValue>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a batch array")
+    }
+    fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            if items.len() == self.max {
+                self.too_long.set(true);
+                return Err(serde::de::Error::custom("the batch is too long"));
+            }
+            items.push(item);
+        }
+        Ok(items)
     }
 }
 
@@ -285,21 +464,20 @@ fn plain_id(s: &[u8]) -> Option<(Id, &[u8])> {
     let len = digits_from + s[digits_from..].iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, after) = s.split_at(len);
     let digits = &number[digits_from..];
-    // JSON forbids leading zeros; `-0` (a float to serde_json), fractions and exponents go the
-    // general way.
-    if digits.is_empty() || (digits.starts_with(b"0") && (digits.len() > 1 || digits_from == 1)) {
+    // JSON forbids leading zeros; fractions and exponents go the general way.
+    if digits.is_empty() || (digits.starts_with(b"0") && digits.len() > 1) {
         return None;
     }
     if matches!(after.first(), Some(b'.' | b'e' | b'E')) {
         return None;
     }
-    // ASCII digits (and a sign): valid UTF-8.
-    let number = std::str::from_utf8(number).ok()?;
-    let id = match number.parse::<u64>() {
-        Ok(n) => Id::Number(n.into()),
-        Err(_) => Id::Number(number.parse::<i64>().ok()?.into()),
-    };
-    Some((id, after))
+    if digits_from == 0
+        && let Some(n) = digits.iter().try_fold(0u64, |n, d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+    {
+        return Some((Id::from(n), after));
+    }
+    // A negative or longer integer keeps its spelling (ASCII digits and a sign: valid UTF-8).
+    Some((Id::Number(std::str::from_utf8(number).ok()?.parse().ok()?), after))
 }
 
 /// One JSON value as raw text, and what follows it. serde_json parses it from the bytes and
@@ -314,17 +492,21 @@ fn raw_value(s: &[u8]) -> Option<(&RawValue, &[u8])> {
 
 /// Classify one element of a batch (already known to be valid JSON).
 fn classify_value(raw: &str) -> Incoming {
+    let invalid = |why: String| Incoming::Invalid { id: None, error: ErrorObject::invalid_request(why), answer: true };
+    if !raw.starts_with('{') {
+        return invalid(not_an_object(raw));
+    }
     match serde_json::from_str::<Envelope<'_>>(raw) {
         Ok(env) => classify(env),
-        Err(e) => Incoming::Invalid { id: None, error: ErrorObject::invalid_request(e), answer: true },
+        Err(e) => invalid(e.to_string()),
     }
 }
 
 fn classify(env: Envelope<'_>) -> Incoming {
-    let id = match env.id {
+    let id = match env.id.map(Id::from_raw) {
         None => None,
-        Some(Checked::Good(id)) => Some(id),
-        Some(Checked::Bad) => {
+        Some(Some(id)) => Some(id),
+        Some(None) => {
             return Incoming::Invalid {
                 id: None,
                 error: ErrorObject::invalid_request("\"id\" must be a string, a number or null"),
@@ -371,7 +553,10 @@ fn classify(env: Envelope<'_>) -> Incoming {
             }
             (Some(result), None) => Ok(result.to_owned()),
             (None, Some(error)) => Err(serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|e| {
-                ErrorObject::internal_error(format!("the peer's error object is malformed ({e}): {}", error.get()))
+                ErrorObject::internal_error(format!(
+                    "the peer's error object is malformed ({e}): {}",
+                    crate::quote::cut(error.get(), MALFORMED_QUOTE)
+                ))
             })),
             (None, None) => unreachable!("checked above"),
         };
@@ -389,8 +574,12 @@ fn classify(env: Envelope<'_>) -> Incoming {
 mod tests {
     use super::*;
 
+    fn parse(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
+        parse_frame(frame, 1000)
+    }
+
     fn single(text: &str) -> Incoming {
-        match parse_frame(text.as_bytes()).unwrap() {
+        match parse(text.as_bytes()).unwrap() {
             ParsedMessage::Single(m) => m,
             other => panic!("expected a single message, got {other:?}"),
         }
@@ -457,7 +646,7 @@ mod tests {
             b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"ignored\":\"\xff\"}",
             b"[{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"ignored\":\"\xff\"}]",
         ] {
-            assert!(parse_frame(text).is_err(), "{text:?}");
+            assert!(parse(text).is_err(), "{text:?}");
         }
     }
 
@@ -547,7 +736,7 @@ b"}"#,
             with(r#"{"jsonrpc":"2.0","id":1,"#, r#"":1,"method":"m"}"#),
             with(r#"{"jsonrpc":"2.0","id":1,"method":"m","x":""#, r#""}"#),
         ] {
-            let parsed = parse_frame(&frame);
+            let parsed = parse(&frame);
             assert!(
                 matches!(&parsed, Err(e) if e.code == crate::message::codes::PARSE_ERROR),
                 "{:?}: {parsed:?}",
@@ -562,13 +751,108 @@ b"}"#,
 
     #[test]
     fn batches() {
-        assert!(matches!(parse_frame(b"[]").unwrap(), ParsedMessage::Single(Incoming::Invalid { .. })));
-        match parse_frame(br#"[1, {"jsonrpc":"2.0","method":"n"}]"#).unwrap() {
+        assert!(matches!(parse(b"[]").unwrap(), ParsedMessage::Single(Incoming::Invalid { .. })));
+        match parse(br#"[1, {"jsonrpc":"2.0","method":"n"}]"#).unwrap() {
             ParsedMessage::Batch(items) => {
                 assert!(matches!(items[0], Incoming::Invalid { .. }));
                 assert!(matches!(items[1], Incoming::Notification { .. }));
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn invalid_message(message: &Incoming) -> &str {
+        match message {
+            Incoming::Invalid { error, answer: true, id: None }
+                if error.code == crate::message::codes::INVALID_REQUEST =>
+            {
+                &error.message
+            }
+            other => panic!("expected an invalid request, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn arrays_are_not_messages_in_a_batch_or_alone() {
+        match parse(
+            br#"[["2.0",1,"echo",[5]], ["2.0",null,"record",{"value":1}], "x", {"jsonrpc":"2.0","method":"n"}]"#,
+        )
+        .unwrap()
+        {
+            ParsedMessage::Batch(items) => {
+                assert_eq!(items.len(), 4);
+                for item in &items[..3] {
+                    assert!(invalid_message(item).contains("must be a JSON object"), "{item:?}");
+                }
+                assert!(matches!(items[3], Incoming::Notification { .. }));
+            }
+            other => panic!("{other:?}"),
+        }
+        let big_string = format!("\"{}\"", "a".repeat(10_000));
+        for text in ["5", "\"s\"", "true", "null", big_string.as_str()] {
+            let message = single(text);
+            let why = invalid_message(&message);
+            assert!(why.contains("must be a JSON object") && why.len() < 100, "{why}");
+        }
+    }
+
+    #[test]
+    fn an_error_that_is_an_array_is_not_an_error_object() {
+        match single(r#"{"jsonrpc":"2.0","id":1,"error":[-32050,"x"]}"#) {
+            Incoming::Response { outcome: Err(e), .. } => {
+                assert_eq!(e.code, crate::message::codes::INTERNAL_ERROR, "{e}");
+                assert!(e.message.contains("malformed"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_batch_over_the_limit_is_one_invalid_request_whatever_follows() {
+        let batch = |n: usize, tail: &str| format!("[{}{tail}]", vec!["1"; n].join(","));
+        assert!(
+            matches!(parse_frame(batch(3, "").as_bytes(), 3).unwrap(), ParsedMessage::Batch(items) if items.len() == 3)
+        );
+        for frame in [batch(4, ""), batch(4, ", not json at all"), batch(1_000_000, "")] {
+            match parse_frame(frame.as_bytes(), 3).unwrap() {
+                ParsedMessage::Single(message) => {
+                    assert!(invalid_message(&message).contains("at most 3 messages"), "{message:?}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(parse_frame(b"[1,2] x", 3).is_err(), "trailing text after a batch");
+        assert!(parse_frame(b"[1,2", 3).is_err());
+    }
+
+    #[test]
+    fn ids_keep_their_spelling_on_both_paths() {
+        for id in ["18446744073709551617", "18446744073709551616", "1.50", "1e2", "-0", "-9223372036854775809"] {
+            for text in [
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#),
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m","x":1}}"#),
+            ] {
+                match single(&text) {
+                    Incoming::Request { id: got, .. } => assert_eq!(got.to_string(), id, "{text}"),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        let id = |text: &str| match single(&format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"m"}}"#)) {
+            Incoming::Request { id, .. } => id,
+            other => panic!("{other:?}"),
+        };
+        assert_ne!(id("18446744073709551616"), id("18446744073709551617"));
+        assert_eq!(id("18446744073709551615").as_u64(), Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_member_is_found_without_keeping_the_others() {
+        let raw = RawValue::from_string(r#"{"a":[1,{"id":2}],"id":3,"id":4,"\u0069d2":5}"#.to_owned()).unwrap();
+        assert_eq!(member(&raw, "id").map(RawValue::get), Some("3"));
+        assert_eq!(member(&raw, "id2").map(RawValue::get), Some("5"));
+        assert!(member(&raw, "b").is_none());
+        let array = RawValue::from_string("[1]".to_owned()).unwrap();
+        assert!(member(&array, "id").is_none());
     }
 }

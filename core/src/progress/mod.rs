@@ -29,7 +29,7 @@ use std::borrow::Cow;
 
 pub use in_params::TokenInParams;
 pub use receiver::ProgressReceiver;
-pub(crate) use registry::Receivers;
+pub(crate) use registry::{Delivery, Receivers};
 pub use reporter::Progress;
 pub use token::ProgressToken;
 
@@ -37,8 +37,8 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::connection::Builder;
 use crate::connection::shared::Shared;
+use crate::connection::{Builder, CloseKind, CloseReason};
 
 /// How a protocol spells progress notifications.
 ///
@@ -170,8 +170,9 @@ fn null<'a>() -> Cow<'a, RawValue> {
 }
 
 /// The reader's hook: a report for a token this side issued goes straight to its receiver (the
-/// reader never waits: the channel is unbounded). `false` lets the notification through to the
-/// router: another method, a token we did not issue, or params we cannot read.
+/// reader never waits: it is counted as held input against the read-ahead, and taken off the
+/// count when the receiver takes it). `false` lets the notification through to the router:
+/// another method, a token we did not issue, or params we cannot read.
 pub(crate) fn intercept(shared: &Shared, method: &str, params: Option<&RawValue>) -> bool {
     if method != shared.config.progress.method || shared.progress.is_empty() {
         return false;
@@ -180,7 +181,25 @@ pub(crate) fn intercept(shared: &Shared, method: &str, params: Option<&RawValue>
         return false;
     };
     let Ok(token) = serde_json::from_str::<u64>(token.get()) else { return false };
-    shared.progress.deliver(token, value.into_owned())
+    let value = value.into_owned();
+    shared.hold_inbound(report_bytes(&value));
+    match shared.progress.deliver(token, value, |value| shared.release_inbound(report_bytes(value))) {
+        Delivery::Delivered => true,
+        Delivery::NotOurs => false,
+        Delivery::Full => {
+            let max = shared.config.limits.max_buffered_inbound;
+            shared.close(CloseReason::new(
+                CloseKind::RemoteProtocolViolation,
+                format!("the peer sent more than {max} progress reports for token {token} before they were taken"),
+            ));
+            true
+        }
+    }
+}
+
+/// What a report held for its receiver counts against the read-ahead.
+pub(crate) fn report_bytes(value: &RawValue) -> usize {
+    crate::connection::HELD_OVERHEAD + value.get().len()
 }
 
 #[cfg(test)]

@@ -27,6 +27,11 @@ use crate::connection::{Error, Handle};
 /// and then cancels the call (or lets it time out) still gets the answer, and no cancellation is
 /// sent for it.
 ///
+/// Reports it holds and nobody has taken count against the connection's read-ahead
+/// ([`Limits::read_ahead_bytes`](crate::Limits::read_ahead_bytes)): drive it, or drop it, so
+/// that a peer's reports never pile up (a connection whose peer floods reports nobody takes is
+/// closed at [`Limits::max_buffered_inbound_bytes`](crate::Limits::max_buffered_inbound_bytes)).
+///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, ErrorObject, Progress, ProgressToken, Router, transport::memory};
 /// # #[tokio::main(flavor = "current_thread")]
@@ -50,7 +55,7 @@ use crate::connection::{Error, Handle};
 pub struct ProgressReceiver<T> {
     shared: Arc<Shared>,
     token: u64,
-    rx: mpsc::UnboundedReceiver<Report>,
+    rx: mpsc::Receiver<Report>,
     _values: PhantomData<fn() -> T>,
 }
 
@@ -64,7 +69,9 @@ impl Handle {
     /// A new progress token (an integer from this connection's counter) and the receiver of its
     /// reports. Put the token in a request's params where the callee expects it.
     pub fn progress<T: DeserializeOwned>(&self) -> (ProgressToken, ProgressReceiver<T>) {
-        let (token, rx) = self.shared.progress.open();
+        // As many reports as messages may be read ahead while a call waits; their bytes count
+        // against the read-ahead until taken.
+        let (token, rx) = self.shared.progress.open(self.shared.config.limits.max_buffered_inbound);
         let receiver = ProgressReceiver { shared: self.shared.clone(), token, rx, _values: PhantomData };
         (ProgressToken::issued(self.shared.clone(), token), receiver)
     }
@@ -81,12 +88,16 @@ impl<T: DeserializeOwned> ProgressReceiver<T> {
             tokio::select! {
                 biased;
                 report = self.rx.recv(), if open => match report {
-                    Some(report) => self.hand_over(report, &mut on_report),
+                    Some(report) => {
+                        let report = self.taken(report);
+                        self.hand_over(report, &mut on_report)
+                    }
                     None => open = false,
                 },
                 output = &mut call => {
                     // The reader delivered these before the answer that completed the call.
                     while let Ok(report) = self.rx.try_recv() {
+                        let report = self.taken(report);
                         self.hand_over(report, &mut on_report);
                     }
                     return output;
@@ -101,7 +112,12 @@ impl<T: DeserializeOwned> ProgressReceiver<T> {
             // The call fails with the same reason.
             Err(Error::ConnectionLost(_)) => {}
             Err(e) => {
-                tracing::warn!(target: crate::LOG_TARGET, token = self.token, error = %e, "progress report dropped")
+                tracing::warn!(
+                    target: crate::LOG_TARGET,
+                    token = self.token,
+                    error = %crate::connection::trace::quote(&self.shared, &e),
+                    "progress report dropped"
+                )
             }
         }
     }
@@ -115,7 +131,18 @@ impl<T: DeserializeOwned> Stream for ProgressReceiver<T> {
     type Item = Result<T, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().rx.poll_recv(cx).map(|report| report.map(decode))
+        let this = self.get_mut();
+        this.rx.poll_recv(cx).map(|report| report.map(|r| decode(this.taken(r))))
+    }
+}
+
+impl<T> ProgressReceiver<T> {
+    /// A report is off the queue: it no longer counts against the read-ahead.
+    fn taken(&self, report: Report) -> Report {
+        if let Ok(value) = &report {
+            self.shared.release_inbound(crate::progress::report_bytes(value));
+        }
+        report
     }
 }
 
@@ -124,5 +151,9 @@ impl<T> Unpin for ProgressReceiver<T> {}
 impl<T> Drop for ProgressReceiver<T> {
     fn drop(&mut self) {
         self.shared.progress.remove(self.token);
+        // Nothing more arrives (the token is gone): what was not taken is not held any more.
+        while let Ok(report) = self.rx.try_recv() {
+            drop(self.taken(report));
+        }
     }
 }

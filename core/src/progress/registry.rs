@@ -15,9 +15,23 @@ use crate::id_hash::IdBuild;
 /// One report as it reaches a receiver: the raw value, or why no more will come.
 pub(crate) type Report = Result<Box<RawValue>, Error>;
 
+/// tokio's bound on a channel's capacity.
+const MAX_CAPACITY: usize = usize::MAX >> 3;
+
+/// What became of a report.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Queued for its receiver.
+    Delivered,
+    /// Not a token this side holds: the notification goes to the router.
+    NotOurs,
+    /// Its receiver holds as many reports as it may: the peer floods it.
+    Full,
+}
+
 #[derive(Default)]
 struct Inner {
-    live: HashMap<u64, mpsc::UnboundedSender<Report>, IdBuild>,
+    live: HashMap<u64, mpsc::Sender<Report>, IdBuild>,
     closed: Option<CloseReason>,
 }
 
@@ -36,14 +50,15 @@ impl Receivers {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new token and the channel its reports go to. On a closed connection the channel says so.
-    pub(crate) fn open(&self) -> (u64, mpsc::UnboundedReceiver<Report>) {
+    /// A new token and the channel its reports go to, holding up to `capacity` reports. On a
+    /// closed connection the channel says so.
+    pub(crate) fn open(&self, capacity: usize) -> (u64, mpsc::Receiver<Report>) {
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(capacity.clamp(1, MAX_CAPACITY));
         let mut inner = self.lock();
         match &inner.closed {
             Some(reason) => {
-                let _ = tx.send(Err(Error::ConnectionLost(reason.clone())));
+                let _ = tx.try_send(Err(Error::ConnectionLost(reason.clone())));
             }
             None => {
                 inner.live.insert(token, tx);
@@ -58,16 +73,26 @@ impl Receivers {
         self.live_count.load(Ordering::Acquire) == 0
     }
 
-    /// Hand a report to its receiver; `false` when the token is not (or no longer) ours.
-    pub(crate) fn deliver(&self, token: u64, value: Box<RawValue>) -> bool {
+    /// Hand a report to its receiver (the caller has counted it as held input; a report that
+    /// is not kept is given back through `release`).
+    pub(crate) fn deliver(&self, token: u64, value: Box<RawValue>, release: impl FnOnce(&RawValue)) -> Delivery {
         let inner = self.lock();
-        match inner.live.get(&token) {
-            Some(tx) => {
-                // A receiver dropped meanwhile is removed by its `Drop`; the report is moot.
-                let _ = tx.send(Ok(value));
-                true
+        let Some(tx) = inner.live.get(&token) else {
+            drop(inner);
+            release(&value);
+            return Delivery::NotOurs;
+        };
+        match tx.try_send(Ok(value)) {
+            Ok(()) => Delivery::Delivered,
+            Err(e) => {
+                let full = matches!(e, mpsc::error::TrySendError::Full(_));
+                drop(inner);
+                if let Ok(value) = e.into_inner() {
+                    release(&value);
+                }
+                // A receiver dropped meanwhile is removed by its `Drop`: the report is moot.
+                if full { Delivery::Full } else { Delivery::Delivered }
             }
-            None => false,
         }
     }
 
@@ -114,7 +139,8 @@ impl Receivers {
         };
         self.bindings.clear();
         for tx in live {
-            let _ = tx.send(Err(Error::ConnectionLost(reason.clone())));
+            // A receiver that is full learns the reason from its call instead.
+            let _ = tx.try_send(Err(Error::ConnectionLost(reason.clone())));
         }
     }
 }

@@ -36,7 +36,11 @@
 //! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes, refusals and
 //! connections run in their own tasks, handshakes and refusals bounded in time); a peer that
 //! sends garbage, stops reading or dies affects its own connection only, and
-//! [`Server::broadcast`] never waits for a peer that does not read.
+//! [`Server::broadcast`] never waits for a peer that does not read: it shares one body between
+//! every peer's queue, and a peer that lags by its outbound buffer for the broadcast timeout (or
+//! by twice it at all) is disconnected. A peer that trickles a message, or sends nothing with
+//! nothing in flight, is cut by the message read timeout and the idle timeout
+//! ([`ServerBuilder::message_read_timeout`], [`ServerBuilder::idle_timeout`]).
 
 mod gate;
 mod peer;
@@ -60,6 +64,10 @@ use crate::{Builder, CloseKind, CloseReason, Connection, Router};
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Default for [`ServerBuilder::broadcast_timeout`].
 pub const DEFAULT_BROADCAST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`ServerBuilder::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Default for [`ServerBuilder::message_read_timeout`] (hyper's header read timeout).
+pub const DEFAULT_MESSAGE_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Builds a router for one connection.
 type PeerFactory = Arc<dyn Fn(&Peer) -> Router + Send + Sync>;
@@ -70,6 +78,8 @@ pub struct ServerBuilder {
     factory: Option<PeerFactory>,
     max_connections: usize,
     broadcast_timeout: Duration,
+    idle_timeout: Option<Duration>,
+    message_read_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -79,6 +89,8 @@ impl std::fmt::Debug for ServerBuilder {
             .field("per_connection_factory", &self.factory.is_some())
             .field("max_connections", &self.max_connections)
             .field("broadcast_timeout", &self.broadcast_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("message_read_timeout", &self.message_read_timeout)
             .finish()
     }
 }
@@ -98,6 +110,8 @@ impl ServerBuilder {
             factory: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             broadcast_timeout: DEFAULT_BROADCAST_TIMEOUT,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            message_read_timeout: Some(DEFAULT_MESSAGE_READ_TIMEOUT),
         }
     }
 
@@ -134,11 +148,31 @@ impl ServerBuilder {
         self
     }
 
-    /// How long a broadcast may wait for a peer whose outbound queue is full
-    /// ([`DEFAULT_BROADCAST_TIMEOUT`]); a peer that has not made room by then is disconnected
-    /// rather than silently missing the message.
+    /// How long a peer may lag behind the broadcasts queued for it by more than its outbound
+    /// buffer ([`DEFAULT_BROADCAST_TIMEOUT`]): one that has not caught up by then is
+    /// disconnected rather than silently missing messages (one that would lag by twice its
+    /// buffer is disconnected at once; see [`ServerHandle::broadcast`]).
     pub fn broadcast_timeout(mut self, timeout: Duration) -> Self {
         self.broadcast_timeout = timeout;
+        self
+    }
+
+    /// Close a connection whose peer has sent nothing for `timeout` while nothing is in flight
+    /// ([`DEFAULT_IDLE_TIMEOUT`]; `None` keeps quiet peers forever, as a server whose clients
+    /// only listen for broadcasts may want). See [`Builder::idle_timeout`]; this setting
+    /// replaces the connection builder's.
+    pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.idle_timeout = timeout.into();
+        self
+    }
+
+    /// Close a connection whose peer takes longer than `timeout` to send a message once its
+    /// first bytes have arrived ([`DEFAULT_MESSAGE_READ_TIMEOUT`]; `None` for no limit): a peer
+    /// trickling bytes cannot hold a connection slot. Mind the time your largest messages take
+    /// on your slowest link. See [`Builder::message_read_timeout`]; this setting replaces the
+    /// connection builder's.
+    pub fn message_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.message_read_timeout = timeout.into();
         self
     }
 
@@ -173,6 +207,7 @@ impl ServerBuilder {
             max_connections: self.max_connections,
             broadcast_timeout: self.broadcast_timeout,
             close_bound: self.connection.config.flush_timeout + Duration::from_secs(1),
+            lagging: Mutex::new(Default::default()),
             local_addr: listener.listen_addr().ok(),
             stop_accepting: CancellationToken::new(),
             close_all: CancellationToken::new(),
@@ -180,7 +215,11 @@ impl ServerBuilder {
             tasks: TaskTracker::new(),
             accepting: TaskTracker::new(),
         });
-        let template = self.connection.layer(gate.layer());
+        let template = self
+            .connection
+            .idle_timeout(self.idle_timeout)
+            .message_read_timeout(self.message_read_timeout)
+            .layer(gate.layer());
         inner.accepting.spawn(accept_loop(listener, inner.clone(), template, self.factory));
         inner.accepting.close();
         Server { inner }

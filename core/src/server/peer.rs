@@ -1,19 +1,18 @@
 //! The server's shared state: its peers, counters and broadcast.
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::gate::Gate;
+use crate::connection::SharedRefused;
+use crate::message::encode_notification;
 use crate::transport::PeerAddr;
 use crate::{CloseKind, CloseReason, Error, Handle};
 
@@ -64,13 +63,17 @@ impl std::fmt::Debug for ServerHandle {
 
 impl ServerHandle {
     /// Send the notification `method` with `params` to every live connection, in order with
-    /// everything else each of them sends. Never waits: params are serialized once, and each
-    /// peer's copy is queued at once — or, for a peer whose outbound queue is full because it
-    /// does not read, queued in the background as soon as there is room (counted in
-    /// [`Broadcast::waiting`]; later broadcasts queue behind it, so order is kept). A peer that
-    /// has made no room within the server's
-    /// [broadcast timeout](super::ServerBuilder::broadcast_timeout) is disconnected rather than
-    /// silently missing a message.
+    /// everything else each of them sends. Never waits: the message is serialized once, and
+    /// every peer's queue holds that one body (shared, not copied) until its writer takes it.
+    ///
+    /// A broadcast counts against each peer's outbound buffer
+    /// ([`Limits::outbound_buffer`](crate::Limits::outbound_buffer)) like its other messages,
+    /// but is queued even past it: a peer that does not read fast enough lags (counted in
+    /// [`Broadcast::waiting`]), and must catch up within the server's
+    /// [broadcast timeout](super::ServerBuilder::broadcast_timeout); a broadcast that would take
+    /// its queue past twice its outbound buffer disconnects it at once
+    /// ([`Broadcast::disconnected`]). Either way it is disconnected rather than silently missing
+    /// a message, and what one peer can make the server hold is bounded in bytes.
     ///
     /// Must be called inside a tokio runtime.
     pub fn broadcast(&self, method: &str, params: impl Serialize) -> Result<Broadcast, Error> {
@@ -103,8 +106,12 @@ impl ServerHandle {
 pub struct Broadcast {
     /// Peers whose copy is queued.
     pub queued: usize,
-    /// Peers whose outbound queue is full: their copy waits for room in the background.
+    /// Peers whose copy is queued beyond their outbound buffer (they do not read fast enough):
+    /// each must catch up within the broadcast timeout or is disconnected.
     pub waiting: usize,
+    /// Peers disconnected now: the copy would have taken their queue past twice their outbound
+    /// buffer.
+    pub disconnected: usize,
     /// Peers that closed meanwhile.
     pub closed: usize,
 }
@@ -150,6 +157,8 @@ pub(super) struct Inner {
     /// How long closing one connection may take (its flush timeout and the shutdown of its
     /// write side).
     pub(super) close_bound: Duration,
+    /// Peers over their outbound buffer, each watched until it catches up or times out.
+    pub(super) lagging: Mutex<HashSet<u64>>,
     pub(super) local_addr: Option<PeerAddr>,
     pub(super) stop_accepting: CancellationToken,
     pub(super) close_all: CancellationToken,
@@ -159,8 +168,6 @@ pub(super) struct Inner {
     /// The accept loop.
     pub(super) accepting: TaskTracker,
 }
-
-type SendFuture = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
 impl Inner {
     pub(super) fn peers_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Peer>> {
@@ -200,44 +207,81 @@ impl Inner {
         method: &str,
         params: &P,
     ) -> Result<Broadcast, Error> {
-        let params: Arc<RawValue> = Arc::from(serde_json::value::to_raw_value(params).map_err(Error::Serialize)?);
-        let method: Arc<str> = Arc::from(method);
+        // One body for every peer: serialized once, on one line (valid in either framing), and
+        // shared by the queues it waits in rather than copied into each.
+        let mut body = Vec::with_capacity(64 + method.len());
+        encode_notification(&mut body, method, params).map_err(Error::Serialize)?;
+        crate::framing::flatten(&mut body);
+        body.shrink_to_fit();
+        let body = Bytes::from(body);
         let handles: Vec<(u64, Handle)> = self.peers_map().values().map(|p| (p.id, p.handle.clone())).collect();
         let mut report = Broadcast::default();
-        let waker = futures::task::noop_waker_ref();
-        let mut cx = Context::from_waker(waker);
         for (id, handle) in handles {
-            let (method, params) = (method.clone(), params.clone());
-            let peer = handle.clone();
-            // Unconstrained: tokio's cooperative budget would otherwise turn the 129th poll in
-            // this loop into a spurious `Pending`.
-            let mut send: SendFuture =
-                Box::pin(tokio::task::unconstrained(async move { peer.notify(&method, &*params).await }));
-            // One poll queues the message when there is room, or takes a place in line for
-            // room (kept when the future moves to its own task).
-            match send.as_mut().poll(&mut cx) {
-                Poll::Ready(Ok(())) => report.queued += 1,
-                Poll::Ready(Err(Error::ConnectionLost(_))) => report.closed += 1,
-                Poll::Ready(Err(e)) => return Err(e),
-                Poll::Pending => {
+            let limits = &handle.shared.config.limits;
+            let limit = limits.frame.max_message_size;
+            if body.len() > limit {
+                return Err(Error::MessageTooLarge { size: body.len(), limit });
+            }
+            // A peer may lag by its outbound buffer for the broadcast timeout, by twice that
+            // not at all.
+            let hard = limits.outbound_buffer.max(1).saturating_mul(2);
+            match handle.shared.outbound.send_shared(&body, hard) {
+                Ok(false) => report.queued += 1,
+                Ok(true) => {
                     report.waiting += 1;
-                    let timeout = self.broadcast_timeout;
-                    let inner = Arc::downgrade(this);
-                    self.tasks.spawn(async move {
-                        if tokio::time::timeout(timeout, send).await.is_err() {
-                            tracing::warn!(target: crate::LOG_TARGET, peer = id, ?timeout, "peer did not take a broadcast in time: disconnecting it");
-                            if let Some(inner) = inner.upgrade() {
-                                inner.stats.lagged_out.fetch_add(1, Ordering::Relaxed);
-                            }
-                            handle.shared.close(CloseReason::new(
-                                CloseKind::LocallyClosed,
-                                format!("the peer did not take a broadcast within {timeout:?}"),
-                            ));
-                        }
-                    });
+                    self.watch_lagging(this, id, handle);
+                }
+                Err(SharedRefused::Closed) => report.closed += 1,
+                Err(SharedRefused::Backlog { queued }) => {
+                    report.disconnected += 1;
+                    self.lagged_out(
+                        id,
+                        &handle,
+                        format!(
+                            "the peer did not take its broadcasts: {queued} bytes were queued for it, and {} more \
+                             would pass twice its outbound buffer ({hard} bytes)",
+                            body.len()
+                        ),
+                    );
                 }
             }
         }
         Ok(report)
+    }
+
+    /// Give a peer that is over its outbound buffer the broadcast timeout to catch up (one
+    /// watcher per peer, however many broadcasts pile up meanwhile).
+    fn watch_lagging(&self, this: &Arc<Inner>, id: u64, handle: Handle) {
+        if !self.lagging_set().insert(id) {
+            return;
+        }
+        let timeout = self.broadcast_timeout;
+        let inner = Arc::downgrade(this);
+        self.tasks.spawn(async move {
+            let caught_up = tokio::time::timeout(timeout, handle.shared.outbound.wait_within_budget()).await.is_ok();
+            let Some(inner) = inner.upgrade() else { return };
+            inner.lagging_set().remove(&id);
+            if !caught_up {
+                let limit = handle.shared.config.limits.outbound_buffer;
+                inner.lagged_out(
+                    id,
+                    &handle,
+                    format!(
+                        "the peer did not take its broadcasts: more than {limit} bytes waited for it for {timeout:?}"
+                    ),
+                );
+            }
+        });
+    }
+
+    /// Disconnect a peer that does not keep up with broadcasts.
+    fn lagged_out(&self, id: u64, handle: &Handle, why: String) {
+        tracing::warn!(target: crate::LOG_TARGET, peer = id, "{why}: disconnecting it");
+        self.stats.lagged_out.fetch_add(1, Ordering::Relaxed);
+        handle.shared.close(CloseReason::new(CloseKind::LocallyClosed, why));
+    }
+
+    fn lagging_set(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        self.lagging.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

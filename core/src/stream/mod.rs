@@ -174,7 +174,7 @@ pub(crate) fn intercept_abort(shared: &Shared, method: &str, params: Option<&Raw
         }
         None => tracing::warn!(
             target: crate::LOG_TARGET,
-            params = ?params.map(RawValue::get),
+            params = %crate::connection::trace::quote(shared, crate::connection::trace::Json(params)),
             "enumerator abort without a usable token (ignored)"
         ),
     }

@@ -59,6 +59,8 @@ pub struct OfferedStream {
     /// Prefetched items, as a JSON array.
     values: Option<Box<RawValue>>,
     sent: AtomicBool,
+    /// Refused at the connection's limit of live offered streams (the limit): sending it fails.
+    refused: Option<usize>,
 }
 
 impl std::fmt::Debug for OfferedStream {
@@ -111,8 +113,17 @@ impl Handle {
     {
         let token = self.shared.producers.next_token();
         let producer = Producer::new(token, Box::new(Items(Box::pin(stream))), settings);
-        self.shared.producers.insert(producer);
-        OfferedStream { shared: self.shared.clone(), token: Some(token), values: None, sent: AtomicBool::new(false) }
+        let refused = self.shared.producers.insert(producer).err();
+        if let Some(limit) = refused {
+            tracing::debug!(target: crate::LOG_TARGET, limit, "a stream offered beyond the limit of live streams refused");
+        }
+        OfferedStream {
+            shared: self.shared.clone(),
+            token: refused.is_none().then_some(token),
+            values: None,
+            sent: AtomicBool::new(false),
+            refused,
+        }
     }
 
     /// The connection's default [`StreamSettings`].
@@ -181,6 +192,12 @@ impl Serialize for OfferedStream {
                  offered it (not in a notification)",
             ));
         };
+        if let Some(limit) = self.refused {
+            return Err(S::Error::custom(format!(
+                "this connection already has {limit} live offered streams, its limit (Limits::max_offered_streams): \
+                 the peer must finish or abort some first"
+            )));
+        }
         if self.sent.swap(true, Ordering::AcqRel) {
             return Err(S::Error::custom("an offered stream can be sent only once"));
         }

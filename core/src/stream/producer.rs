@@ -325,7 +325,11 @@ pub(crate) fn serve_next(shared: Arc<Shared>, request: Request, responder: Respo
     let producer = token.and_then(|t| shared.producers.get(t));
     Box::pin(async move {
         let (Some(token), Some(producer)) = (token, producer) else {
-            tracing::debug!(target: crate::LOG_TARGET, params = ?request.params().map(|p| p.get()), "`next` for a stream that is not live: -32001");
+            tracing::debug!(
+                target: crate::LOG_TARGET,
+                params = %crate::connection::trace::quote(&shared, crate::connection::trace::Json(request.params())),
+                "`next` for a stream that is not live: -32001"
+            );
             responder.err(ErrorObject::no_marshaled_object());
             return;
         };

@@ -18,18 +18,23 @@ struct Inner {
 pub(crate) struct Producers {
     /// StreamJsonRpc numbers its generator tokens from 1, per connection.
     next_token: AtomicU64,
+    /// Streams that may be live at once ([`Limits::max_offered_streams`](crate::Limits)).
+    max_live: usize,
     inner: Mutex<Inner>,
     /// The streams in the params of our requests.
     bindings: CallBindings,
 }
 
-impl Default for Producers {
-    fn default() -> Self {
-        Producers { next_token: AtomicU64::new(1), inner: Mutex::default(), bindings: CallBindings::default() }
-    }
-}
-
 impl Producers {
+    pub(crate) fn new(max_live: usize) -> Self {
+        Producers {
+            next_token: AtomicU64::new(1),
+            max_live,
+            inner: Mutex::default(),
+            bindings: CallBindings::default(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // Every critical section is a few map operations: a poisoned lock is still consistent.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
@@ -40,14 +45,21 @@ impl Producers {
     }
 
     /// Make a producer reachable by its token (on a closed connection it is disposed at once).
-    pub(crate) fn insert(&self, producer: Arc<Producer>) {
+    /// `Err` with the limit, and the producer disposed, when as many streams are live as may be.
+    pub(crate) fn insert(&self, producer: Arc<Producer>) -> Result<(), usize> {
         let mut inner = self.lock();
         if inner.closed {
             drop(inner);
             producer.dispose();
-            return;
+            return Ok(());
+        }
+        if inner.live.len() >= self.max_live {
+            drop(inner);
+            producer.dispose();
+            return Err(self.max_live);
         }
         inner.live.insert(producer.token, producer);
+        Ok(())
     }
 
     pub(crate) fn get(&self, token: u64) -> Option<Arc<Producer>> {

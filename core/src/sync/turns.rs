@@ -91,6 +91,11 @@ impl<Q> Turns<Q> {
         Locked { queue: lock(&self.queue), owner: &self.owner }
     }
 
+    /// Who works the queue, as of now (a look without the lock: it may change at once).
+    pub(crate) fn owner(&self) -> Owner {
+        Owner::from_u8(self.owner.load(Ordering::Acquire))
+    }
+
     /// `Idle` → `Here` without the lock; `false` if somebody else works the queue. Only for the
     /// single producer of a queue (nobody else may queue while it works, see [`Turns::leave_here`]).
     pub(crate) fn try_here(&self) -> bool {

@@ -18,7 +18,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -86,8 +86,10 @@ impl Builder {
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let config = websocket_config(&self);
+        let read = Arc::new(AtomicU64::new(0));
+        let stream = Counted { inner: stream, read: read.clone() };
         let ws = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await?;
-        Ok(self.websocket(ws))
+        Ok(self.websocket_with(ws, Some(read)))
     }
 
     /// Start over an established WebSocket (either role; the handshake is done). Its
@@ -99,15 +101,29 @@ impl Builder {
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
+        self.websocket_with(ws, None)
+    }
+
+    /// [`Builder::websocket`], with the count of bytes read from the socket when it is known
+    /// (an accepted stream): then the message read timeout can tell a message in progress.
+    fn websocket_with<S>(self, ws: WebSocketStream<S>, read: Option<Arc<AtomicU64>>) -> Connection
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
         let (sink, stream) = ws.split();
-        let state = Arc::new(WsState::default());
+        let state = Arc::new(WsState { read, ..WsState::default() });
         let frames = WsFrames { inner: Some(stream), state: state.clone(), ended: false };
         let eof_state = state.clone();
         let eof_reason = async move { eof_state.peer_close.lock().unwrap_or_else(|p| p.into_inner()).take() }.boxed();
+        let in_message = state.read.is_some().then(|| {
+            let state = state.clone();
+            Box::new(move || state.in_message()) as crate::connection::InMessage
+        });
         self.start_messages(
             frames,
             |shared| WsSink { inner: sink, shared: shared.clone(), state, closing: false },
             Some(eof_reason),
+            in_message,
         )
         .0
     }
@@ -133,9 +149,27 @@ struct WsState {
     too_big: AtomicBool,
     /// The peer's close frame arrived: tungstenite has queued the reply, and takes nothing more.
     peer_closed: AtomicBool,
+    /// Bytes read from the socket so far, when known.
+    read: Option<Arc<AtomicU64>>,
+    /// `read` when the last message (or control frame) was taken.
+    read_at_message: AtomicU64,
 }
 
 impl WsState {
+    /// Bytes have arrived since the last message: part of one is in tungstenite's buffer.
+    fn in_message(&self) -> bool {
+        self.read
+            .as_ref()
+            .is_some_and(|read| read.load(Ordering::Relaxed) != self.read_at_message.load(Ordering::Relaxed))
+    }
+
+    /// A message or a control frame was taken: what was read so far is accounted for.
+    fn took_message(&self) {
+        if let Some(read) = &self.read {
+            self.read_at_message.store(read.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
     fn record(&self, why: String) {
         let mut slot = self.peer_close.lock().unwrap_or_else(|p| p.into_inner());
         slot.get_or_insert(why);
@@ -178,6 +212,7 @@ impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for WsFrames<S> 
                 return Poll::Ready(None);
             };
             let item = ready!(inner.poll_next_unpin(cx));
+            self.state.took_message();
             let out = match item {
                 Some(Ok(Message::Text(text))) => Some(Ok(message_frame(Bytes::from(text)))),
                 Some(Ok(Message::Binary(bytes))) => Some(Ok(message_frame(bytes))),
@@ -214,6 +249,47 @@ impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for WsFrames<S> 
             }
             return Poll::Ready(out);
         }
+    }
+}
+
+/// A socket that counts the bytes read from it (for the message read timeout).
+struct Counted<S> {
+    inner: S,
+    read: Arc<AtomicU64>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+        self.read.fetch_add((buf.filled().len() - before) as u64, Ordering::Relaxed);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }
 
@@ -366,9 +442,11 @@ impl Accepted for WebSocketAccepted {
 
     async fn start(self, builder: Builder) -> io::Result<Connection> {
         let config = self.config.unwrap_or_else(|| websocket_config(&builder));
-        let handshake = tokio_tungstenite::accept_async_with_config(self.stream, Some(config));
+        let read = Arc::new(AtomicU64::new(0));
+        let stream = Counted { inner: self.stream, read: read.clone() };
+        let handshake = tokio_tungstenite::accept_async_with_config(stream, Some(config));
         match tokio::time::timeout(self.handshake_timeout, handshake).await {
-            Ok(Ok(ws)) => Ok(builder.websocket(ws)),
+            Ok(Ok(ws)) => Ok(builder.websocket_with(ws, Some(read))),
             Ok(Err(e)) => Err(to_io(e)),
             Err(_) => Err(io::Error::new(
                 io::ErrorKind::TimedOut,

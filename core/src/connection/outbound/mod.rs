@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{Notify, Semaphore};
 
 use self::turns::{Content, OutQueue, OutTurns, Writer};
@@ -54,19 +54,63 @@ pub(crate) enum Chunk {
     /// One message's body: a large one on a byte stream (framed as it is written, not copied),
     /// every message on a message transport.
     Body(Vec<u8>),
+    /// A body shared with other connections (a broadcast), framed as it is written.
+    Shared(Bytes),
+}
+
+impl Chunk {
+    /// A body chunk's message (empty for encoded bytes, which carry their framing).
+    fn body(&self) -> &[u8] {
+        match self {
+            Chunk::Body(body) => body,
+            Chunk::Shared(body) => body,
+            Chunk::Encoded(_) => &[],
+        }
+    }
 }
 
 /// What a take freed (see [`Outbound::took_locked`]).
 struct Taken {
     /// A sender waits for budget.
     room: bool,
-    /// Bytes of answers taken.
-    answers: usize,
+    /// Answers held back new work and fewer do now.
+    drained: bool,
+    /// The queue was over its budget (a broadcast backlog): a watcher waits for this take.
+    caught_up: bool,
 }
 
 /// The queue is closed; the connection is ending.
 #[derive(Debug)]
 pub(crate) struct Closed;
+
+/// Why a shared body was not queued.
+#[derive(Debug)]
+pub(crate) enum SharedRefused {
+    /// The queue is closed.
+    Closed,
+    /// The peer has this many bytes queued already: the body would take it past the limit.
+    Backlog { queued: usize },
+}
+
+/// A body that will wait behind others holds no more than it needs: one that grew by doubling
+/// as it was encoded may hold twice its length, and a peer that does not read makes it wait. (One
+/// written at once keeps its buffer: shrinking may copy it.)
+fn shrunk_if_waiting(q: &Queue, mut body: Vec<u8>) -> Vec<u8> {
+    let waits = q.in_writer > 0 || q.chunks.len() > 1;
+    if waits && body.capacity() - body.len() > body.len() / 4 {
+        body.shrink_to_fit();
+    }
+    body
+}
+
+/// Close the tail buffer of small messages into a chunk of its own (a body queued next must
+/// follow it).
+fn seal_tail(q: &mut Queue) {
+    if !q.tail.is_empty() {
+        let sealed = std::mem::take(&mut q.tail);
+        q.chunks.push_back(Chunk::Encoded(sealed));
+    }
+}
 
 /// What is queued (the content of the queue's [`OutTurns`], under its lock).
 struct Queue {
@@ -80,6 +124,13 @@ struct Queue {
     budgeted: usize,
     /// Bytes of queued responses and cancellations (see [`Outbound::unbudgeted`]).
     unbudgeted: usize,
+    /// Bytes the writer has taken and not finished writing (its batch): they no longer count
+    /// against the budget of senders, but a broadcast backlog counts them (a peer that does not
+    /// read keeps them here).
+    in_writer: usize,
+    /// Of those, bytes of responses and cancellations: they still hold back new work (see
+    /// [`Outbound::unbudgeted`]).
+    answers_in_writer: usize,
     /// A sender waits for room (it is first in line: the others wait for the turnstile).
     waiting: bool,
     /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline
@@ -110,12 +161,15 @@ pub(crate) struct Outbound {
     room: Notify,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
-    /// Bytes of responses and cancellations queued without waiting for the budget. They cannot
-    /// wait (they are sent from `Drop`), so instead nothing that produces more of them (a new
-    /// inbound request, an error answer to garbage) starts while they exceed the budget.
+    /// Bytes of responses and cancellations queued without waiting for the budget, or taken by
+    /// the writer and not written yet. They cannot wait (they are sent from `Drop`), so instead
+    /// nothing that produces more of them (a new inbound request, an error answer to garbage)
+    /// starts while they exceed the budget.
     unbudgeted: AtomicUsize,
-    /// Signalled when the writer takes unbudgeted bytes (or the queue closes).
+    /// Signalled when fewer unbudgeted bytes wait (or the queue closes).
     drained: Notify,
+    /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
+    caught_up: Notify,
 }
 
 impl Outbound {
@@ -127,6 +181,8 @@ impl Outbound {
                 tail: BytesMut::new(),
                 budgeted: 0,
                 unbudgeted: 0,
+                in_writer: 0,
+                answers_in_writer: 0,
                 waiting: false,
                 spare: BytesMut::new(),
             }),
@@ -139,6 +195,7 @@ impl Outbound {
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
+            caught_up: Notify::new(),
         }
     }
 
@@ -226,7 +283,7 @@ impl Outbound {
         }
         q.unbudgeted += body.len();
         // Only ever changed under the queue lock: a plain store keeps the mirror exact.
-        self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+        self.unbudgeted.store(q.unbudgeted + q.answers_in_writer, Ordering::Release);
         self.push_locked(q, body, inline)
     }
 
@@ -242,14 +299,72 @@ impl Outbound {
             }
             Some(codec) => {
                 codec.prepare_body(&mut body);
-                if !q.tail.is_empty() {
-                    let sealed = std::mem::take(&mut q.tail);
-                    q.chunks.push_back(Chunk::Encoded(sealed));
-                }
+                seal_tail(&mut q);
+                let body = shrunk_if_waiting(&q, body);
                 q.chunks.push_back(Chunk::Body(body));
             }
-            None => q.chunks.push_back(Chunk::Body(body)),
+            None => {
+                let body = shrunk_if_waiting(&q, body);
+                q.chunks.push_back(Chunk::Body(body));
+            }
         }
+        self.schedule_locked(q, inline, spent);
+        Ok(())
+    }
+
+    /// Queue a body shared with other connections (a broadcast): never waits, and its bytes
+    /// count against the budget like a notification's, even past it. `Ok(true)`: queued, and
+    /// what waits for the peer (queued, or taken by the writer and not written yet) is over the
+    /// budget now (the peer is lagging). Refused (not queued) when it would take that past
+    /// `hard_max` (unless nothing waits: one message always gets in).
+    /// `body` must be on one line already (see `framing::flatten`).
+    pub(crate) fn send_shared(&self, body: &Bytes, hard_max: usize) -> Result<bool, SharedRefused> {
+        let n = body.len().max(1);
+        self.tracer.message(Direction::Outgoing, body);
+        let mut q = self.lock();
+        if self.closed.load(Ordering::Acquire) || q.dead {
+            return Err(SharedRefused::Closed);
+        }
+        let queued = q.budgeted + q.unbudgeted + q.in_writer;
+        if queued > 0 && queued + n > hard_max {
+            return Err(SharedRefused::Backlog { queued });
+        }
+        q.budgeted += n;
+        let over = queued + n > self.budget_max;
+        match &self.codec {
+            Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, &mut q.tail),
+            Some(_) => {
+                seal_tail(&mut q);
+                q.chunks.push_back(Chunk::Shared(body.clone()));
+            }
+            None => q.chunks.push_back(Chunk::Shared(body.clone())),
+        }
+        self.schedule_locked(q, false, None);
+        Ok(over)
+    }
+
+    /// Wait until what waits for the peer (queued, or taken by the writer and not written yet)
+    /// is within the budget again, or the queue closes.
+    pub(crate) async fn wait_within_budget(&self) {
+        loop {
+            let caught_up = self.caught_up.notified();
+            tokio::pin!(caught_up);
+            caught_up.as_mut().enable();
+            {
+                let q = self.lock();
+                if q.budgeted + q.unbudgeted + q.in_writer <= self.budget_max || self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            caught_up.await;
+        }
+    }
+
+    /// Decide who writes what was just queued (and write it here, after the lock, if it is this
+    /// caller): this task now, the reader before it waits, the writer task, or whoever writes
+    /// already. `spent` is a body copied into the tail, given back to this thread's pool.
+    #[inline(always)]
+    fn schedule_locked(&self, mut q: QueueGuard<'_>, inline: bool, spent: Option<Vec<u8>>) {
         // Who writes it: this task (now), the reader (before it waits), the writer task (woken
         // here), or whoever writes already.
         let writer = OutTurns::after_push(&mut q, inline);
@@ -277,7 +392,6 @@ impl Outbound {
         if write_here {
             self.write_inline(first);
         }
-        Ok(())
     }
 
     /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
@@ -329,41 +443,48 @@ impl Outbound {
         tail: &mut BytesMut,
         spare: &mut Option<BytesMut>,
     ) -> bool {
-        let mut taken = None;
-        let took = self.queue.take_or_release(
+        let (took, taken) = self.queue.take_or_release(
             |q| {
                 std::mem::swap(&mut q.chunks, chunks);
                 std::mem::swap(&mut q.tail, tail);
-                taken = Some(Self::took(q, &self.unbudgeted));
+                self.took_locked(q)
             },
             |q| {
+                // The batch taken before is written.
+                let caught_up = std::mem::take(&mut q.in_writer) > self.budget_max;
+                let answers = std::mem::take(&mut q.answers_in_writer);
+                if answers > 0 {
+                    self.unbudgeted.store(q.unbudgeted, Ordering::Release);
+                }
                 if q.spare.capacity() == 0
                     && let Some(spare) = spare.take()
                 {
                     q.spare = spare;
                 }
+                Taken { room: false, drained: answers + q.unbudgeted > self.budget_max, caught_up }
             },
         );
-        if let Some(taken) = taken {
-            self.after_take(taken);
-        }
+        self.after_take(taken);
         took
     }
 
     /// Everything queued was just taken (under the lock): it no longer counts against the
     /// budget. Returns what [`Outbound::after_take`] needs once the lock is let go.
     fn took_locked(&self, q: &mut Queue) -> Taken {
-        Self::took(q, &self.unbudgeted)
-    }
-
-    fn took(q: &mut Queue, mirror: &AtomicUsize) -> Taken {
         let room = q.waiting && q.budgeted > 0;
+        let caught_up = q.budgeted + q.unbudgeted + q.in_writer > self.budget_max;
+        // The batch taken before (if any) is written: the writer takes only when it is done.
+        q.in_writer = q.budgeted + q.unbudgeted;
         q.budgeted = 0;
-        let answers = std::mem::take(&mut q.unbudgeted);
-        if answers > 0 {
-            mirror.store(0, Ordering::Release);
+        // Answers taken still hold back new work until they are written: the mirror drops by
+        // those of the batch before.
+        let before = q.unbudgeted + q.answers_in_writer;
+        q.answers_in_writer = std::mem::take(&mut q.unbudgeted);
+        if q.answers_in_writer != before {
+            self.unbudgeted.store(q.answers_in_writer, Ordering::Release);
         }
-        Taken { room, answers }
+        let drained = before > self.budget_max && q.answers_in_writer < before;
+        Taken { room, drained, caught_up }
     }
 
     /// Wake who waits for what a take freed.
@@ -371,8 +492,11 @@ impl Outbound {
         if taken.room {
             self.room.notify_waiters();
         }
-        if taken.answers > self.budget_max {
+        if taken.drained {
             self.drained.notify_waiters();
+        }
+        if taken.caught_up {
+            self.caught_up.notify_waiters();
         }
     }
 
@@ -409,6 +533,7 @@ impl Outbound {
         self.turnstile.close();
         self.room.notify_waiters();
         self.drained.notify_waiters();
+        self.caught_up.notify_waiters();
     }
 
     /// The writer is gone: refuse everything and drop what is left.

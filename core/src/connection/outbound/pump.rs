@@ -84,7 +84,8 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
         self.dirty = true;
         match chunk {
             Chunk::Encoded(bytes) => ready!(Self::poll_write_all(&mut self.io, cx, bytes, &mut self.pos))?,
-            Chunk::Body(body) => {
+            Chunk::Body(_) | Chunk::Shared(_) => {
+                let body = chunk.body();
                 while self.stage < 3 {
                     let piece: &[u8] = match self.stage {
                         0 => &self.head,
@@ -123,9 +124,9 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
         loop {
             ready!(self.poll_current(cx))?;
             if let Some(chunk) = self.chunks.pop_front() {
-                if let Chunk::Body(body) = &chunk {
+                if let Chunk::Body(_) | Chunk::Shared(_) = &chunk {
                     self.head.clear();
-                    self.codec.encode_prefix(body.len(), &mut self.head);
+                    self.codec.encode_prefix(chunk.body().len(), &mut self.head);
                     self.foot.clear();
                     self.codec.encode_suffix(&mut self.foot);
                 }
@@ -199,8 +200,11 @@ where
                 continue;
             }
             if let Some(chunk) = self.chunks.pop_front() {
-                if let Chunk::Body(body) = chunk {
-                    self.next = Some(body);
+                match chunk {
+                    Chunk::Body(body) => self.next = Some(body),
+                    // The sink takes its own copy: made as it is sent, not while it waits.
+                    Chunk::Shared(body) => self.next = Some(body.to_vec()),
+                    Chunk::Encoded(_) => {}
                 }
                 continue;
             }

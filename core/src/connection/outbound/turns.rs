@@ -27,7 +27,7 @@
 //! | `Idle` → `Task` | [`OutTurns::after_push`] → [`Writer::Task`] | queued for the task (a notification), or ending |
 //! | `Held` → `Here` | [`OutTurns::release`] → `true` | the reader is about to wait |
 //! | `Here` → `Task` | [`OutTurns::hand_to_task`] | the stream took less than everything (or failed) |
-//! | `Here`, `Task` → `Idle` | [`OutTurns::take_or_release`] → `false` | the writer found the queue empty (a `Here` writer then wakes the task if ending, so it can stop) |
+//! | `Here`, `Task` → `Idle` | [`OutTurns::take_or_release`] → `(false, _)` | the writer found the queue empty (a `Here` writer then wakes the task if ending, so it can stop) |
 //! | `Task` ends | [`OutTurns::poll_turn`] → `Ready(false)` | ending, `Idle`, and the queue empty |
 //!
 //! Every transition happens under the queue lock. What this guarantees (checked by the
@@ -140,13 +140,17 @@ impl<C: Content> OutTurns<C> {
         self.turns.wake_task();
     }
 
-    /// The writer's next batch: `take` moves the content out (it is not empty) and returns
-    /// `true`; or, with nothing queued, the writer gives up its turn (→ `Idle`) and this returns
-    /// `false`. `idle` runs under the lock when the turn is given up.
-    pub(crate) fn take_or_release(&self, take: impl FnOnce(&mut C), idle: impl FnOnce(&mut C)) -> bool {
+    /// The writer's next batch: `take` moves the content out (it is not empty), and this
+    /// returns `true` with what `take` returned; or, with nothing queued, the writer gives up its
+    /// turn (→ `Idle`) and this returns `false` with what `idle` returned. Both run under the lock.
+    pub(crate) fn take_or_release<R>(
+        &self,
+        take: impl FnOnce(&mut C) -> R,
+        idle: impl FnOnce(&mut C) -> R,
+    ) -> (bool, R) {
         let mut q = self.turns.lock();
         if q.content.is_empty() {
-            idle(&mut q.content);
+            let out = idle(&mut q.content);
             let was = q.let_go();
             let wake = was == Owner::Here && q.ending;
             drop(q);
@@ -154,10 +158,9 @@ impl<C: Content> OutTurns<C> {
                 // The task waits for the queue to be idle before it stops.
                 self.turns.wake_task();
             }
-            return false;
+            return (false, out);
         }
-        take(&mut q.content);
-        true
+        (true, take(&mut q.content))
     }
 
     /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
@@ -207,7 +210,7 @@ mod loom_tests {
     fn pump(out: &OutTurns<VecDeque<(u8, u8)>>, wire: &Wire, stall: bool) -> bool {
         let mut batch = VecDeque::new();
         loop {
-            if !out.take_or_release(|q| std::mem::swap(q, &mut batch), |_| {}) {
+            if !out.take_or_release(|q| std::mem::swap(q, &mut batch), |_| ()).0 {
                 return true;
             }
             assert!(!wire.busy.swap(true, Ordering::SeqCst), "two writers at once");
