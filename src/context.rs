@@ -52,7 +52,7 @@ impl FromRequestContext for Id {
 
 impl FromRequestContext for Handle {
     fn from_request_context(cx: &RequestContext) -> Self {
-        cx.peer().clone()
+        cx.peer()
     }
 }
 
@@ -64,6 +64,6 @@ impl FromNotificationContext for NotificationContext {
 
 impl FromNotificationContext for Handle {
     fn from_notification_context(cx: &NotificationContext) -> Self {
-        cx.peer().clone()
+        cx.peer()
     }
 }

@@ -29,37 +29,38 @@ fn on_its_own_thread(scenario: impl FnOnce() + Send + 'static) {
 
 #[test]
 fn a_trace_redactor_may_use_the_connection() {
+    // The process's default subscriber, not a scoped one: with a scoped subscriber on one thread
+    // and none on another, tracing may cache a callsite as disabled (and the redactor never runs).
+    let subscriber =
+        tracing_subscriber::fmt().with_env_filter("jsonrpc_duplex::wire=trace").with_writer(io::sink).finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this test binary");
     on_its_own_thread(|| {
-        let subscriber =
-            tracing_subscriber::fmt().with_env_filter("jsonrpc_duplex::wire=trace").with_writer(io::sink).finish();
-        tracing::subscriber::with_default(subscriber, || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let handle: Arc<OnceLock<Handle>> = Arc::default();
-                let audited = handle.clone();
-                // The redactor sends a notification of its own for each outgoing message (but
-                // its own): it queues on the connection it traces.
-                let builder = Connection::builder().trace_redactor(move |direction, text| {
-                    if direction == Direction::Outgoing
-                        && !text.contains("audit")
-                        && let Some(h) = audited.get()
-                    {
-                        let _ = h.notify("audit", ["seen"]).now_or_never();
-                    }
-                    text.to_owned()
-                });
-                let (conn, mut peer) = raw_peer::pair(builder, jsonrpc_duplex::Framing::ContentLength);
-                handle.set(conn.handle()).ok();
-                let h = conn.handle();
-                let call = tokio::spawn(async move { h.request::<i64>("add", [1, 2]).await });
-                // The audit is traced (and so queued) while the request is being sent: either
-                // may come first.
-                let (first, second) = (within(peer.recv()).await, within(peer.recv()).await);
-                let (request, audit) = if first["method"] == "add" { (first, second) } else { (second, first) };
-                assert_eq!(audit["method"], "audit");
-                peer.send_json(serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": 3})).await;
-                assert_eq!(within(call).await.unwrap().unwrap(), 3);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let handle: Arc<OnceLock<Handle>> = Arc::default();
+            let audited = handle.clone();
+            // The redactor sends a notification of its own for each outgoing message (but its
+            // own): it queues on the connection it traces.
+            let builder = Connection::builder().trace_redactor(move |direction, text| {
+                if direction == Direction::Outgoing
+                    && !text.contains("audit")
+                    && let Some(h) = audited.get()
+                {
+                    let _ = h.notify("audit", ["seen"]).now_or_never();
+                }
+                text.to_owned()
             });
+            let (conn, mut peer) = raw_peer::pair(builder, jsonrpc_duplex::Framing::ContentLength);
+            handle.set(conn.handle()).ok();
+            let h = conn.handle();
+            let call = tokio::spawn(async move { h.request::<i64>("add", [1, 2]).await });
+            // The audit is traced (and so queued) while the request is being sent: either may
+            // come first.
+            let (first, second) = (within(peer.recv()).await, within(peer.recv()).await);
+            let (request, audit) = if first["method"] == "add" { (first, second) } else { (second, first) };
+            assert_eq!(audit["method"], "audit");
+            peer.send_json(serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": 3})).await;
+            assert_eq!(within(call).await.unwrap().unwrap(), 3);
         });
     });
 }

@@ -16,27 +16,28 @@
 //! Raw traffic is logged at TRACE on the target [`WIRE_TARGET`]; protocol problems at WARN/DEBUG
 //! on [`LOG_TARGET`].
 
-mod call_bindings;
 pub mod connection;
+mod features;
 pub mod framing;
 pub mod handler;
-mod id_hash;
 pub mod message;
+mod profile;
 pub mod progress;
 mod quote;
-mod scope;
 pub mod server;
 pub mod stream;
 mod sync;
 pub mod transport;
+mod util;
 
 pub use connection::{
     Builder, CallOptions, CancelProtocol, ChildExit, CloseKind, CloseReason, Connection, Direction, Error, Handle,
-    Limits, Profile,
+    Limits,
 };
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
 pub use message::{ErrorObject, Id, IdNumber, codes};
+pub use profile::Profile;
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};
 pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;
@@ -45,3 +46,14 @@ pub use tokio_util::sync::CancellationToken;
 pub const WIRE_TARGET: &str = "jsonrpc_duplex::wire";
 /// The tracing target of protocol events (WARN/DEBUG).
 pub const LOG_TARGET: &str = "jsonrpc_duplex";
+
+/// Parse one frame exactly as the connection does and return how many messages it held (`None`
+/// for a parse error, answered `-32700`). An entry point for fuzzing; not a stable API.
+#[doc(hidden)]
+pub fn __fuzz_parse(frame: &[u8]) -> Option<usize> {
+    match message::parse_frame(frame, connection::DEFAULT_MAX_BATCH_LEN) {
+        Ok(message::ParsedMessage::Single(_)) => Some(1),
+        Ok(message::ParsedMessage::Batch(items)) => Some(items.len()),
+        Err(_) => None,
+    }
+}

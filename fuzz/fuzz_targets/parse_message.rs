@@ -2,7 +2,7 @@
 //! exactly when the frame is not UTF-8 JSON; a batch counts its elements.
 #![no_main]
 
-use jsonrpc_duplex_core::message::__fuzz_parse;
+use jsonrpc_duplex_core::__fuzz_parse;
 use jsonrpc_duplex_fuzz::AllocGuard;
 use serde_json::value::RawValue;
 

@@ -83,115 +83,11 @@ impl Default for CancelProtocol {
     }
 }
 
-/// The wire conventions of one protocol, set with one call: [`Builder::profile`](super::Builder::profile).
-///
-/// | profile | framing | cancellation | progress | a request's own progress token |
-/// |---|---|---|---|---|
-/// | [`Profile::lsp`] | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | `workDoneToken` in the params |
-/// | [`Profile::acp`] | newline | `$/cancel_request {"requestId"}` | `$/progress {"token", "value"}` | none |
-/// | [`Profile::mcp`] | newline | `notifications/cancelled {"requestId", "reason"}`, never answered | `notifications/progress {"progressToken", ...value}` | `_meta.progressToken` in the params |
-/// | [`Profile::json_rpc`] (the defaults) | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | none (a progress argument travels as a param of its own) |
-///
-/// The plain JSON-RPC profile is what StreamJsonRpc and vscode-jsonrpc speak, and what a
-/// connection speaks without a profile. A single setting ([`Builder::framing`](super::Builder::framing),
-/// [`Builder::cancel_protocol`](super::Builder::cancel_protocol),
-/// [`Builder::progress_protocol`](super::Builder::progress_protocol)) overrides its part of a
-/// profile whether it is given before or after it.
-///
-/// ```
-/// use jsonrpc_duplex_core::{Connection, Framing, Profile};
-/// // MCP over stdio: newline framing, `notifications/cancelled`, `notifications/progress`.
-/// let mcp = Connection::builder().profile(Profile::mcp());
-/// // LSP conventions over a newline-framed pipe.
-/// let mixed = Connection::builder().framing(Framing::NewlineDelimited).profile(Profile::lsp());
-/// # drop((mcp, mixed));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Profile {
-    name: &'static str,
-    framing: Framing,
-    cancel: CancelProtocol,
-    progress: crate::progress::ProgressProtocol,
-}
-
-impl Profile {
-    /// The Language Server Protocol: `Content-Length` framing, `$/cancelRequest`, `$/progress`,
-    /// a request's work-done token in its `workDoneToken` member.
-    pub fn lsp() -> Self {
-        Profile {
-            name: "LSP",
-            framing: Framing::ContentLength,
-            cancel: CancelProtocol::lsp(),
-            progress: crate::progress::ProgressProtocol::lsp().with_request_token("workDoneToken"),
-        }
-    }
-
-    /// The Agent Client Protocol: newline framing and `$/cancel_request {"requestId"}`.
-    pub fn acp() -> Self {
-        Profile {
-            name: "ACP",
-            framing: Framing::NewlineDelimited,
-            cancel: CancelProtocol::acp(),
-            progress: crate::progress::ProgressProtocol::lsp(),
-        }
-    }
-
-    /// The Model Context Protocol over stdio: newline framing, `notifications/cancelled` (a
-    /// cancelled request is not answered), `notifications/progress` with the token in a request's
-    /// `_meta.progressToken`.
-    pub fn mcp() -> Self {
-        Profile {
-            name: "MCP",
-            framing: Framing::NewlineDelimited,
-            cancel: CancelProtocol::mcp(),
-            progress: crate::progress::ProgressProtocol::mcp(),
-        }
-    }
-
-    /// Plain JSON-RPC 2.0 as StreamJsonRpc and vscode-jsonrpc speak it (the defaults):
-    /// `Content-Length` framing, `$/cancelRequest`, `$/progress`.
-    pub fn json_rpc() -> Self {
-        Profile {
-            name: "JSON-RPC",
-            framing: Framing::ContentLength,
-            cancel: CancelProtocol::lsp(),
-            progress: crate::progress::ProgressProtocol::lsp(),
-        }
-    }
-
-    /// The protocol's name, as messages about it say it (`"MCP"`).
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The framing this profile uses on byte streams.
-    pub fn framing(&self) -> Framing {
-        self.framing
-    }
-
-    /// How this profile spells cancellation.
-    pub fn cancel_protocol(&self) -> &CancelProtocol {
-        &self.cancel
-    }
-
-    /// How this profile spells progress.
-    pub fn progress_protocol(&self) -> &crate::progress::ProgressProtocol {
-        &self.progress
-    }
-}
-
-impl Default for Profile {
-    fn default() -> Self {
-        Self::json_rpc()
-    }
-}
-
 /// Which settings were given one by one, so that a profile leaves them alone.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Explicit {
     pub(crate) framing: bool,
     pub(crate) cancel: bool,
-    pub(crate) progress: bool,
 }
 
 /// Direction of a traced message.
@@ -327,9 +223,6 @@ pub(crate) struct Config {
     pub(crate) framing: Framing,
     pub(crate) limits: Limits,
     pub(crate) cancel: CancelProtocol,
-    pub(crate) progress: crate::progress::ProgressProtocol,
-    pub(crate) enumerator: crate::stream::EnumeratorProtocol,
-    pub(crate) stream_settings: crate::stream::StreamSettings,
     pub(crate) default_timeout: Option<Duration>,
     /// Close when the peer sends nothing for this long with nothing in flight (see
     /// [`super::watchdog`]).
@@ -351,9 +244,6 @@ impl Default for Config {
             framing: Framing::default(),
             limits: Limits::default(),
             cancel: CancelProtocol::default(),
-            progress: Default::default(),
-            enumerator: Default::default(),
-            stream_settings: Default::default(),
             default_timeout: None,
             idle_timeout: None,
             message_read_timeout: None,
@@ -365,17 +255,20 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Take `profile`'s conventions, except those set one by one.
-    pub(crate) fn apply(&mut self, profile: Profile, explicit: Explicit) {
-        self.profile = Some(profile.name);
+    /// Take a profile's conventions, except those set one by one.
+    pub(crate) fn apply_profile(
+        &mut self,
+        name: &'static str,
+        framing: Framing,
+        cancel: CancelProtocol,
+        explicit: Explicit,
+    ) {
+        self.profile = Some(name);
         if !explicit.framing {
-            self.framing = profile.framing;
+            self.framing = framing;
         }
         if !explicit.cancel {
-            self.cancel = profile.cancel;
-        }
-        if !explicit.progress {
-            self.progress = profile.progress;
+            self.cancel = cancel;
         }
     }
 

@@ -24,11 +24,12 @@ use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
-use super::Handle;
 use super::lane::{Handoff, LaneTurns, Offered};
 use super::shared::Shared;
-use crate::handler::{Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised};
-use crate::message::{ErrorObject, Id};
+use crate::handler::{
+    Host, Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised,
+};
+use crate::message::ErrorObject;
 
 pub(crate) enum Inbound {
     Request { method: String, params: Option<Box<RawValue>>, slot: Arc<ReplySlot> },
@@ -65,7 +66,6 @@ pub(crate) struct LaneClosed;
 pub(crate) struct Dispatcher {
     pub(crate) shared: Arc<Shared>,
     pub(crate) router: Router,
-    pub(crate) handle: Handle,
     pub(crate) tracker: TaskTracker,
     pub(crate) permits: Arc<Permits>,
     pub(crate) unknown: super::unknown::UnknownNotifications,
@@ -444,11 +444,16 @@ impl Dispatcher {
         None
     }
 
+    /// The connection, as what it reads knows it.
+    fn host(&self) -> Arc<dyn Host> {
+        self.shared.clone()
+    }
+
     /// The handler future for a request, or `None` when it was answered on the spot.
     fn request_future(&self, request: Request, responder: Responder) -> Option<HandlerFuture> {
-        // The enumerator protocol is the connection's own, whatever the router serves.
-        if request.method == self.shared.config.enumerator.next {
-            return Some(crate::stream::serve_next(self.shared.clone(), request, responder));
+        // Methods a feature serves are its own, whatever the router serves.
+        if let Some(extension) = self.shared.seam.serving(&request.method) {
+            return Some(extension.clone().serve(&self.shared, request, responder));
         }
         match self.router.route(&request.method) {
             Some(Route::Request(f)) => Some(f(request, responder)),
@@ -457,9 +462,9 @@ impl Dispatcher {
                 let mut request = request;
                 let method = std::mem::take(&mut request.method);
                 let params = request.params.take();
-                let peer = request.slot.peer.clone();
+                let host = request.slot.host.clone();
                 drop(request);
-                let fut = f(Notification { method, params, peer });
+                let fut = f(Notification { method, params, host, lane: None });
                 Some(Box::pin(async move {
                     fut.await;
                     responder.ok(());
@@ -494,8 +499,8 @@ impl Dispatcher {
                 self.unknown.dropped(&method, &self.shared.outbound.tracer);
                 return None;
             };
-            let peer = self.handle.at_lane(seq);
-            let started = poll_supervised(None, || fallback(Notification { method, params, peer }));
+            let host = self.host();
+            let started = poll_supervised(None, || fallback(Notification { method, params, host, lane: Some(seq) }));
             return match started {
                 Ok(fut) => Some((name, fut)),
                 Err(payload) => {
@@ -523,12 +528,11 @@ impl Dispatcher {
         seq: u64,
     ) -> HandlerFuture {
         // The handler runs on the lane: its handle's calls do not wait for it (see `Handle::at_lane`).
-        let peer = self.handle.at_lane(seq);
         match route {
-            Route::Notification(f) => f(Notification { method, params, peer }),
+            Route::Notification(f) => f(Notification { method, params, host: self.host(), lane: Some(seq) }),
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
-                let slot = ReplySlot::new(peer, Id::Null, false, None, true);
+                let slot = ReplySlot::on_lane(self.host(), seq);
                 let request = Request { method, params, slot: slot.clone() };
                 f(request, Responder::new(slot))
             }

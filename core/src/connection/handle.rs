@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::pending::Outcome;
 use super::shared::Shared;
 use super::{CloseKind, CloseReason, Error};
+use crate::message::bind::UNBOUND;
 use crate::message::{codes, encode_notification, encode_request};
 
 /// Per-call options: a timeout, a cancellation token, what a cancellation says.
@@ -139,11 +140,6 @@ impl Handle {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Handle { shared, lane_seq: None }
     }
-
-    /// This handle as given to the handler of the lane's message `seq`.
-    pub(crate) fn at_lane(&self, seq: u64) -> Self {
-        Handle { shared: self.shared.clone(), lane_seq: Some(seq) }
-    }
 }
 
 impl fmt::Debug for Handle {
@@ -219,7 +215,7 @@ impl<'a> CallGuard<'a> {
             return;
         }
         let cancel = &self.shared.config.cancel;
-        let mut buf = super::bufpool::take(64);
+        let mut buf = crate::util::bufpool::take(64);
         let member = serde_json::to_string(cancel.id_member.as_ref()).unwrap_or_else(|_| "\"id\"".into());
         let params = if cancel.send_reason {
             let reason = serde_json::to_string(reason).unwrap_or_else(|_| "\"\"".into());
@@ -228,7 +224,7 @@ impl<'a> CallGuard<'a> {
             format!("{{{member}:{}}}", self.id)
         };
         let params = RawValue::from_string(params).ok();
-        if encode_notification(&mut buf, &cancel.method, &params).is_ok() {
+        if encode_notification(&mut buf, &cancel.method, &params, UNBOUND).is_ok() {
             // Also sent from `Drop` (a dropped call): left to the writer task.
             let _ = self.shared.outbound.send_later(buf);
         }
@@ -332,14 +328,12 @@ impl Handle {
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to
-    /// its id while it is encoded (see [`crate::scope`]).
+    /// its id while it is encoded (see [`crate::message::bind`]).
     pub(crate) fn encode_call<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<EncodedCall, Error> {
         let shared = &*self.shared;
         let id = shared.next_id();
-        let mut buf = super::bufpool::take(64 + method.len());
-        let encoded = crate::scope::within(crate::scope::Scope::request(shared, id), || {
-            encode_request(&mut buf, id, method, params)
-        });
+        let mut buf = crate::util::bufpool::take(64 + method.len());
+        let encoded = encode_request(&mut buf, id, method, params, shared);
         if let Err(e) = encoded.map_err(Error::Serialize).and_then(|()| self.check_size(&buf)) {
             shared.release_call(id);
             return Err(e);
@@ -534,8 +528,8 @@ impl Handle {
 
     /// Send a notification. Returns once it is queued (in order with every other outbound message).
     pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
-        let mut buf = super::bufpool::take(64 + method.len());
-        encode_notification(&mut buf, method, &params).map_err(Error::Serialize)?;
+        let mut buf = crate::util::bufpool::take(64 + method.len());
+        encode_notification(&mut buf, method, &params, &*self.shared).map_err(Error::Serialize)?;
         self.check_size(&buf)?;
         self.shared.outbound.send(buf).await.map_err(|_| Error::ConnectionLost(self.shared.lost()))
     }

@@ -1,17 +1,18 @@
 //! The connection: ids, pending calls, dispatch, cancellation and lifecycle over one stream.
 
-pub(crate) mod bufpool;
 mod close;
 mod config;
 mod dispatch;
 mod error;
 mod frames;
 mod handle;
+mod host;
 mod lane;
 mod messages;
 mod outbound;
 mod pending;
 mod reader;
+mod seam;
 mod settle;
 pub(crate) mod shared;
 pub(crate) mod trace;
@@ -31,7 +32,7 @@ pub use config::{
     CancelProtocol, DEFAULT_EOF_GRACE, DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BATCH_LEN, DEFAULT_MAX_BUFFERED_INBOUND,
     DEFAULT_MAX_BUFFERED_INBOUND_BYTES, DEFAULT_MAX_CONCURRENT_REQUEST_BYTES, DEFAULT_MAX_CONCURRENT_REQUESTS,
     DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
-    DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, Profile, TraceRedactor,
+    DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceRedactor,
 };
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
@@ -42,6 +43,7 @@ pub(crate) use dispatch::HELD_OVERHEAD;
 pub(crate) use frames::InMessage;
 pub(crate) use outbound::SharedRefused;
 pub(crate) use reader::EofReason;
+pub(crate) use seam::{Bound, Extension, Feature, Features, Phase, Take, Unbound, registry};
 
 use self::config::Config;
 use self::dispatch::{Dispatcher, Lane};
@@ -69,11 +71,13 @@ use crate::handler::{MethodClash, Router};
 /// # drop(conn);
 /// # }
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Builder {
     pub(crate) config: Config,
     /// Settings given one by one, which a profile leaves alone.
     pub(crate) explicit: config::Explicit,
+    /// The features that plug into each connection, with their settings.
+    features: seam::Features,
     router: Router,
     /// Services built per connection, once its handle exists ([`Builder::serve_with`]).
     factories: Vec<ServiceFactory>,
@@ -102,10 +106,28 @@ impl std::fmt::Debug for Builder {
 }
 
 impl Builder {
-    /// Speak a protocol: its framing, cancellation and progress conventions in one call (see
-    /// [`Profile`]). Settings given one by one override their part of it, before or after.
-    pub fn profile(mut self, profile: Profile) -> Self {
-        self.config.apply(profile, self.explicit);
+    /// A builder with these features and nothing else set (see [`seam`]); `Builder::default`
+    /// is this with every feature of the crate.
+    pub(crate) fn with_features(features: seam::Features) -> Self {
+        Builder {
+            config: Config::default(),
+            explicit: Default::default(),
+            features,
+            router: Router::default(),
+            factories: Vec::new(),
+            layer: None,
+        }
+    }
+
+    /// The settings of feature `F` (added with its defaults if missing).
+    pub(crate) fn feature_mut<F: seam::Feature + Default>(&mut self) -> &mut F {
+        self.features.get_mut::<F>()
+    }
+
+    /// A profile's framing and cancellation, except those set one by one (its features'
+    /// conventions are theirs to apply).
+    pub(crate) fn apply_profile(mut self, name: &'static str, framing: Framing, cancel: CancelProtocol) -> Self {
+        self.config.apply_profile(name, framing, cancel, self.explicit);
         self
     }
 
@@ -313,9 +335,10 @@ impl Builder {
         codec: Option<crate::framing::FrameCodec>,
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
     ) -> (Connection, Arc<Shared>) {
-        let Builder { config, explicit: _, mut router, factories, layer } = self;
+        let Builder { config, explicit: _, features, mut router, factories, layer } = self;
         let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec);
-        let shared = Arc::new(Shared::new(config, outbound));
+        let seam = seam::Seam::new(&features, &config.limits);
+        let shared = Arc::new(Shared::new(config, outbound, seam));
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
         let handle = Handle::new(shared.clone());
@@ -336,14 +359,13 @@ impl Builder {
         let limits = &shared.config.limits;
         let permits =
             Arc::new(dispatch::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
-        if let Some(refused) = shadowed_route(&router, &shared.config) {
+        if let Some(refused) = shadowed_route(&router, &shared) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
         }
         let dispatcher = Dispatcher {
             shared: shared.clone(),
             router,
-            handle: handle.clone(),
             tracker: tracker.clone(),
             permits,
             unknown: Default::default(),
@@ -359,7 +381,8 @@ impl Builder {
 
 /// A route the connection would never call, because it takes that method itself: why, and what
 /// to do instead.
-fn shadowed_route(router: &Router, config: &Config) -> Option<String> {
+fn shadowed_route(router: &Router, shared: &Shared) -> Option<String> {
+    let config = &shared.config;
     let profile = config.profile_name();
     let cancel = &config.cancel.method;
     if router.contains(cancel) {
@@ -369,17 +392,8 @@ fn shadowed_route(router: &Router, config: &Config) -> Option<String> {
              the protocol says); remove the route, or set another `CancelProtocol` if this method means something else"
         ));
     }
-    let enumerator = &config.enumerator;
-    for method in [&enumerator.next, &enumerator.abort] {
-        if router.contains(method) {
-            return Some(format!(
-                "the route {method:?} would never be called: the connection serves streams itself (return \
-                 `impl Stream` from an #[rpc] method, or use `Handle::offer_stream`); remove the route, or set \
-                 another `EnumeratorProtocol`"
-            ));
-        }
-    }
-    None
+    let (method, why) = shared.seam.shadowing(|name| router.contains(name))?;
+    Some(format!("the route {method:?} would never be called: {why}"))
 }
 
 /// One JSON-RPC connection: both sides may call, notify and answer.

@@ -7,8 +7,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, oneshot};
 
 use super::{CloseReason, Error};
-use crate::id_hash::IdBuild;
 use crate::message::ErrorObject;
+use crate::util::hash::IdBuild;
 
 /// What a waiting call receives: the answer, and how many inbound messages had been handed to
 /// the dispatcher when it was read (so the caller may wait until those are handled).

@@ -9,16 +9,17 @@ use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
 
-use super::Handle;
 use super::dispatch::{Inbound, Lane};
 use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
+use super::seam::{Phase, Take};
 use super::shared::Shared;
 use super::trace;
 use super::watchdog::Watchdog;
 use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
+use crate::message::bind::UNBOUND;
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
 
 /// The longest cancellation reason kept from the peer, in bytes.
@@ -179,8 +180,8 @@ impl Reader {
                 return;
             }
         }
-        let mut buf = super::bufpool::take(96);
-        encode_response::<()>(&mut buf, id, Err(&error));
+        let mut buf = crate::util::bufpool::take(96);
+        encode_response::<()>(&mut buf, id, Err(&error), UNBOUND);
         let _ = self.shared.outbound.send_now(buf);
     }
 
@@ -260,9 +261,9 @@ impl Reader {
                     // The streams offered in its params end before the caller wakes; its progress
                     // receivers end after the answer is in the caller's hands (a receiver's end
                     // means the call is answered), after every report read before the answer.
-                    self.shared.producers.release_call(n);
+                    self.shared.seam.release_call(n, Phase::BeforeAnswer);
                     let delivery = self.shared.pending.complete(n, outcome, self.shared.settle.enqueued());
-                    self.shared.progress.release_call(n);
+                    self.shared.seam.release_call(n, Phase::AfterAnswer);
                     delivery
                 });
                 match delivery {
@@ -281,15 +282,15 @@ impl Reader {
                     self.on_cancel(params.as_deref());
                     return Routed::Done;
                 }
-                // Progress for our tokens and stream aborts, like cancellations, bypass the queue;
-                // reports wait for their receivers within the read-ahead, like queued messages.
-                if crate::progress::intercept(&self.shared, &method, params.as_deref()) {
-                    return if self.shared.read_ahead_full() { Routed::Held } else { Routed::Done };
+                // What a feature takes (progress for our tokens, stream aborts) bypasses the queue,
+                // like a cancellation; what it holds counts against the read-ahead, like queued
+                // messages.
+                match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
+                    Take::Pass => self.enqueue_now(Inbound::Notification { method, params }, spares, cx),
+                    Take::Taken => Routed::Done,
+                    Take::Held if self.shared.read_ahead_full() => Routed::Held,
+                    Take::Held => Routed::Done,
                 }
-                if crate::stream::intercept_abort(&self.shared, &method, params.as_deref()) {
-                    return Routed::Done;
-                }
-                self.enqueue_now(Inbound::Notification { method, params }, spares, cx)
             }
             Incoming::Request { id, method, params } => {
                 // Every request that may still be unanswered is in the map by now (see
@@ -335,8 +336,7 @@ impl Reader {
     async fn answer_invalid(&self, id: Id, error: ErrorObject, batch: Option<Arc<Batch>>) {
         match batch {
             Some(batch) => {
-                ReplySlot::new(Handle::new(self.shared.clone()), id, false, Some(batch), false)
-                    .answer::<()>(Err(&error));
+                ReplySlot::new(self.shared.clone(), id, false, Some(batch), false).answer::<()>(Err(&error));
             }
             None => self.answer_error(&id, error).await,
         }
@@ -461,7 +461,7 @@ fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc
         },
         None => (id, batch),
     };
-    ReplySlot::new(Handle::new(shared.clone()), id, true, batch, false)
+    ReplySlot::new(shared.clone(), id, true, batch, false)
 }
 
 /// The request id in cancel params, `{"<member>": id}` or `[id]`, spelled as it came, and the

@@ -12,18 +12,16 @@ use super::outbound::Outbound;
 use super::pending::Pending;
 use super::{ChildExit, CloseKind, CloseReason};
 use crate::handler::ReplySlot;
-use crate::id_hash::PeerBuild;
 use crate::message::Id;
+use crate::util::hash::PeerBuild;
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) next_id: AtomicU64,
     pub(crate) pending: Pending,
     pub(crate) outbound: Outbound,
-    /// Streams this side generates (served on `$/enumerator/next`).
-    pub(crate) producers: crate::stream::Producers,
-    /// Receivers of progress tokens this side issued.
-    pub(crate) progress: crate::progress::Receivers,
+    /// The features plugged into this connection (streams, progress) and what it keeps for them.
+    pub(crate) seam: super::seam::Seam,
     /// Inbound requests not answered yet, by the peer's id (for cancellation).
     pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, PeerBuild>>,
     /// The map's size (stored under its lock): the reader's duplicate check skips the lock
@@ -59,16 +57,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, outbound: Outbound) -> Self {
+    pub(crate) fn new(config: Config, outbound: Outbound, seam: super::seam::Seam) -> Self {
         let pending = Pending::new(config.limits.max_pending_calls);
-        let producers = crate::stream::Producers::new(config.limits.max_offered_streams);
         Shared {
             config,
             next_id: AtomicU64::new(0),
             pending,
             outbound,
-            producers,
-            progress: crate::progress::Receivers::default(),
+            seam,
             inbound: Mutex::new(HashMap::default()),
             inbound_len: std::sync::atomic::AtomicUsize::new(0),
             handlers: CancellationToken::new(),
@@ -139,8 +135,7 @@ impl Shared {
         }
         self.pending.close(&reason);
         // No `next` or progress report can arrive any more (after an EOF neither).
-        self.producers.close();
-        self.progress.close(&reason);
+        self.seam.close(&reason);
         if !drain {
             self.outbound.close();
             self.cancel_handlers();
@@ -205,11 +200,11 @@ impl Shared {
         }
     }
 
-    /// Our request `id` is answered, given up or was never sent: the streams offered in its params
-    /// end, and the receivers of the progress tokens in them stop (after what was delivered).
+    /// Our request `id` is given up or was never sent: what its params carried is released (the
+    /// streams offered in them end, the receivers of the progress tokens in them stop).
     pub(crate) fn release_call(&self, id: u64) {
-        self.producers.release_call(id);
-        self.progress.release_call(id);
+        self.seam.release_call(id, super::seam::Phase::BeforeAnswer);
+        self.seam.release_call(id, super::seam::Phase::AfterAnswer);
     }
 
     /// `bytes` of the peer's input are held until dispatch or a progress receiver takes them.
@@ -237,5 +232,17 @@ impl Shared {
 
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Every message this connection encodes tells its extensions of their values in it (see
+/// [`crate::message::bind`]).
+impl crate::message::bind::Binder for Shared {
+    fn armed(&self) -> bool {
+        self.seam.armed()
+    }
+
+    fn bind(&self, found: crate::message::bind::Found, target: crate::message::bind::Target) -> Result<(), String> {
+        self.seam.bind(self, found, target)
     }
 }

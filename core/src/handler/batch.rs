@@ -2,11 +2,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::connection::shared::Shared;
+use super::host::Host;
+use crate::message::bind::UNBOUND;
 use crate::message::{ErrorObject, Id, encode_response};
 
 pub(crate) struct Batch {
-    shared: Arc<Shared>,
+    host: Arc<dyn Host>,
     state: Mutex<State>,
 }
 
@@ -19,8 +20,8 @@ struct State {
 
 impl Batch {
     /// A batch that will receive `expected` answers (at least one).
-    pub(crate) fn new(shared: Arc<Shared>, expected: usize) -> Arc<Self> {
-        Arc::new(Batch { shared, state: Mutex::new(State { remaining: expected, buf: Some(vec![b'[']) }) })
+    pub(crate) fn new(host: Arc<dyn Host>, expected: usize) -> Arc<Self> {
+        Arc::new(Batch { host, state: Mutex::new(State { remaining: expected, buf: Some(vec![b'[']) }) })
     }
 
     /// Add the encoded answer to request `id`; the last one sends the array.
@@ -28,18 +29,20 @@ impl Batch {
     /// The array as a whole stays within the message size limit: an answer that would take it
     /// over is replaced by a `-32603` naming its size, and if even that does not fit, the batch
     /// is answered by one `-32603` with `"id": null` (its answers so far are dropped at once).
-    pub(crate) fn add(&self, id: &Id, response: &[u8]) {
-        self.complete(Some((id, response)));
+    /// `later`: the answer was given from `Drop` (the array, if this completes it, is left to
+    /// the writer task).
+    pub(crate) fn add(&self, id: &Id, response: &[u8], later: bool) {
+        self.complete(Some((id, response)), later);
     }
 
     /// Count a request that gets no answer at all (cancelled under MCP rules): the array goes
     /// without it, and if nothing is left to send, nothing is sent.
     pub(crate) fn skip(&self) {
-        self.complete(None);
+        self.complete(None, false);
     }
 
-    fn complete(&self, response: Option<(&Id, &[u8])>) {
-        let limit = self.shared.config.limits.frame.max_message_size;
+    fn complete(&self, response: Option<(&Id, &[u8])>, later: bool) {
+        let limit = self.host.max_message_size();
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.remaining == 0 {
             return;
@@ -55,7 +58,7 @@ impl Batch {
                     "an answer of {} bytes would take the batch's answer over the limit of {limit} bytes",
                     response.len()
                 ));
-                encode_response::<()>(&mut replaced, id, Err(&error));
+                encode_response::<()>(&mut replaced, id, Err(&error), UNBOUND);
                 if buf.len() + replaced.len() + 2 <= limit {
                     push(buf, &replaced);
                 } else {
@@ -78,12 +81,12 @@ impl Batch {
                     "the answers to this batch do not fit in the limit of {limit} bytes"
                 ));
                 let mut out = Vec::with_capacity(128);
-                encode_response::<()>(&mut out, &Id::Null, Err(&error));
+                encode_response::<()>(&mut out, &Id::Null, Err(&error), UNBOUND);
                 out
             }
         };
         drop(state);
-        let _ = self.shared.outbound.send_now(out);
+        self.host.send_answer(out, later);
     }
 }
 

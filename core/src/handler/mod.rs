@@ -2,11 +2,13 @@
 //! and the router from method names to handlers.
 
 mod batch;
+mod host;
 mod request;
 mod responder;
 mod router;
 
 pub(crate) use batch::Batch;
+pub(crate) use host::Host;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
 pub(crate) use responder::{ReplySlot, panic_message, poll_supervised};

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use super::ReplySlot;
-use crate::connection::Handle;
+use super::host::Host;
 use crate::message::{ErrorObject, Id};
 
 /// Decode params into `T`, straight from the raw JSON. Absent params decode as `null` (so `()`,
@@ -37,7 +37,7 @@ impl std::fmt::Debug for Request {
 impl Drop for Request {
     fn drop(&mut self) {
         // The method name's buffer goes back to this thread's pool (see `message::names`).
-        crate::message::names::give(std::mem::take(&mut self.method));
+        crate::util::names::give(std::mem::take(&mut self.method));
     }
 }
 
@@ -66,10 +66,6 @@ impl Request {
     /// The reason the peer gave when it cancelled this request (MCP's `"reason"`), if it did.
     pub fn cancel_reason(&self) -> Option<&str> {
         self.slot.cancel_reason()
-    }
-    /// A handle to call the peer back.
-    pub fn peer(&self) -> &Handle {
-        &self.slot.peer
     }
     /// The context a typed handler receives.
     pub fn context(&self) -> RequestContext {
@@ -123,23 +119,30 @@ impl RequestContext {
     pub(crate) fn slot(&self) -> &Arc<ReplySlot> {
         &self.slot
     }
-    /// A handle to call the peer back.
-    pub fn peer(&self) -> &Handle {
-        &self.slot.peer
-    }
 }
 
 /// An inbound notification.
-#[derive(Debug)]
 pub struct Notification {
     pub(crate) method: String,
     pub(crate) params: Option<Box<RawValue>>,
-    pub(crate) peer: Handle,
+    /// The connection that read it, and its place on the ordered lane (see
+    /// [`Notification::peer`]).
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) lane: Option<u64>,
+}
+
+impl std::fmt::Debug for Notification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notification")
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for Notification {
     fn drop(&mut self) {
-        crate::message::names::give(std::mem::take(&mut self.method));
+        crate::util::names::give(std::mem::take(&mut self.method));
     }
 }
 
@@ -156,25 +159,21 @@ impl Notification {
     pub fn decode_params<T: DeserializeOwned>(&self) -> Result<T, ErrorObject> {
         decode_params(self.params())
     }
-    /// A handle to call the peer back.
-    pub fn peer(&self) -> &Handle {
-        &self.peer
-    }
     /// The context a typed notification handler receives.
     pub fn context(&self) -> NotificationContext {
-        NotificationContext { peer: self.peer.clone() }
+        NotificationContext { host: self.host.clone(), lane: self.lane }
     }
 }
 
 /// What a typed notification handler receives besides its params.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NotificationContext {
-    peer: Handle,
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) lane: Option<u64>,
 }
 
-impl NotificationContext {
-    /// A handle to call the peer back.
-    pub fn peer(&self) -> &Handle {
-        &self.peer
+impl std::fmt::Debug for NotificationContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotificationContext").finish_non_exhaustive()
     }
 }

@@ -9,7 +9,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::Batch;
-use crate::connection::Handle;
+use super::host::Host;
+use crate::message::bind::{Binder, UNBOUND};
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 
 /// A request handler's panic supervision, per reply slot (no thread-local state): while its
@@ -65,8 +66,11 @@ pub(crate) fn panic_message(payload: &Box<dyn Any + Send>) -> String {
 pub(crate) struct ReplySlot {
     pub(crate) id: Id,
     answered: AtomicBool,
-    /// The connection, as handlers see it ([`Request::peer`](super::Request::peer)).
-    pub(crate) peer: Handle,
+    /// The connection that read it.
+    pub(crate) host: Arc<dyn Host>,
+    /// For a notification routed to a request handler: its place on the lane (see
+    /// `Handle::at_lane`).
+    pub(crate) lane: Option<u64>,
     /// Belongs in the connection's map of requests in flight under `id` while unanswered (a
     /// request read from the peer; not a notification routed to a request handler, nor an
     /// invalid batch member).
@@ -98,11 +102,18 @@ pub(crate) struct ReplySlot {
 }
 
 impl ReplySlot {
-    pub(crate) fn new(peer: Handle, id: Id, tracked: bool, batch: Option<Arc<Batch>>, silent: bool) -> Arc<Self> {
+    pub(crate) fn new(
+        host: Arc<dyn Host>,
+        id: Id,
+        tracked: bool,
+        batch: Option<Arc<Batch>>,
+        silent: bool,
+    ) -> Arc<Self> {
         Arc::new(ReplySlot {
             id,
             answered: AtomicBool::new(false),
-            peer,
+            host,
+            lane: None,
             tracked,
             registered: AtomicBool::new(false),
             batch,
@@ -115,6 +126,16 @@ impl ReplySlot {
             cancel_reason: OnceLock::new(),
             never_cancelled: false,
         })
+    }
+
+    /// The silent slot of a notification routed to a request handler, which runs on the lane
+    /// at `seq` (nobody is answered).
+    pub(crate) fn on_lane(host: Arc<dyn Host>, seq: u64) -> Arc<Self> {
+        let mut slot = Self::new(host, Id::Null, false, None, true);
+        if let Some(s) = Arc::get_mut(&mut slot) {
+            s.lane = Some(seq);
+        }
+        slot
     }
 
     /// A slot nobody else holds any more, made ready for another request of the same
@@ -158,21 +179,26 @@ impl ReplySlot {
         if !self.tracked || self.registered.load(Ordering::Relaxed) {
             return;
         }
-        let shared = &self.peer.shared;
-        let mut map = shared.inbound_map();
-        // Pairs with `answer_with`: either it sees `registered` and removes the entry, or this
-        // sees `answered` and enters nothing.
+        self.host.enter(self);
+    }
+
+    /// Called by the host under the lock of its map of requests in flight, before it enters
+    /// this slot: `false` when the request is answered already (then it enters nothing). Pairs
+    /// with `answer_with`: either it sees `registered` and takes the entry out, or this sees
+    /// `answered`.
+    pub(crate) fn mark_registered(&self) -> bool {
         self.registered.store(true, Ordering::SeqCst);
-        if self.answered.load(Ordering::SeqCst) {
-            return;
-        }
-        map.insert(self.id.clone(), self.clone());
-        shared.inbound_len.store(map.len(), Ordering::Release);
+        !self.answered.load(Ordering::SeqCst)
+    }
+
+    /// Whether this is the request in flight under its id (not answered, not replaced).
+    pub(crate) fn in_flight(self: &Arc<Self>) -> bool {
+        self.host.in_flight(self)
     }
 
     /// The request's cancellation token (fires when the peer cancels it or the connection ends).
     pub(crate) fn cancellation(&self) -> &CancellationToken {
-        let token = self.token.get_or_init(|| self.peer.shared.handlers.child_token());
+        let token = self.token.get_or_init(|| self.host.handlers().child_token());
         // Pairs with `cancel`: whichever of the two comes second sees the other's write.
         if self.cancelled.load(Ordering::SeqCst) {
             token.cancel();
@@ -183,7 +209,7 @@ impl ReplySlot {
     /// Whether the request is cancelled (by the peer, or by the connection ending).
     pub(crate) fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
-            || self.peer.shared.handlers_cancelled()
+            || self.host.handlers_cancelled()
             || self.token.get().is_some_and(CancellationToken::is_cancelled)
     }
 
@@ -238,8 +264,8 @@ impl ReplySlot {
 
     fn answer_from<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>, writes: Writes) -> bool {
         // Streams in the result bind themselves to the connection while it is encoded.
-        let scope = crate::scope::Scope::response(&self.peer.shared);
-        self.answer_with(|buf| crate::scope::within(scope, || encode_response(buf, &self.id, outcome)), writes)
+        let binder: &dyn Binder = &*self.host;
+        self.answer_with(|buf| encode_response(buf, &self.id, outcome, binder), writes)
     }
 
     /// Answer with a result that is JSON text already (a stream's batch, serialized straight
@@ -253,50 +279,39 @@ impl ReplySlot {
             return false;
         }
         if self.registered.load(Ordering::SeqCst) {
-            let shared = &self.peer.shared;
-            let mut map = shared.inbound_map();
-            if map.get(&self.id).is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), self)) {
-                map.remove(&self.id);
-                shared.inbound_len.store(map.len(), Ordering::Release);
-            }
+            self.host.leave(self);
         }
         if self.silent {
             return true;
         }
         let peer_cancelled = self.peer_cancelled.load(Ordering::Acquire);
-        if peer_cancelled && !self.peer.shared.config.cancel.answers_cancelled {
+        if peer_cancelled && !self.host.answers_cancelled() {
             // MCP: a cancelled request is never answered (not even inside its batch's array).
             if let Some(batch) = &self.batch {
                 batch.skip();
             }
             return true;
         }
-        let mut buf = crate::connection::bufpool::take(64);
+        let mut buf = crate::util::bufpool::take(64);
         encode(&mut buf);
-        let limit = self.peer.shared.config.limits.frame.max_message_size;
+        let limit = self.host.max_message_size();
         if buf.len() > limit {
             let size = buf.len();
             buf.clear();
             let error =
                 ErrorObject::internal_error(format!("the result of {size} bytes exceeds the limit of {limit} bytes"));
-            encode_response::<()>(&mut buf, &self.id, Err(&error));
+            encode_response::<()>(&mut buf, &self.id, Err(&error), UNBOUND);
             tracing::warn!(
                 target: crate::LOG_TARGET,
-                id = %crate::connection::trace::quote(&self.peer.shared, &self.id),
+                id = %self.host.quote(&self.id),
                 size,
                 limit,
                 "response over the size limit replaced by an error"
             );
         }
         match &self.batch {
-            Some(batch) => batch.add(&self.id, &buf),
-            None => {
-                let outbound = &self.peer.shared.outbound;
-                let _ = match writes {
-                    Writes::Here => outbound.send_now(buf),
-                    Writes::Later => outbound.send_later(buf),
-                };
-            }
+            Some(batch) => batch.add(&self.id, &buf, matches!(writes, Writes::Later)),
+            None => self.host.send_answer(buf, matches!(writes, Writes::Later)),
         }
         true
     }

@@ -58,7 +58,7 @@ pub struct MethodClash {
 #[derive(Clone, Default)]
 pub struct Router {
     /// Names are shared with the notification handlers running under them (for their logs).
-    routes: HashMap<Arc<str>, Route, crate::id_hash::IdBuild>,
+    routes: HashMap<Arc<str>, Route, crate::util::hash::IdBuild>,
     fallback: Option<RequestFn>,
     notification_fallback: Option<(Arc<str>, NotificationFn)>,
 }
@@ -200,8 +200,8 @@ impl Router {
                     Ok(params) => handler(params, n.context()).await,
                     Err(e) => tracing::warn!(
                         target: crate::LOG_TARGET,
-                        method = %crate::connection::trace::quote(&n.peer.shared, &n.method),
-                        error = %crate::connection::trace::quote(&n.peer.shared, &e),
+                        method = %n.host.quote(&n.method),
+                        error = %n.host.quote(&e),
                         "notification dropped: its params do not decode"
                     ),
                 }

@@ -1,16 +1,22 @@
 //! Encoding outgoing messages straight into a byte buffer (one serialization, no intermediate
 //! `Value`). Members are written in StreamJsonRpc's order: `jsonrpc`, `id`, `method`, `params`.
 
+use super::bind::{Binder, Target};
 use super::{ErrorObject, Id};
 use serde::Serialize;
 
 const PARAMS_NULL: &[u8] = b",\"params\":null";
 
-fn write_params<P: Serialize + ?Sized>(buf: &mut Vec<u8>, params: &P) -> Result<(), serde_json::Error> {
+fn write_params<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    params: &P,
+    binder: &dyn Binder,
+    target: Target,
+) -> Result<(), serde_json::Error> {
     let mark = buf.len();
     buf.extend_from_slice(b",\"params\":");
     let value_at = buf.len();
-    serde_json::to_writer(&mut *buf, params)?;
+    super::bind::to_writer(&mut *buf, params, binder, target)?;
     // `()` and `None` mean "no params": the member is left out rather than sent as `null`.
     if &buf[mark..] == PARAMS_NULL {
         buf.truncate(mark);
@@ -27,18 +33,20 @@ fn write_params<P: Serialize + ?Sized>(buf: &mut Vec<u8>, params: &P) -> Result<
     Ok(())
 }
 
-/// `{"jsonrpc":"2.0","id":N,"method":M,"params":P}`; `params` is left out when `P` serializes to `null`.
+/// `{"jsonrpc":"2.0","id":N,"method":M,"params":P}`; `params` is left out when `P` serializes to
+/// `null`. Values in the params that bind themselves to their message are told to `binder`.
 pub(crate) fn encode_request<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     id: u64,
     method: &str,
     params: &P,
+    binder: &dyn Binder,
 ) -> Result<(), serde_json::Error> {
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     serde_json::to_writer(&mut *buf, &id)?;
     buf.extend_from_slice(b",\"method\":");
     serde_json::to_writer(&mut *buf, method)?;
-    write_params(buf, params)?;
+    write_params(buf, params, binder, Target::Request(id))?;
     buf.push(b'}');
     Ok(())
 }
@@ -48,17 +56,24 @@ pub(crate) fn encode_notification<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     method: &str,
     params: &P,
+    binder: &dyn Binder,
 ) -> Result<(), serde_json::Error> {
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
     serde_json::to_writer(&mut *buf, method)?;
-    write_params(buf, params)?;
+    write_params(buf, params, binder, Target::Notification)?;
     buf.push(b'}');
     Ok(())
 }
 
 /// A response. A success always carries `result` (`null` for unit), as vscode-jsonrpc requires.
-/// If the result fails to serialize, an internal error is written instead.
-pub(crate) fn encode_response<R: Serialize + ?Sized>(buf: &mut Vec<u8>, id: &Id, outcome: Result<&R, &ErrorObject>) {
+/// If the result fails to serialize, an internal error is written instead. Values in the result
+/// that bind themselves to their message are told to `binder`.
+pub(crate) fn encode_response<R: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    id: &Id,
+    outcome: Result<&R, &ErrorObject>,
+    binder: &dyn Binder,
+) {
     let start = buf.len();
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     // Ids are numbers, strings or null: serializing them cannot fail.
@@ -67,7 +82,7 @@ pub(crate) fn encode_response<R: Serialize + ?Sized>(buf: &mut Vec<u8>, id: &Id,
     match outcome {
         Ok(result) => {
             buf.extend_from_slice(b",\"result\":");
-            if let Err(e) = serde_json::to_writer(&mut *buf, result) {
+            if let Err(e) = super::bind::to_writer(&mut *buf, result, binder, Target::Response) {
                 buf.truncate(mark);
                 write_error(buf, &ErrorObject::internal_error(format!("the result could not be serialized: {e}")));
             }
@@ -97,6 +112,7 @@ fn write_error(buf: &mut Vec<u8>, error: &ErrorObject) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::bind::UNBOUND;
 
     fn text(buf: Vec<u8>) -> String {
         String::from_utf8(buf).unwrap()
@@ -105,13 +121,13 @@ mod tests {
     #[test]
     fn request_shapes() {
         let mut buf = Vec::new();
-        encode_request(&mut buf, 0, "add", &[1, 2]).unwrap();
+        encode_request(&mut buf, 0, "add", &[1, 2], UNBOUND).unwrap();
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":0,"method":"add","params":[1,2]}"#);
         let mut buf = Vec::new();
-        encode_request(&mut buf, 7, "shutdown", &()).unwrap();
+        encode_request(&mut buf, 7, "shutdown", &(), UNBOUND).unwrap();
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#);
         let mut buf = Vec::new();
-        encode_notification(&mut buf, "a\"b", &serde_json::json!({"x": null})).unwrap();
+        encode_notification(&mut buf, "a\"b", &serde_json::json!({"x": null}), UNBOUND).unwrap();
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","method":"a\"b","params":{"x":null}}"#);
     }
 
@@ -119,21 +135,21 @@ mod tests {
     fn scalar_params_are_refused() {
         for params in [serde_json::json!(5), serde_json::json!("s"), serde_json::json!(true)] {
             let mut buf = Vec::new();
-            let err = encode_request(&mut buf, 1, "m", &params).unwrap_err();
+            let err = encode_request(&mut buf, 1, "m", &params, UNBOUND).unwrap_err();
             assert!(err.to_string().contains("object or an array"), "{err}");
         }
         let mut buf = Vec::new();
-        encode_notification(&mut buf, "m", &Some([1])).unwrap();
+        encode_notification(&mut buf, "m", &Some([1]), UNBOUND).unwrap();
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","method":"m","params":[1]}"#);
     }
 
     #[test]
     fn response_shapes() {
         let mut buf = Vec::new();
-        encode_response(&mut buf, &Id::from("x"), Ok(&()));
+        encode_response(&mut buf, &Id::from("x"), Ok(&()), UNBOUND);
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":"x","result":null}"#);
         let mut buf = Vec::new();
-        encode_response::<()>(&mut buf, &Id::Null, Err(&ErrorObject::new(-32700, "Parse error")));
+        encode_response::<()>(&mut buf, &Id::Null, Err(&ErrorObject::new(-32700, "Parse error")), UNBOUND);
         assert_eq!(text(buf), r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
     }
 
@@ -142,7 +158,7 @@ mod tests {
         let mut map = std::collections::HashMap::new();
         map.insert(vec![1u8], 1);
         let mut buf = Vec::new();
-        encode_response(&mut buf, &Id::from(1u64), Ok(&map));
+        encode_response(&mut buf, &Id::from(1u64), Ok(&map), UNBOUND);
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
         assert_eq!(v["error"]["code"], -32603);
         assert!(v.get("result").is_none());

@@ -148,7 +148,7 @@ impl<'de> serde::de::Visitor<'de> for StringVisitor {
         f.write_str("a string")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(super::names::take(v))
+        Ok(crate::util::names::take(v))
     }
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<String, E> {
         Ok(v)
@@ -412,7 +412,7 @@ fn plain_message(frame: &[u8]) -> Option<Incoming> {
                 Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
                 Some(_) => return None,
             };
-            let method = super::names::take(method);
+            let method = crate::util::names::take(method);
             Some(match id {
                 Some(id) => Incoming::Request { id, method, params },
                 None => Incoming::Notification { method, params },

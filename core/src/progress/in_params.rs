@@ -51,7 +51,7 @@ impl<P: Serialize + ?Sized> Serialize for TokenInParams<'_, P> {
                  carries it)",
             ));
         };
-        let protocol = &binding.shared.config.progress;
+        let protocol = &binding.state.protocol;
         let Some(path) = protocol.request_token.as_deref() else {
             return Err(S::Error::custom(format_args!(
                 "this connection's progress protocol ({}) has no place for a request's token inside its params \
@@ -60,12 +60,37 @@ impl<P: Serialize + ?Sized> Serialize for TokenInParams<'_, P> {
                 protocol.method
             )));
         };
-        // Progress calls only: the params go through a `Value` once to take the token.
+        // Progress calls only: the params go through a `Value` once to make room for the token.
         let mut value = serde_json::to_value(self.params).map_err(S::Error::custom)?;
-        // Serialized here, while the request is encoded: the token binds itself to the call.
-        let token = serde_json::to_value(self.token).map_err(S::Error::custom)?;
-        insert(&mut value, path, token).map_err(S::Error::custom)?;
-        value.serialize(serializer)
+        insert(&mut value, path, Value::Null).map_err(S::Error::custom)?;
+        // The token itself is written by the serializer of the request, which binds it to the call.
+        let path: Vec<&str> = path.split('.').collect();
+        WithToken { value: &value, path: &path, token: self.token }.serialize(serializer)
+    }
+}
+
+/// `value` with `token` at `path` (whose objects exist: see [`insert`]).
+struct WithToken<'a> {
+    value: &'a Value,
+    path: &'a [&'a str],
+    token: &'a ProgressToken,
+}
+
+impl Serialize for WithToken<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (Some((first, rest)), Value::Object(map)) = (self.path.split_first(), self.value) else {
+            return self.token.serialize(serializer);
+        };
+        let mut out = serializer.serialize_map(Some(map.len()))?;
+        for (key, value) in map {
+            if key == first {
+                out.serialize_entry(key, &WithToken { value, path: rest, token: self.token })?;
+            } else {
+                out.serialize_entry(key, value)?;
+            }
+        }
+        out.end()
     }
 }
 
@@ -118,7 +143,8 @@ impl Request {
     /// profile says ([`ProgressProtocol::request_token`](crate::ProgressProtocol::request_token): MCP's `_meta.progressToken`, LSP's
     /// `workDoneToken`); `None` when it carries none. Hand it to [`Progress::for_request`](super::Progress::for_request).
     pub fn progress_token(&self) -> Option<ProgressToken> {
-        let path = self.slot.peer.shared.config.progress.request_token.as_deref()?;
+        let state = super::ProgressState::of(&self.peer());
+        let path = state.protocol.request_token.as_deref()?;
         token_at(self.params()?, path)
     }
 }

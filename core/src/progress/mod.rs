@@ -19,6 +19,7 @@
 //! member names are a connection setting ([`ProgressProtocol`]; MCP's `notifications/progress`
 //! puts the value's members next to `progressToken`).
 
+mod feature;
 mod in_params;
 mod receiver;
 mod registry;
@@ -27,18 +28,15 @@ mod token;
 
 use std::borrow::Cow;
 
+pub(crate) use feature::{ProgressFeature, ProgressState};
 pub use in_params::TokenInParams;
 pub use receiver::ProgressReceiver;
-pub(crate) use registry::{Delivery, Receivers};
 pub use reporter::Progress;
 pub use token::ProgressToken;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
-
-use crate::connection::shared::Shared;
-use crate::connection::{Builder, CloseKind, CloseReason};
 
 /// How a protocol spells progress notifications.
 ///
@@ -102,16 +100,6 @@ impl Default for ProgressProtocol {
     }
 }
 
-impl Builder {
-    /// How progress notifications are spelled on the wire ([`ProgressProtocol::lsp`] by default;
-    /// a [`Profile`](crate::Profile) sets it too, this overrides it).
-    pub fn progress_protocol(mut self, protocol: ProgressProtocol) -> Self {
-        self.config.progress = protocol;
-        self.explicit.progress = true;
-        self
-    }
-}
-
 /// The members of a JSON object in their order, values raw.
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
@@ -136,7 +124,10 @@ impl<'de> Deserialize<'de> for Members<'de> {
 }
 
 /// `(token, value)` out of progress params, in either shape.
-fn split_params<'a>(params: &'a RawValue, protocol: &ProgressProtocol) -> Option<(&'a RawValue, Cow<'a, RawValue>)> {
+pub(crate) fn split_params<'a>(
+    params: &'a RawValue,
+    protocol: &ProgressProtocol,
+) -> Option<(&'a RawValue, Cow<'a, RawValue>)> {
     let text = params.get();
     if text.trim_start().starts_with('[') {
         let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
@@ -167,34 +158,6 @@ fn split_params<'a>(params: &'a RawValue, protocol: &ProgressProtocol) -> Option
 
 fn null<'a>() -> Cow<'a, RawValue> {
     Cow::Borrowed(RawValue::NULL)
-}
-
-/// The reader's hook: a report for a token this side issued goes straight to its receiver (the
-/// reader never waits: it is counted as held input against the read-ahead, and taken off the
-/// count when the receiver takes it). `false` lets the notification through to the router:
-/// another method, a token we did not issue, or params we cannot read.
-pub(crate) fn intercept(shared: &Shared, method: &str, params: Option<&RawValue>) -> bool {
-    if method != shared.config.progress.method || shared.progress.is_empty() {
-        return false;
-    }
-    let Some((token, value)) = params.and_then(|p| split_params(p, &shared.config.progress)) else {
-        return false;
-    };
-    let Ok(token) = serde_json::from_str::<u64>(token.get()) else { return false };
-    let value = value.into_owned();
-    shared.hold_inbound(report_bytes(&value));
-    match shared.progress.deliver(token, value, |value| shared.release_inbound(report_bytes(value))) {
-        Delivery::Delivered => true,
-        Delivery::NotOurs => false,
-        Delivery::Full => {
-            let max = shared.config.limits.max_buffered_inbound;
-            shared.close(CloseReason::new(
-                CloseKind::RemoteProtocolViolation,
-                format!("the peer sent more than {max} progress reports for token {token} before they were taken"),
-            ));
-            true
-        }
-    }
 }
 
 /// What a report held for its receiver counts against the read-ahead.

@@ -11,8 +11,8 @@ use futures::Stream;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use super::ProgressToken;
 use super::registry::Report;
+use super::{ProgressState, ProgressToken};
 use crate::connection::shared::Shared;
 use crate::connection::{Error, Handle};
 
@@ -54,6 +54,7 @@ use crate::connection::{Error, Handle};
 /// ```
 pub struct ProgressReceiver<T> {
     shared: Arc<Shared>,
+    state: Arc<ProgressState>,
     token: u64,
     rx: mpsc::Receiver<Report>,
     _values: PhantomData<fn() -> T>,
@@ -71,9 +72,11 @@ impl Handle {
     pub fn progress<T: DeserializeOwned>(&self) -> (ProgressToken, ProgressReceiver<T>) {
         // As many reports as messages may be read ahead while a call waits; their bytes count
         // against the read-ahead until taken.
-        let (token, rx) = self.shared.progress.open(self.shared.config.limits.max_buffered_inbound);
-        let receiver = ProgressReceiver { shared: self.shared.clone(), token, rx, _values: PhantomData };
-        (ProgressToken::issued(self.shared.clone(), token), receiver)
+        let state = ProgressState::of(self);
+        let (token, rx) = state.receivers.open(self.shared.config.limits.max_buffered_inbound);
+        let receiver =
+            ProgressReceiver { shared: self.shared.clone(), state: state.clone(), token, rx, _values: PhantomData };
+        (ProgressToken::issued(state, token), receiver)
     }
 }
 
@@ -150,7 +153,7 @@ impl<T> Unpin for ProgressReceiver<T> {}
 
 impl<T> Drop for ProgressReceiver<T> {
     fn drop(&mut self) {
-        self.shared.progress.remove(self.token);
+        self.state.receivers.remove(self.token);
         // Nothing more arrives (the token is gone): what was not taken is not held any more.
         while let Ok(report) = self.rx.try_recv() {
             drop(self.taken(report));

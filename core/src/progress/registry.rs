@@ -1,16 +1,15 @@
-//! The progress tokens this side issued, by token, with the channel of each receiver; and which
-//! of them belong to one of our requests (their receivers end when it is answered).
+//! The progress tokens this side issued, by token, with the channel of each receiver, and whether
+//! each was sent yet.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use crate::call_bindings::CallBindings;
-use crate::connection::{CloseReason, Error};
-use crate::id_hash::IdBuild;
+use crate::connection::{CloseReason, Error, Unbound};
+use crate::util::hash::IdBuild;
 
 /// One report as it reaches a receiver: the raw value, or why no more will come.
 pub(crate) type Report = Result<Box<RawValue>, Error>;
@@ -29,23 +28,31 @@ pub(crate) enum Delivery {
     Full,
 }
 
-#[derive(Default)]
-struct Inner {
-    live: HashMap<u64, mpsc::Sender<Report>, IdBuild>,
-    closed: Option<CloseReason>,
+struct Live {
+    tx: mpsc::Sender<Report>,
+    /// Issued and not sent yet: it counts in the connection's unbound values.
+    unsent: bool,
 }
 
 #[derive(Default)]
+struct Inner {
+    live: HashMap<u64, Live, IdBuild>,
+    closed: Option<CloseReason>,
+}
+
 pub(crate) struct Receivers {
     /// StreamJsonRpc numbers its progress tokens from 0, per connection.
     next_token: AtomicU64,
     inner: Mutex<Inner>,
     live_count: AtomicUsize,
-    /// The tokens in the params of our requests.
-    bindings: CallBindings,
+    unbound: Arc<Unbound>,
 }
 
 impl Receivers {
+    pub(crate) fn new(unbound: Arc<Unbound>) -> Self {
+        Receivers { next_token: AtomicU64::new(0), inner: Mutex::default(), live_count: AtomicUsize::new(0), unbound }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -61,7 +68,8 @@ impl Receivers {
                 let _ = tx.try_send(Err(Error::ConnectionLost(reason.clone())));
             }
             None => {
-                inner.live.insert(token, tx);
+                self.unbound.arm();
+                inner.live.insert(token, Live { tx, unsent: true });
                 self.live_count.fetch_add(1, Ordering::AcqRel);
             }
         }
@@ -77,7 +85,7 @@ impl Receivers {
     /// is not kept is given back through `release`).
     pub(crate) fn deliver(&self, token: u64, value: Box<RawValue>, release: impl FnOnce(&RawValue)) -> Delivery {
         let inner = self.lock();
-        let Some(tx) = inner.live.get(&token) else {
+        let Some(Live { tx, .. }) = inner.live.get(&token) else {
             drop(inner);
             release(&value);
             return Delivery::NotOurs;
@@ -96,34 +104,25 @@ impl Receivers {
         }
     }
 
-    pub(crate) fn bind_to_call(&self, token: u64, id: u64) {
-        if self.lock().live.contains_key(&token) {
-            self.bindings.bind(id, token);
+    /// The token is being sent: `false` when its receiver is gone.
+    pub(crate) fn sent(&self, token: u64) -> bool {
+        let mut inner = self.lock();
+        let Some(live) = inner.live.get_mut(&token) else { return false };
+        if std::mem::take(&mut live.unsent) {
+            self.unbound.disarm();
         }
+        true
     }
 
-    fn remove_locked(&self, inner: &mut Inner, token: u64) {
-        if inner.live.remove(&token).is_some() {
-            self.live_count.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    /// The receiver is gone.
+    /// The receiver is gone, or its call is answered: it ends once it has taken the reports
+    /// already delivered.
     pub(crate) fn remove(&self, token: u64) {
-        let mut inner = self.lock();
-        self.remove_locked(&mut inner, token);
-    }
-
-    /// Our request `id` was answered (or given up): the receivers of its tokens end once they
-    /// have taken the reports already delivered.
-    pub(crate) fn release_call(&self, id: u64) {
-        let tokens = self.bindings.take(id);
-        if tokens.is_empty() {
-            return;
-        }
-        let mut inner = self.lock();
-        for token in tokens {
-            self.remove_locked(&mut inner, token);
+        let removed = self.lock().live.remove(&token);
+        if let Some(live) = removed {
+            self.live_count.fetch_sub(1, Ordering::AcqRel);
+            if live.unsent {
+                self.unbound.disarm();
+            }
         }
     }
 
@@ -135,10 +134,12 @@ impl Receivers {
                 inner.closed = Some(reason.clone());
             }
             self.live_count.store(0, Ordering::Release);
-            inner.live.drain().map(|(_, tx)| tx).collect()
+            inner.live.drain().map(|(_, live)| live).collect()
         };
-        self.bindings.clear();
-        for tx in live {
+        for Live { tx, unsent } in live {
+            if unsent {
+                self.unbound.disarm();
+            }
             // A receiver that is full learns the reason from its call instead.
             let _ = tx.try_send(Err(Error::ConnectionLost(reason.clone())));
         }

@@ -8,9 +8,10 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::{ProgressProtocol, ProgressToken};
+use super::{ProgressProtocol, ProgressState, ProgressToken};
 use crate::connection::{Error, Handle};
 use crate::handler::{ReplySlot, RequestContext};
+use crate::message::bind::Binder;
 use crate::message::encode_notification;
 
 /// Reports progress on a caller's token with `$/progress` notifications (StreamJsonRpc's
@@ -68,11 +69,9 @@ impl<T> Progress<T> {
         let Some(token) = token else { return Self::none() };
         // Its reports are ordered before its answer through the map of requests in flight.
         cx.slot().register();
-        let shared = &cx.peer().shared;
-        let in_flight = shared.inbound_map().get(cx.id()).is_some_and(|c| Arc::ptr_eq(c, cx.slot()));
-        match in_flight {
+        match cx.slot().in_flight() {
             true => Progress {
-                inner: Some(Arc::new(Reporter { handle: cx.peer().clone(), token, call: Some(cx.slot().clone()) })),
+                inner: Some(Arc::new(Reporter { handle: cx.peer(), token, call: Some(cx.slot().clone()) })),
                 _values: PhantomData,
             },
             // Answered already (or a notification routed to a request handler).
@@ -91,7 +90,7 @@ impl<T> Progress<T> {
             None => false,
             Some(r) => match &r.call {
                 None => !r.handle.is_closed(),
-                Some(slot) => r.handle.shared.inbound_map().get(&slot.id).is_some_and(|c| Arc::ptr_eq(c, slot)),
+                Some(slot) => slot.in_flight(),
             },
         }
     }
@@ -104,7 +103,7 @@ impl<T: Serialize> Progress<T> {
     pub async fn report(&self, value: T) -> Result<(), Error> {
         let Some(r) = &self.inner else { return Ok(()) };
         let shared = &r.handle.shared;
-        let buf = encode(&shared.config.progress, &r.token, &value)?;
+        let buf = encode(&ProgressState::of(&r.handle).protocol, &r.token, &value, &**shared)?;
         let limit = shared.config.limits.frame.max_message_size;
         if buf.len() > limit {
             return Err(Error::MessageTooLarge { size: buf.len(), limit });
@@ -124,12 +123,17 @@ impl<T: Serialize> Progress<T> {
 }
 
 /// `{"jsonrpc":"2.0","method":"$/progress","params":{"token":t,"value":v}}` (or MCP's flat shape).
-fn encode<T: Serialize>(protocol: &ProgressProtocol, token: &ProgressToken, value: &T) -> Result<Vec<u8>, Error> {
-    let mut buf = crate::connection::bufpool::take(96);
+fn encode<T: Serialize>(
+    protocol: &ProgressProtocol,
+    token: &ProgressToken,
+    value: &T,
+    binder: &dyn Binder,
+) -> Result<Vec<u8>, Error> {
+    let mut buf = crate::util::bufpool::take(96);
     match &protocol.value_member {
         Some(value_member) => {
             let params = Named { protocol, value_member, token, value };
-            encode_notification(&mut buf, &protocol.method, &params).map_err(Error::Serialize)?;
+            encode_notification(&mut buf, &protocol.method, &params, binder).map_err(Error::Serialize)?;
         }
         None => {
             let value = serde_json::to_string(value).map_err(Error::Serialize)?;
@@ -148,7 +152,7 @@ fn encode<T: Serialize>(protocol: &ProgressProtocol, token: &ProgressToken, valu
             }
             params.push_str(rest);
             let params = RawValue::from_string(params).map_err(Error::Serialize)?;
-            encode_notification(&mut buf, &protocol.method, &params).map_err(Error::Serialize)?;
+            encode_notification(&mut buf, &protocol.method, &params, binder).map_err(Error::Serialize)?;
         }
     }
     Ok(buf)

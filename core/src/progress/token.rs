@@ -3,14 +3,14 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::connection::shared::Shared;
+use super::ProgressState;
+use crate::connection::{Extension, registry};
 use crate::message::Id;
-use crate::scope::{self, Scope};
+use crate::message::bind::{Found, serialize_bound};
 
 /// A progress token: an integer or a string (LSP's `ProgressToken`), compared by value.
 ///
@@ -37,17 +37,14 @@ pub struct ProgressToken {
 
 /// The receiver side of a token this connection issued.
 pub(super) struct Binding {
-    pub(super) shared: Arc<Shared>,
+    /// The progress of the connection that issued it (held: its address marks the token).
+    pub(super) state: Arc<ProgressState>,
     pub(super) token: u64,
-    bound: AtomicBool,
 }
 
 impl ProgressToken {
-    pub(super) fn issued(shared: Arc<Shared>, token: u64) -> Self {
-        ProgressToken {
-            id: Id::from(token),
-            receiver: Some(Arc::new(Binding { shared, token, bound: AtomicBool::new(false) })),
-        }
+    pub(super) fn issued(state: Arc<ProgressState>, token: u64) -> Self {
+        ProgressToken { id: Id::from(token), receiver: Some(Arc::new(Binding { state, token })) }
     }
 
     /// The connection that issued this token, if this side did.
@@ -112,22 +109,16 @@ impl fmt::Display for ProgressToken {
 
 impl Serialize for ProgressToken {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if let Some(b) = &self.receiver {
-            match scope::current() {
-                Some(Scope::Request { conn, id }) if conn == scope::conn_key(&b.shared) => {
-                    if !b.bound.swap(true, Ordering::AcqRel) {
-                        b.shared.progress.bind_to_call(b.token, id);
-                    }
-                }
-                _ => tracing::debug!(
-                    target: crate::LOG_TARGET,
-                    token = b.token,
-                    "a progress token of ours serialized outside a request's params (say into a `serde_json::Value`): \
-                     its receiver will not end with the call"
-                ),
+        match &self.receiver {
+            // The connection's encoder binds it to the message it travels in (see
+            // `message::bind`): in a request's params, its receiver ends with that request.
+            Some(b) => {
+                let extension: Arc<dyn Extension> = b.state.clone();
+                let found = Found { registry: registry(&extension), token: b.token, strict: false };
+                serialize_bound(serializer, found, &self.id)
             }
+            None => self.id.serialize(serializer),
         }
-        self.id.serialize(serializer)
     }
 }
 

@@ -210,7 +210,7 @@ impl Inner {
         // One body for every peer: serialized once, on one line (valid in either framing), and
         // shared by the queues it waits in rather than copied into each.
         let mut body = Vec::with_capacity(64 + method.len());
-        encode_notification(&mut body, method, params).map_err(Error::Serialize)?;
+        encode_notification(&mut body, method, params, crate::message::bind::NOWHERE).map_err(Error::Serialize)?;
         crate::framing::flatten(&mut body);
         body.shrink_to_fit();
         let body = Bytes::from(body);

@@ -33,6 +33,7 @@
 //! sequence on both sides (`-32800`); the connection ending ends every stream with
 //! [`Error::ConnectionLost`](crate::Error::ConnectionLost).
 
+mod feature;
 mod offer;
 mod producer;
 mod registry;
@@ -40,15 +41,11 @@ mod remote;
 
 use std::borrow::Cow;
 
+pub(crate) use feature::{Streams, StreamsFeature};
 pub use offer::OfferedStream;
-pub(crate) use producer::serve_next;
-pub(crate) use registry::Producers;
 pub use remote::{Enumerable, RemoteStream};
 
 use serde_json::value::RawValue;
-
-use crate::connection::Builder;
-use crate::connection::shared::Shared;
 
 /// How the generator side paces a stream (StreamJsonRpc's `JsonRpcEnumerableSettings`, with its
 /// defaults): the defaults pull one item per `$/enumerator/next`, only when asked.
@@ -129,22 +126,6 @@ impl Default for EnumeratorProtocol {
     }
 }
 
-impl Builder {
-    /// How streams this side offers are paced by default ([`StreamSettings::default`]:
-    /// StreamJsonRpc's one item per `next`). Per stream: [`Handle::offer_stream_with`](crate::Handle::offer_stream_with).
-    pub fn stream_settings(mut self, settings: StreamSettings) -> Self {
-        self.config.stream_settings = StreamSettings { min_batch_size: settings.min_batch_size.max(1), ..settings };
-        self
-    }
-
-    /// How the enumerator methods are spelled on the wire ([`EnumeratorProtocol::stream_json_rpc`]
-    /// by default).
-    pub fn enumerator_protocol(mut self, protocol: EnumeratorProtocol) -> Self {
-        self.config.enumerator = protocol;
-        self
-    }
-}
-
 /// The token in `[token]` or `{"token": token}` params, when it is one this side could have issued.
 pub(crate) fn token_param(params: Option<&RawValue>) -> Option<u64> {
     #[derive(serde::Deserialize)]
@@ -157,26 +138,4 @@ pub(crate) fn token_param(params: Option<&RawValue>) -> Option<u64> {
         return Some(token);
     }
     serde_json::from_str::<Named>(text).ok().map(|n| n.token)
-}
-
-/// The reader's hook: `$/enumerator/abort` ends the sequence at once (it bypasses the ordered
-/// queue, like a cancellation). `true` when `method` was the abort notification.
-pub(crate) fn intercept_abort(shared: &Shared, method: &str, params: Option<&RawValue>) -> bool {
-    if method != shared.config.enumerator.abort {
-        return false;
-    }
-    match token_param(params) {
-        Some(token) if shared.producers.dispose(token) => {
-            tracing::debug!(target: crate::LOG_TARGET, token, "the consumer aborted a stream");
-        }
-        Some(token) => {
-            tracing::debug!(target: crate::LOG_TARGET, token, "abort for a stream that is not live (ignored)");
-        }
-        None => tracing::warn!(
-            target: crate::LOG_TARGET,
-            params = %crate::connection::trace::quote(shared, crate::connection::trace::Json(params)),
-            "enumerator abort without a usable token (ignored)"
-        ),
-    }
-    true
 }

@@ -9,12 +9,11 @@ use serde::ser::{Error as _, SerializeStruct};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::StreamSettings;
 use super::producer::{Batch, End, Items, Producer};
-use crate::connection::Handle;
-use crate::connection::shared::Shared;
+use super::{StreamSettings, Streams};
+use crate::connection::{Extension, Handle};
 use crate::message::ErrorObject;
-use crate::scope::{self, Scope};
+use crate::message::bind::{Found, serialize_bound};
 
 /// A stream this side offers to the peer; it serializes as StreamJsonRpc's enumerable object
 /// `{"token": N, "values": [..]?}` and the connection serves the peer's `$/enumerator/next` for it.
@@ -53,7 +52,8 @@ use crate::scope::{self, Scope};
 /// # Ok(()) }
 /// ```
 pub struct OfferedStream {
-    shared: Arc<Shared>,
+    /// The streams of the connection that offered it (held: its address marks this stream).
+    streams: Arc<Streams>,
     /// `None` once the whole sequence is in `values` (prefetched to its end).
     token: Option<u64>,
     /// Prefetched items, as a JSON array.
@@ -81,7 +81,7 @@ impl Handle {
         S: Stream + Send + 'static,
         S::Item: Serialize,
     {
-        self.offer_stream_with(stream, self.shared.config.stream_settings)
+        self.offer_stream_with(stream, self.stream_settings())
     }
 
     /// [`Handle::offer_stream`] with settings of its own.
@@ -101,7 +101,7 @@ impl Handle {
         T: Serialize,
         E: Into<ErrorObject>,
     {
-        self.offer_try_stream_with(stream, self.shared.config.stream_settings)
+        self.offer_try_stream_with(stream, self.stream_settings())
     }
 
     /// [`Handle::offer_try_stream`] with settings of its own.
@@ -111,14 +111,15 @@ impl Handle {
         T: Serialize,
         E: Into<ErrorObject>,
     {
-        let token = self.shared.producers.next_token();
+        let streams = Streams::of(self);
+        let token = streams.producers.next_token();
         let producer = Producer::new(token, Box::new(Items(Box::pin(stream))), settings);
-        let refused = self.shared.producers.insert(producer).err();
+        let refused = streams.producers.insert(producer).err();
         if let Some(limit) = refused {
             tracing::debug!(target: crate::LOG_TARGET, limit, "a stream offered beyond the limit of live streams refused");
         }
         OfferedStream {
-            shared: self.shared.clone(),
+            streams,
             token: refused.is_none().then_some(token),
             values: None,
             sent: AtomicBool::new(false),
@@ -128,7 +129,7 @@ impl Handle {
 
     /// The connection's default [`StreamSettings`].
     pub fn stream_settings(&self) -> StreamSettings {
-        self.shared.config.stream_settings
+        Streams::of(self).settings
     }
 }
 
@@ -144,7 +145,7 @@ impl OfferedStream {
     /// failure are sent and the error answers the consumer's first `next`.
     pub async fn prefetch(&mut self, count: usize) {
         let Some(token) = self.token.filter(|_| count > 0) else { return };
-        let Some(producer) = self.shared.producers.get(token) else { return };
+        let Some(producer) = self.streams.producers.get(token) else { return };
         let mut out = match self.values.take() {
             // Items prefetched before: go on after them.
             Some(values) => {
@@ -170,7 +171,7 @@ impl OfferedStream {
         };
         out.push(b']');
         if matches!(end, Some(End::Finished)) {
-            self.shared.producers.dispose(token);
+            self.streams.producers.dispose(token);
             self.token = None;
         }
         if out.len() > 2 {
@@ -185,31 +186,49 @@ impl OfferedStream {
 
 impl Serialize for OfferedStream {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let scope = scope::current().filter(|s| s.conn() == scope::conn_key(&self.shared));
-        let Some(scope) = scope else {
-            return Err(S::Error::custom(
-                "a stream can only be sent in the params of a request or in a result, on the connection that \
-                 offered it (not in a notification)",
-            ));
-        };
         if let Some(limit) = self.refused {
             return Err(S::Error::custom(format!(
-                "this connection already has {limit} live offered streams, its limit (Limits::max_offered_streams): \
-                 the peer must finish or abort some first"
+                "this connection already has {limit} live offered streams, its limit \
+                 (Builder::max_offered_streams): the peer must finish or abort some first"
             )));
         }
         if self.sent.swap(true, Ordering::AcqRel) {
             return Err(S::Error::custom("an offered stream can be sent only once"));
         }
-        if let (Scope::Request { id, .. }, Some(token)) = (scope, self.token) {
-            self.shared.producers.bind_to_call(token, id);
+        let wire = Enumerable { token: self.token, values: self.values.as_deref() };
+        match self.token {
+            // The connection's encoder binds it to the message it travels in (see
+            // `message::bind`): in a request's params it ends with that request.
+            Some(token) => {
+                let extension: Arc<dyn Extension> = self.streams.clone();
+                let found = Found { registry: crate::connection::registry(&extension), token, strict: true };
+                let written = serialize_bound(serializer, found, &wire);
+                if written.is_err() {
+                    // Refused (in a notification, on another connection): it may still be sent.
+                    self.sent.store(false, Ordering::Release);
+                }
+                written
+            }
+            // Every item is in `values`: nothing is left to serve.
+            None => wire.serialize(serializer),
         }
+    }
+}
+
+/// StreamJsonRpc's enumerable object.
+struct Enumerable<'a> {
+    token: Option<u64>,
+    values: Option<&'a RawValue>,
+}
+
+impl Serialize for Enumerable<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let fields = usize::from(self.token.is_some()) + usize::from(self.values.is_some());
         let mut object = serializer.serialize_struct("Enumerable", fields)?;
         if let Some(token) = self.token {
             object.serialize_field("token", &token)?;
         }
-        if let Some(values) = &self.values {
+        if let Some(values) = self.values {
             object.serialize_field("values", values)?;
         }
         object.end()
@@ -221,7 +240,7 @@ impl Drop for OfferedStream {
         if !self.sent.load(Ordering::Acquire)
             && let Some(token) = self.token
         {
-            self.shared.producers.dispose(token);
+            self.streams.producers.dispose(token);
         }
     }
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::StreamSettings;
+use super::{StreamSettings, Streams};
 use crate::connection::shared::Shared;
 use crate::handler::{Request, Responder};
 use crate::message::ErrorObject;
@@ -304,7 +304,7 @@ async fn feed(ahead: Arc<Ahead>, mut items: Box<dyn ItemSource>, disposed: Cance
 /// that `next` (StreamJsonRpc links a `next`'s cancellation to the whole sequence; the dispatcher
 /// answers `-32800`), the handler panicked, or the connection closed.
 struct DisposeOnDrop<'a> {
-    shared: &'a Shared,
+    streams: &'a Streams,
     token: u64,
     armed: bool,
 }
@@ -313,16 +313,21 @@ impl Drop for DisposeOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
             tracing::debug!(target: crate::LOG_TARGET, token = self.token, "a `next` was cancelled: the stream ends");
-            self.shared.producers.dispose(self.token);
+            self.streams.producers.dispose(self.token);
         }
     }
 }
 
 /// The built-in handler of `$/enumerator/next`: answer `{"values":[..],"finished":bool}`, or the
 /// stream's error (then the stream is over), or `-32001` for a token that is not live.
-pub(crate) fn serve_next(shared: Arc<Shared>, request: Request, responder: Responder) -> BoxFuture<'static, ()> {
+pub(crate) fn serve_next(
+    shared: Arc<Shared>,
+    streams: Arc<Streams>,
+    request: Request,
+    responder: Responder,
+) -> BoxFuture<'static, ()> {
     let token = super::token_param(request.params());
-    let producer = token.and_then(|t| shared.producers.get(t));
+    let producer = token.and_then(|t| streams.producers.get(t));
     Box::pin(async move {
         let (Some(token), Some(producer)) = (token, producer) else {
             tracing::debug!(
@@ -333,7 +338,7 @@ pub(crate) fn serve_next(shared: Arc<Shared>, request: Request, responder: Respo
             responder.err(ErrorObject::no_marshaled_object());
             return;
         };
-        let mut guard = DisposeOnDrop { shared: &shared, token, armed: true };
+        let mut guard = DisposeOnDrop { streams: &streams, token, armed: true };
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(b"{\"values\":[");
         let pulled = producer.pull(producer.min_batch, &mut out).await;
@@ -344,11 +349,11 @@ pub(crate) fn serve_next(shared: Arc<Shared>, request: Request, responder: Respo
             }
             Ok(Batch { end: Some(End::Failed(error)), .. }) => {
                 // Errors are fatal to a sequence: later `next`s get -32001.
-                shared.producers.dispose(token);
+                streams.producers.dispose(token);
                 responder.err(error);
             }
             Ok(Batch { end: Some(End::Finished), .. }) => {
-                shared.producers.dispose(token);
+                streams.producers.dispose(token);
                 out.extend_from_slice(b"],\"finished\":true}");
                 responder.ok_json(&out);
             }

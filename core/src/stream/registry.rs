@@ -1,38 +1,37 @@
-//! The streams this side generates, by token; and which of them belong to one of our requests
-//! (streams passed as arguments die when that request is answered).
+//! The streams this side generates, by token, and whether each was sent yet.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::producer::Producer;
-use crate::call_bindings::CallBindings;
-use crate::id_hash::IdBuild;
+use crate::connection::Unbound;
+use crate::util::hash::IdBuild;
+
+struct Entry {
+    producer: Arc<Producer>,
+    /// Offered and not sent yet: it counts in the connection's unbound values.
+    unsent: bool,
+}
 
 #[derive(Default)]
 struct Inner {
-    live: HashMap<u64, Arc<Producer>, IdBuild>,
+    live: HashMap<u64, Entry, IdBuild>,
     closed: bool,
 }
 
 pub(crate) struct Producers {
     /// StreamJsonRpc numbers its generator tokens from 1, per connection.
     next_token: AtomicU64,
-    /// Streams that may be live at once ([`Limits::max_offered_streams`](crate::Limits)).
+    /// Streams that may be live at once ([`Builder::max_offered_streams`](crate::Limits::max_offered_streams)).
     max_live: usize,
     inner: Mutex<Inner>,
-    /// The streams in the params of our requests.
-    bindings: CallBindings,
+    unbound: Arc<Unbound>,
 }
 
 impl Producers {
-    pub(crate) fn new(max_live: usize) -> Self {
-        Producers {
-            next_token: AtomicU64::new(1),
-            max_live,
-            inner: Mutex::default(),
-            bindings: CallBindings::default(),
-        }
+    pub(crate) fn new(max_live: usize, unbound: Arc<Unbound>) -> Self {
+        Producers { next_token: AtomicU64::new(1), max_live, inner: Mutex::default(), unbound }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -44,8 +43,9 @@ impl Producers {
         self.next_token.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Make a producer reachable by its token (on a closed connection it is disposed at once).
-    /// `Err` with the limit, and the producer disposed, when as many streams are live as may be.
+    /// Make a producer reachable by its token, not sent yet (on a closed connection it is
+    /// disposed at once). `Err` with the limit, and the producer disposed, when as many streams
+    /// are live as may be.
     pub(crate) fn insert(&self, producer: Arc<Producer>) -> Result<(), usize> {
         let mut inner = self.lock();
         if inner.closed {
@@ -58,60 +58,55 @@ impl Producers {
             producer.dispose();
             return Err(self.max_live);
         }
-        inner.live.insert(producer.token, producer);
+        self.unbound.arm();
+        inner.live.insert(producer.token, Entry { producer, unsent: true });
         Ok(())
     }
 
     pub(crate) fn get(&self, token: u64) -> Option<Arc<Producer>> {
-        self.lock().live.get(&token).cloned()
+        self.lock().live.get(&token).map(|e| e.producer.clone())
+    }
+
+    /// The stream `token` is being sent: `false` when it is not live.
+    pub(crate) fn sent(&self, token: u64) -> bool {
+        let mut inner = self.lock();
+        let Some(entry) = inner.live.get_mut(&token) else { return false };
+        if std::mem::take(&mut entry.unsent) {
+            self.unbound.disarm();
+        }
+        true
     }
 
     /// End a stream: its source is dropped (once a `next` in progress lets go of it), and its
     /// token is unknown from now on. `false` when it was not live.
     pub(crate) fn dispose(&self, token: u64) -> bool {
-        let producer = self.lock().live.remove(&token);
-        match producer {
-            Some(p) => {
-                p.dispose();
+        let entry = self.lock().live.remove(&token);
+        match entry {
+            Some(entry) => {
+                self.gone(entry);
                 true
             }
             None => false,
         }
     }
 
-    /// The stream `token` travels in the params of our request `id`: it ends when `id` is answered.
-    pub(crate) fn bind_to_call(&self, token: u64, id: u64) {
-        if self.lock().live.contains_key(&token) {
-            self.bindings.bind(id, token);
+    /// An entry out of the map: its source is dropped here, outside the lock.
+    fn gone(&self, entry: Entry) {
+        if entry.unsent {
+            self.unbound.disarm();
         }
-    }
-
-    /// Our request `id` was answered (or given up, or never sent): its argument streams end.
-    pub(crate) fn release_call(&self, id: u64) {
-        let tokens = self.bindings.take(id);
-        if tokens.is_empty() {
-            return;
-        }
-        let disposed: Vec<Arc<Producer>> = {
-            let mut inner = self.lock();
-            tokens.iter().filter_map(|t| inner.live.remove(t)).collect()
-        };
-        for p in disposed {
-            tracing::debug!(target: crate::LOG_TARGET, token = p.token, id, "argument stream ended with its call");
-            p.dispose();
-        }
+        entry.producer.dispose();
     }
 
     /// The connection ended: every stream ends, and later ones are disposed at once.
     pub(crate) fn close(&self) {
-        let all: Vec<Arc<Producer>> = {
+        let all: Vec<Entry> = {
             let mut inner = self.lock();
             inner.closed = true;
-            inner.live.drain().map(|(_, p)| p).collect()
+            inner.live.drain().map(|(_, e)| e).collect()
         };
-        self.bindings.clear();
-        for p in all {
-            p.dispose();
+        for entry in all {
+            self.gone(entry);
         }
     }
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::connection::{CallOptions, EncodedCall, Error, Handle};
+use crate::message::bind::UNBOUND;
 use crate::message::encode_notification;
 
 /// StreamJsonRpc's enumerable object as received: `{"token"?, "values"?}`, both kept as raw JSON.
@@ -168,13 +169,13 @@ impl<T: DeserializeOwned> RemoteStream<T> {
         let options = self.options.clone();
         let token = token.to_owned();
         Box::pin(async move {
-            let method = handle.shared.config.enumerator.next.clone();
+            let method = super::Streams::of(&handle).protocol.next.clone();
             handle.request_raw(&method, &(&*token,), options).await
         })
     }
 
     fn send_abort(&self, token: &RawValue) {
-        abort(&self.handle.shared, token);
+        abort(&self.handle, token);
     }
 
     /// Whether the stream has ended (its last item, or its error, has been yielded).
@@ -257,22 +258,23 @@ impl<T> Drop for RemoteStream<T> {
         match std::mem::replace(&mut self.state, State::Done) {
             // Never sent: the streams in its params end now.
             State::Unsent(call) => shared.release_call(call.id),
-            State::Idle(token) => abort(shared, &token),
+            State::Idle(token) => abort(&self.handle, &token),
             State::Fetching(token, call) => {
                 // Dropping the `next` sends its cancellation first.
                 drop(call);
-                abort(shared, &token);
+                abort(&self.handle, &token);
             }
             State::Calling(_) | State::Failed(_) | State::Done => {}
         }
     }
 }
 
-fn abort(shared: &crate::connection::shared::Shared, token: &RawValue) {
-    let mut buf = crate::connection::bufpool::take(64);
-    if encode_notification(&mut buf, &shared.config.enumerator.abort, &(token,)).is_ok() {
+fn abort(handle: &Handle, token: &RawValue) {
+    let mut buf = crate::util::bufpool::take(64);
+    let method = &super::Streams::of(handle).protocol.abort;
+    if encode_notification(&mut buf, method, &(token,), UNBOUND).is_ok() {
         tracing::debug!(target: crate::LOG_TARGET, token = token.get(), "stream abandoned early: abort sent");
         // Sent from `Drop`: left to the writer task.
-        let _ = shared.outbound.send_later(buf);
+        let _ = handle.shared.outbound.send_later(buf);
     }
 }

@@ -1,6 +1,6 @@
 //! Whose turn it is to work a queue: the one idiom behind both hand-offs between tasks that the
-//! connection's speed rests on, the ordered inbound lane ([`crate::connection`]'s `lane.rs`) and
-//! the outbound queue (`outbound/queue.rs`).
+//! connection's speed rests on, the ordered inbound lane (`connection/lane.rs`) and
+//! the outbound queue (`connection/outbound/turns.rs`).
 //!
 //! Nobody works a queue by default. Whoever puts work on an idle queue may work it on the spot,
 //! from its own poll, and goes on with what others queue meanwhile; what it cannot finish without
@@ -40,7 +40,7 @@
 //! 4. **The task is woken after every move to `Task`**, once the lock is let go
 //!    ([`Turns::wake_task`]); it registers its waker before it looks ([`Turns::register_task`]).
 //!
-//! The `loom_` tests of `lane.rs` and `outbound/queue.rs` check these rules as the two queues use
+//! The `loom_` tests of `lane.rs` and `outbound/turns.rs` check these rules as the two queues use
 //! them, for every interleaving of small runs.
 
 use std::ops::{Deref, DerefMut};

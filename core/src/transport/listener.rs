@@ -174,7 +174,7 @@ pub(crate) async fn refuse_stream<S: AsyncRead + AsyncWrite + Unpin>(
     error: &ErrorObject,
 ) {
     let mut body = Vec::with_capacity(128);
-    encode_response::<()>(&mut body, &Id::Null, Err(error));
+    encode_response::<()>(&mut body, &Id::Null, Err(error), crate::message::bind::UNBOUND);
     let mut framed = BytesMut::with_capacity(body.len() + 32);
     builder.framing_setting().codec(builder.frame_limits()).encode(&body, &mut framed);
     let _ = tokio::time::timeout(REFUSE_TIMEOUT, async {

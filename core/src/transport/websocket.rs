@@ -459,7 +459,7 @@ impl Accepted for WebSocketAccepted {
     #[allow(clippy::result_large_err)] // the callback's type is tungstenite's
     async fn refuse(self, _builder: Builder, error: ErrorObject) {
         let mut body = Vec::with_capacity(128);
-        encode_response::<()>(&mut body, &Id::Null, Err(&error));
+        encode_response::<()>(&mut body, &Id::Null, Err(&error), crate::message::bind::UNBOUND);
         let body = String::from_utf8(body).ok();
         let callback = move |_request: &Request, _response: Response| -> Result<Response, ErrorResponse> {
             let mut refusal = http::Response::new(body);

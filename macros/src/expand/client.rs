@@ -64,13 +64,13 @@ pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
 
         impl #p::FromRequestContext for #client {
             fn from_request_context(cx: &#p::RequestContext) -> Self {
-                Self::new(::core::clone::Clone::clone(cx.peer()))
+                Self::new(cx.peer())
             }
         }
 
         impl #p::FromNotificationContext for #client {
             fn from_notification_context(cx: &#p::NotificationContext) -> Self {
-                Self::new(::core::clone::Clone::clone(cx.peer()))
+                Self::new(cx.peer())
             }
         }
     }

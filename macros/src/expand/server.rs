@@ -131,7 +131,7 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
     let needs_cx = m.args.iter().any(|a| matches!(a.special, Special::Progress(_)));
     let captures = match m.kind {
         Kind::Request => {
-            let peer = needs_peer.then(|| quote!(let __stream_peer = ::core::clone::Clone::clone(__request.peer());));
+            let peer = needs_peer.then(|| quote!(let __stream_peer = __request.peer();));
             let cx = needs_cx.then(|| quote!(let __stream_cx = __request.context();));
             let token =
                 m.progress_in_object().is_some().then(|| quote!(let __request_token = __request.progress_token();));

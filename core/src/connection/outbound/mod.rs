@@ -387,7 +387,7 @@ impl Outbound {
         }
         // Back to this thread's pool (it was taken on this thread when the message was encoded).
         if let Some(body) = spent {
-            super::bufpool::give(body);
+            crate::util::bufpool::give(body);
         }
         if write_here {
             self.write_inline(first);

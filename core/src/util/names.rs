@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use crate::connection::bufpool::{keep, reuse};
+use crate::util::bufpool::{keep, reuse};
 
 /// Strings kept per thread.
 const KEEP: usize = 16;

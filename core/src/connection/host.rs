@@ -1,0 +1,102 @@
+//! The connection as the inbound seam sees it ([`Host`]), and the handles handlers get from
+//! what they receive: the connection implements the seam's trait, and gives its types the way
+//! back to a [`Handle`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Handle;
+use super::shared::Shared;
+use crate::handler::{Host, Notification, NotificationContext, ReplySlot, Request, RequestContext};
+
+impl Host for Shared {
+    fn enter(&self, slot: &Arc<ReplySlot>) {
+        let mut map = self.inbound_map();
+        if slot.mark_registered() {
+            map.insert(slot.id.clone(), slot.clone());
+            self.inbound_len.store(map.len(), Ordering::Release);
+        }
+    }
+
+    fn leave(&self, slot: &ReplySlot) {
+        let mut map = self.inbound_map();
+        if map.get(&slot.id).is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), slot)) {
+            map.remove(&slot.id);
+            self.inbound_len.store(map.len(), Ordering::Release);
+        }
+    }
+
+    fn in_flight(&self, slot: &Arc<ReplySlot>) -> bool {
+        self.inbound_map().get(&slot.id).is_some_and(|c| Arc::ptr_eq(c, slot))
+    }
+
+    fn handlers(&self) -> &CancellationToken {
+        &self.handlers
+    }
+
+    fn handlers_cancelled(&self) -> bool {
+        Shared::handlers_cancelled(self)
+    }
+
+    fn answers_cancelled(&self) -> bool {
+        self.config.cancel.answers_cancelled
+    }
+
+    fn max_message_size(&self) -> usize {
+        self.config.limits.frame.max_message_size
+    }
+
+    fn send_answer(&self, body: Vec<u8>, later: bool) {
+        let _ = if later { self.outbound.send_later(body) } else { self.outbound.send_now(body) };
+    }
+
+    fn quote(&self, value: &dyn fmt::Display) -> String {
+        super::trace::quote(self, value).to_string()
+    }
+}
+
+impl Handle {
+    /// The handle of the connection that read a request or notification (the only host there
+    /// is), as given to the handler of the lane's message `lane`, if any.
+    pub(crate) fn of_host(host: &Arc<dyn Host>, lane: Option<u64>) -> Handle {
+        let host: Arc<dyn std::any::Any + Send + Sync> = host.clone();
+        match host.downcast::<Shared>() {
+            Ok(shared) => Handle { shared, lane_seq: lane },
+            // Every host is a connection: this cannot happen.
+            Err(_) => unreachable!("a request's host is always its connection"),
+        }
+    }
+}
+
+impl Request {
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> Handle {
+        Handle::of_host(&self.slot.host, self.slot.lane)
+    }
+}
+
+impl RequestContext {
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> Handle {
+        Handle::of_host(&self.slot().host, self.slot().lane)
+    }
+}
+
+impl Notification {
+    /// A handle to call the peer back. Its calls made
+    /// [`after_notifications`](crate::CallOptions::after_notifications) wait only for the
+    /// notifications before this one (which is being handled on the ordered lane).
+    pub fn peer(&self) -> Handle {
+        Handle::of_host(&self.host, self.lane)
+    }
+}
+
+impl NotificationContext {
+    /// A handle to call the peer back (see [`Notification::peer`]).
+    pub fn peer(&self) -> Handle {
+        Handle::of_host(&self.host, self.lane)
+    }
+}

@@ -1,0 +1,144 @@
+//! Streams as a feature of the connection: their settings in the builder, their state in each
+//! connection, plugged in through the connection's seam (it answers `$/enumerator/next` and takes
+//! `$/enumerator/abort` for them, binds offered streams to the messages they travel in, and ends
+//! them with their calls and with the connection).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::producer::serve_next;
+use super::registry::Producers;
+use super::{EnumeratorProtocol, StreamSettings, token_param};
+use crate::connection::shared::Shared;
+use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Handle, Limits, Phase, Take, Unbound};
+use crate::handler::{BoxFuture, Request, Responder};
+use crate::message::bind::Target;
+
+/// The settings of streams, in the builder.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StreamsFeature {
+    settings: StreamSettings,
+    protocol: EnumeratorProtocol,
+}
+
+impl Feature for StreamsFeature {
+    fn clone_box(&self) -> Box<dyn Feature> {
+        Box::new(self.clone())
+    }
+
+    fn start(&self, limits: &Limits, unbound: &Arc<Unbound>) -> Arc<dyn Extension> {
+        Arc::new(Streams {
+            producers: Producers::new(limits.max_offered_streams, unbound.clone()),
+            settings: self.settings,
+            protocol: self.protocol.clone(),
+        })
+    }
+}
+
+/// The streams of one connection.
+pub(crate) struct Streams {
+    pub(crate) producers: Producers,
+    pub(crate) settings: StreamSettings,
+    pub(crate) protocol: EnumeratorProtocol,
+}
+
+impl Streams {
+    /// The streams of `handle`'s connection.
+    pub(crate) fn of(handle: &Handle) -> Arc<Streams> {
+        match handle.shared.seam.get::<Streams>() {
+            Some(streams) => streams,
+            // `Builder::default` plugs streams into every connection.
+            None => unreachable!("every connection serves streams"),
+        }
+    }
+}
+
+impl Extension for Streams {
+    fn requests(&self) -> Vec<Cow<'static, str>> {
+        vec![self.protocol.next.clone()]
+    }
+
+    fn serve(self: Arc<Self>, shared: &Arc<Shared>, request: Request, responder: Responder) -> BoxFuture {
+        serve_next(shared.clone(), self, request, responder)
+    }
+
+    fn notifications(&self) -> Vec<Cow<'static, str>> {
+        vec![self.protocol.abort.clone()]
+    }
+
+    /// `$/enumerator/abort` ends the sequence at once (it bypasses the ordered queue, like a
+    /// cancellation).
+    fn take(&self, shared: &Shared, _method: &str, params: Option<&RawValue>) -> Take {
+        match token_param(params) {
+            Some(token) if self.producers.dispose(token) => {
+                tracing::debug!(target: crate::LOG_TARGET, token, "the consumer aborted a stream");
+            }
+            Some(token) => {
+                tracing::debug!(target: crate::LOG_TARGET, token, "abort for a stream that is not live (ignored)");
+            }
+            None => tracing::warn!(
+                target: crate::LOG_TARGET,
+                params = %crate::connection::trace::quote(shared, crate::connection::trace::Json(params)),
+                "enumerator abort without a usable token (ignored)"
+            ),
+        }
+        Take::Taken
+    }
+
+    fn bind(&self, _shared: &Shared, token: u64, target: Target) -> Result<Bound, String> {
+        if target == Target::Notification {
+            return Err("a stream can only be sent in the params of a request or in a result (not in a \
+                        notification: nothing would ever end it)"
+                .to_owned());
+        }
+        if !self.producers.sent(token) {
+            // Disposed meanwhile (the connection ended): the peer's `next` will say so.
+            return Ok(Bound::Done);
+        }
+        Ok(match target {
+            Target::Request(_) => Bound::ToCall,
+            _ => Bound::Done,
+        })
+    }
+
+    /// A stream passed as an argument is over before its callee's answer is seen.
+    fn phase(&self) -> Phase {
+        Phase::BeforeAnswer
+    }
+
+    fn release(&self, token: u64) {
+        if self.producers.dispose(token) {
+            tracing::debug!(target: crate::LOG_TARGET, token, "argument stream ended with its call");
+        }
+    }
+
+    fn closed(&self, _reason: &CloseReason) {
+        self.producers.close();
+    }
+
+    fn shadows(&self) -> Option<&'static str> {
+        Some(
+            "the connection serves streams itself (return `impl Stream` from an #[rpc] method, or use \
+             `Handle::offer_stream`); remove the route, or set another `EnumeratorProtocol`",
+        )
+    }
+}
+
+impl Builder {
+    /// How streams this side offers are paced by default ([`StreamSettings::default`]:
+    /// StreamJsonRpc's one item per `next`). Per stream: [`Handle::offer_stream_with`].
+    pub fn stream_settings(mut self, settings: StreamSettings) -> Self {
+        self.feature_mut::<StreamsFeature>().settings =
+            StreamSettings { min_batch_size: settings.min_batch_size.max(1), ..settings };
+        self
+    }
+
+    /// How the enumerator methods are spelled on the wire ([`EnumeratorProtocol::stream_json_rpc`]
+    /// by default).
+    pub fn enumerator_protocol(mut self, protocol: EnumeratorProtocol) -> Self {
+        self.feature_mut::<StreamsFeature>().protocol = protocol;
+        self
+    }
+}
