@@ -62,6 +62,7 @@ readme! {
     bench_connections: ["cargo bench -p jsonrpc-duplex-benches --bench connections"] => to_end;
     fuzz: ["cargo install cargo-fuzz", "fuzz/run.sh 180"] => fuzz_with_cargo_fuzz;
     soak: ["scripts/soak.sh 3"] => to_end;
+    loom: ["scripts/loom.sh"] => in_ci;
 }
 
 /// Environment set for every command run here; the README documents each knob.
