@@ -371,7 +371,7 @@ impl Builder {
             unknown: Default::default(),
         };
         let lane = Arc::new(Lane::new(dispatcher));
-        let reader = Reader { shared: shared.clone(), lane: lane.clone() };
+        let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
         tracker.spawn(reader.run(frames, eof_reason));
         tracker.spawn(lane.run());
         tokio::spawn(outbound::run_writer(outbound::Drain::new(shared.clone(), tracker), done.clone()));

@@ -49,6 +49,73 @@ enum Routed {
 pub(crate) struct Reader {
     pub(crate) shared: Arc<Shared>,
     pub(crate) lane: Arc<Lane>,
+    /// The answers held while the reader reads on.
+    pub(crate) hold: Hold,
+}
+
+/// The reader's hold on the answers its handlers give while it goes through what it has read
+/// (the outbound queue's `Held` state, see `outbound/turns.rs`): they are written together, in
+/// one write, instead of one write each.
+///
+/// | state | meaning |
+/// |---|---|
+/// | free (`0`) | answers are written as they are given |
+/// | holding (`n` > 0) | `n` messages were handled since answers began to be held |
+///
+/// | transition | method | when |
+/// |---|---|---|
+/// | free → holding(1) | [`Hold::after_read`] | a message was read and more input is already at hand |
+/// | holding(n) → holding(n + 1) | [`Hold::after_read`] | another message was read |
+/// | holding → free | [`Hold::release`] | before every wait of the reader (the peer may be waiting for what is held), and after [`HOLD_MAX`] messages |
+/// | holding → free | [`Hold::release_to_task`] | the reader goes away (its `Drop` writes nothing itself) |
+///
+/// Every `.await` of the reader that can wait goes through [`Hold::release`] first: reading the
+/// next frame, waiting for room to answer garbage, waiting for the read-ahead, the end of input.
+///
+/// Only the reader touches it (an atomic for `Sync` only: plain loads and stores).
+#[derive(Default)]
+pub(crate) struct Hold(std::sync::atomic::AtomicUsize);
+
+impl Hold {
+    fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, n: usize) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+
+    /// A message was read; `more`: more input is at hand without waiting.
+    fn after_read(&self, out: &super::outbound::Outbound, more: bool) {
+        match self.get() {
+            0 if more => {
+                out.hold();
+                self.set(1);
+            }
+            0 => {}
+            n => self.set(n + 1),
+        }
+    }
+
+    /// Write what is held (`Outbound::release`): before a wait, or after a long run.
+    fn release(&self, out: &super::outbound::Outbound) {
+        if self.get() > 0 {
+            self.set(0);
+            out.release();
+        }
+    }
+
+    /// Stop holding without writing (the reader goes away): the writer task writes it.
+    fn release_to_task(&self, out: &super::outbound::Outbound) {
+        if self.get() > 0 {
+            self.set(0);
+            out.release_to_task();
+        }
+    }
+
+    fn is_long(&self) -> bool {
+        self.get() >= HOLD_MAX
+    }
 }
 
 /// Reply slots of requests done with them, reused for the next ones (an allocation saved per
@@ -60,7 +127,8 @@ const SPARE_SLOTS: usize = 4;
 
 impl Drop for Reader {
     fn drop(&mut self) {
-        self.shared.outbound.release();
+        // What it held goes to the writer task (no I/O from `Drop`).
+        self.hold.release_to_task(&self.shared.outbound);
         self.lane.input_ended();
     }
 }
@@ -68,8 +136,6 @@ impl Drop for Reader {
 impl Reader {
     pub(crate) async fn run(self, mut frames: impl FrameSource, eof_reason: Option<EofReason>) {
         let mut spares = Spares::new();
-        // Whether answers are held (see `Outbound::hold`), and how many messages since.
-        let mut holding = 0usize;
         // The waker the close signal holds: registering costs atomics, so only when it changes.
         let mut registered: Option<Waker> = None;
         let config = &self.shared.config;
@@ -88,9 +154,8 @@ impl Reader {
                 if self.shared.is_closing() {
                     return Poll::Ready(None);
                 }
-                if holding >= HOLD_MAX {
-                    self.shared.outbound.release();
-                    holding = 0;
+                if self.hold.is_long() {
+                    self.hold.release(&self.shared.outbound);
                 }
                 match frames.poll_frame(cx) {
                     Poll::Ready(next) => {
@@ -106,10 +171,7 @@ impl Reader {
                             self.shared.close(reason);
                             return Poll::Ready(None);
                         }
-                        if holding > 0 {
-                            self.shared.outbound.release();
-                            holding = 0;
-                        }
+                        self.hold.release(&self.shared.outbound);
                         Poll::Pending
                     }
                 }
@@ -119,12 +181,7 @@ impl Reader {
             let Some(next) = next else { return };
             // Holding pays off only when more messages are at hand: a lone message's answer is
             // written by its handler at once.
-            if holding > 0 {
-                holding += 1;
-            } else if frames.has_more() {
-                self.shared.outbound.hold();
-                holding = 1;
-            }
+            self.hold.after_read(&self.shared.outbound, frames.has_more());
             match next {
                 Some(Ok(Next::Message)) => {
                     if !self.on_frame(frames.body(), &mut spares).await {
@@ -147,7 +204,7 @@ impl Reader {
                     return;
                 }
                 None => {
-                    self.shared.outbound.release();
+                    self.hold.release(&self.shared.outbound);
                     let why = match eof_reason {
                         Some(f) => f.await,
                         None => None,
@@ -167,7 +224,7 @@ impl Reader {
             return;
         }
         if !self.shared.outbound.has_room() {
-            self.shared.outbound.release();
+            self.hold.release(&self.shared.outbound);
             // Rare: the wait lives in a future of its own (the reader's stays small).
             let wait = async {
                 tokio::select! {
@@ -434,7 +491,7 @@ impl Reader {
                 return true;
             }
             // About to wait: what is held must go out first (the peer may wait for it).
-            self.shared.outbound.release();
+            self.hold.release(&self.shared.outbound);
             let space = self.shared.space.notified();
             let call_started = self.shared.pending.call_started.notified();
             tokio::pin!(space, call_started);

@@ -430,6 +430,11 @@ impl Outbound {
         }
     }
 
+    /// The reader goes away: what it held is left to the writer task.
+    pub(crate) fn release_to_task(&self) {
+        self.queue.release_to_task();
+    }
+
     fn hand_to_task(&self) {
         self.queue.hand_to_task();
     }

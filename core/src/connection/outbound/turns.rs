@@ -26,6 +26,7 @@
 //! | `Idle` → `Held` | [`OutTurns::after_push`] → [`Writer::Owner`] | queued inline while the reader holds |
 //! | `Idle` → `Task` | [`OutTurns::after_push`] → [`Writer::Task`] | queued for the task (a notification), or ending |
 //! | `Held` → `Here` | [`OutTurns::release`] → `true` | the reader is about to wait |
+//! | `Held` → `Task` | [`OutTurns::release_to_task`] | the reader goes away |
 //! | `Here` → `Task` | [`OutTurns::hand_to_task`] | the stream took less than everything (or failed) |
 //! | `Here`, `Task` → `Idle` | [`OutTurns::take_or_release`] → `(false, _)` | the writer found the queue empty (a `Here` writer then wakes the task if ending, so it can stop) |
 //! | `Task` ends | [`OutTurns::poll_turn`] → `Ready(false)` | ending, `Idle`, and the queue empty |
@@ -129,6 +130,18 @@ impl<C: Content> OutTurns<C> {
         let mut q = self.turns.lock();
         q.held = false;
         q.held_to_here()
+    }
+
+    /// The reader stops holding without writing (it is going away): what it held goes to the
+    /// writer task (`Held` → `Task`).
+    pub(crate) fn release_to_task(&self) {
+        let mut q = self.turns.lock();
+        q.held = false;
+        if q.owner() == Owner::Held {
+            q.pass_to_task();
+            drop(q);
+            self.turns.wake_task();
+        }
     }
 
     /// The writer on the spot could not write everything: `Here` → `Task`.
