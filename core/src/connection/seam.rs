@@ -274,6 +274,17 @@ impl Seam {
     }
 }
 
+impl super::Handle {
+    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
+    pub(crate) fn extension<E: Extension>(&self) -> Arc<E> {
+        match self.shared.seam.get::<E>() {
+            Some(extension) => extension,
+            // `Builder::default` plugs every feature of the crate into every connection.
+            None => unreachable!("a feature missing from a connection"),
+        }
+    }
+}
+
 /// The address that marks an extension's values.
 pub(crate) fn registry(extension: &Arc<dyn Extension>) -> usize {
     Arc::as_ptr(extension) as *const () as usize

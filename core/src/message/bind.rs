@@ -288,52 +288,28 @@ impl<'b, S: Serializer> Serializer for Scoped<'b, S> {
     }
 }
 
-impl<C: ser::SerializeSeq> ser::SerializeSeq for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let value = self.wrap(value);
-        self.inner.serialize_element(&value)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.inner.end()
-    }
+/// The compound values whose members are serialized one by one (`$method(&mut self, value)`).
+macro_rules! compound {
+    ($($trait:ident :: $method:ident;)*) => {$(
+        impl<C: ser::$trait> ser::$trait for Compound<'_, C> {
+            type Ok = C::Ok;
+            type Error = C::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
+                let value = self.wrap(value);
+                self.inner.$method(&value)
+            }
+            fn end(self) -> Result<C::Ok, C::Error> {
+                self.inner.end()
+            }
+        }
+    )*};
 }
 
-impl<C: ser::SerializeTuple> ser::SerializeTuple for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let value = self.wrap(value);
-        self.inner.serialize_element(&value)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.inner.end()
-    }
-}
-
-impl<C: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let value = self.wrap(value);
-        self.inner.serialize_field(&value)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.inner.end()
-    }
-}
-
-impl<C: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let value = self.wrap(value);
-        self.inner.serialize_field(&value)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.inner.end()
-    }
+compound! {
+    SerializeSeq::serialize_element;
+    SerializeTuple::serialize_element;
+    SerializeTupleStruct::serialize_field;
+    SerializeTupleVariant::serialize_field;
 }
 
 impl<C: ser::SerializeMap> ser::SerializeMap for Compound<'_, C> {
@@ -352,34 +328,29 @@ impl<C: ser::SerializeMap> ser::SerializeMap for Compound<'_, C> {
     }
 }
 
-impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), C::Error> {
-        let value = self.wrap(value);
-        self.inner.serialize_field(key, &value)
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.inner.skip_field(key)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.inner.end()
-    }
+/// The compound values whose members are named (`serialize_field(&mut self, key, value)`).
+macro_rules! named_compound {
+    ($($trait:ident;)*) => {$(
+        impl<C: ser::$trait> ser::$trait for Compound<'_, C> {
+            type Ok = C::Ok;
+            type Error = C::Error;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), C::Error> {
+                let value = self.wrap(value);
+                self.inner.serialize_field(key, &value)
+            }
+            fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+                self.inner.skip_field(key)
+            }
+            fn end(self) -> Result<C::Ok, C::Error> {
+                self.inner.end()
+            }
+        }
+    )*};
 }
 
-impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), C::Error> {
-        let value = self.wrap(value);
-        self.inner.serialize_field(key, &value)
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.inner.skip_field(key)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.inner.end()
-    }
+named_compound! {
+    SerializeStruct;
+    SerializeStructVariant;
 }
 
 /// Reads a mark's identity: exactly `(registry, token, strict)`, three `u64`s.

@@ -12,9 +12,7 @@ use serde_json::value::RawValue;
 use super::ProgressProtocol;
 use super::registry::{Delivery, Receivers};
 use crate::connection::shared::Shared;
-use crate::connection::{
-    Bound, Builder, CloseKind, CloseReason, Extension, Feature, Handle, Limits, Phase, Take, Unbound,
-};
+use crate::connection::{Bound, Builder, CloseKind, CloseReason, Extension, Feature, Limits, Phase, Take, Unbound};
 use crate::message::bind::Target;
 
 /// The settings of progress, in the builder.
@@ -39,17 +37,6 @@ impl Feature for ProgressFeature {
 pub(crate) struct ProgressState {
     pub(crate) receivers: Receivers,
     pub(crate) protocol: ProgressProtocol,
-}
-
-impl ProgressState {
-    /// The progress of `handle`'s connection.
-    pub(crate) fn of(handle: &Handle) -> Arc<ProgressState> {
-        match handle.shared.seam.get::<ProgressState>() {
-            Some(state) => state,
-            // `Builder::default` plugs progress into every connection.
-            None => unreachable!("every connection has progress"),
-        }
-    }
 }
 
 impl Extension for ProgressState {

@@ -72,7 +72,7 @@ impl Handle {
     pub fn progress<T: DeserializeOwned>(&self) -> (ProgressToken, ProgressReceiver<T>) {
         // As many reports as messages may be read ahead while a call waits; their bytes count
         // against the read-ahead until taken.
-        let state = ProgressState::of(self);
+        let state = self.extension::<ProgressState>();
         let (token, rx) = state.receivers.open(self.shared.config.limits.max_buffered_inbound);
         let receiver =
             ProgressReceiver { shared: self.shared.clone(), state: state.clone(), token, rx, _values: PhantomData };

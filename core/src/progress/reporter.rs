@@ -103,7 +103,7 @@ impl<T: Serialize> Progress<T> {
     pub async fn report(&self, value: T) -> Result<(), Error> {
         let Some(r) = &self.inner else { return Ok(()) };
         let shared = &r.handle.shared;
-        let buf = encode(&ProgressState::of(&r.handle).protocol, &r.token, &value, &**shared)?;
+        let buf = encode(&r.handle.extension::<ProgressState>().protocol, &r.token, &value, &**shared)?;
         let limit = shared.config.limits.frame.max_message_size;
         if buf.len() > limit {
             return Err(Error::MessageTooLarge { size: buf.len(), limit });

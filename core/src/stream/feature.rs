@@ -12,7 +12,7 @@ use super::producer::serve_next;
 use super::registry::Producers;
 use super::{EnumeratorProtocol, StreamSettings, token_param};
 use crate::connection::shared::Shared;
-use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Handle, Limits, Phase, Take, Unbound};
+use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Limits, Phase, Take, Unbound};
 use crate::handler::{BoxFuture, Request, Responder};
 use crate::message::bind::Target;
 
@@ -42,17 +42,6 @@ pub(crate) struct Streams {
     pub(crate) producers: Producers,
     pub(crate) settings: StreamSettings,
     pub(crate) protocol: EnumeratorProtocol,
-}
-
-impl Streams {
-    /// The streams of `handle`'s connection.
-    pub(crate) fn of(handle: &Handle) -> Arc<Streams> {
-        match handle.shared.seam.get::<Streams>() {
-            Some(streams) => streams,
-            // `Builder::default` plugs streams into every connection.
-            None => unreachable!("every connection serves streams"),
-        }
-    }
 }
 
 impl Extension for Streams {

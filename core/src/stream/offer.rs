@@ -111,7 +111,7 @@ impl Handle {
         T: Serialize,
         E: Into<ErrorObject>,
     {
-        let streams = Streams::of(self);
+        let streams = self.extension::<Streams>();
         let token = streams.producers.next_token();
         let producer = Producer::new(token, Box::new(Items(Box::pin(stream))), settings);
         let refused = streams.producers.insert(producer).err();
@@ -129,7 +129,7 @@ impl Handle {
 
     /// The connection's default [`StreamSettings`].
     pub fn stream_settings(&self) -> StreamSettings {
-        Streams::of(self).settings
+        self.extension::<Streams>().settings
     }
 }
 
