@@ -21,6 +21,8 @@
 //! ```
 //!
 #![doc = include_str!("rpc.md")]
+//!
+#![doc = include_str!("errors.md")]
 
 mod context;
 mod describe_gate;

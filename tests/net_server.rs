@@ -63,7 +63,7 @@ async fn peers_beyond_the_limit_are_refused_with_a_reason_and_counted() {
     let side = ClientSide::named("late");
     let late = within(client(&side).connect_tcp(addr)).await.unwrap();
     match within(StoreClient::new(late.handle()).add(1, 2)).await {
-        Err(ClientError::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}"),
+        Err(ClientError::Call(Error::ConnectionLost(reason))) => assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}"),
         other => panic!("expected the refused connection to end, got {other:?}"),
     }
     let stats = server.stats();
@@ -141,7 +141,7 @@ async fn graceful_shutdown_answers_every_call_in_flight() {
             Err(ClientError::Method(e)) => {
                 assert!(e.message == "the server is shutting down" || e.code == codes::REQUEST_CANCELLED, "{e:?}")
             }
-            Err(ClientError::ConnectionLost(_)) => {}
+            Err(ClientError::Call(Error::ConnectionLost(_))) => {}
             other => panic!("a call during the drain must be refused or lost with a reason: {other:?}"),
         }
     }
@@ -151,7 +151,7 @@ async fn graceful_shutdown_answers_every_call_in_flight() {
     for conn in &clients {
         assert_eq!(within(conn.closed()).await.kind, CloseKind::RemoteClosed);
         match StoreClient::new(conn.handle()).add(1, 1).await {
-            Err(ClientError::ConnectionLost(_)) => {}
+            Err(ClientError::Call(Error::ConnectionLost(_))) => {}
             other => panic!("{other:?}"),
         }
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, Connection, Handle, Id, MethodClash, RequestContext, Router, RpcError,
+    CallOptions, CancellationToken, ClientError, Connection, Error, Handle, Id, MethodClash, RequestContext, Router, RpcError,
     rpc,
 };
 use rpc_common::{pair, within};
@@ -274,7 +274,7 @@ async fn the_peers_cancellation_reaches_the_handlers_token() {
     assert!(!handler_token.is_cancelled());
     token.cancel();
     within(handler_token.cancelled()).await;
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Cancelled)));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Cancelled))));
 }
 
 #[tokio::test]

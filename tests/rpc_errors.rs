@@ -6,7 +6,7 @@ mod rpc_common;
 use std::time::Duration;
 
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, CloseKind, Connection, ErrorObject, RpcError, RpcErrorType, rpc,
+    CallOptions, CancellationToken, ClientError, CloseKind, Connection, Error, ErrorObject, RpcError, RpcErrorType, rpc,
 };
 use rpc_common::{raw_peer, within};
 use serde::{Deserialize, Serialize};
@@ -147,7 +147,7 @@ async fn an_error_object_that_is_not_one_of_the_types_errors_is_kept_raw() {
     peer.recv().await;
     peer.send(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found","data":{"x":1}}}"#).await;
     match within(call).await.unwrap() {
-        Err(ClientError::Remote(e)) => {
+        Err(ClientError::Call(Error::Remote(e))) => {
             assert_eq!(e.code, -32601);
             assert_eq!(e.message, "Method not found");
             assert_eq!(e.data.as_ref().map(|d| d.get()), Some(r#"{"x":1}"#));
@@ -187,7 +187,7 @@ async fn a_lost_connection_says_why() {
     tokio::task::yield_now().await;
     peer.close().await;
     match within(call).await.unwrap() {
-        Err(ClientError::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::RemoteClosed),
+        Err(ClientError::Call(Error::ConnectionLost(reason))) => assert_eq!(reason.kind, CloseKind::RemoteClosed),
         other => panic!("expected ConnectionLost, got {other:?}"),
     }
 }
@@ -200,7 +200,7 @@ async fn a_timeout_from_the_options_fails_the_call_and_cancels_it_on_the_peer() 
         fs.with_options(CallOptions::new().timeout(Duration::from_millis(50))).watch(path("a.txt")).await
     });
     assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"fs/watch","params":{"path":"a.txt"}}"#);
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Timeout(t)) if t == Duration::from_millis(50)));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Timeout(t))) if t == Duration::from_millis(50)));
     assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":0}}"#);
 }
 
@@ -213,7 +213,7 @@ async fn a_cancellation_token_from_the_options_cancels_the_call() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     token.cancel();
     // The server's handler is dropped and the request answered -32800, which the client reports as `Cancelled`.
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Cancelled)));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Cancelled))));
     // Calls without the options are unaffected.
     within(fs.read_text_file(path("a.txt"))).await.unwrap();
 }
@@ -225,14 +225,14 @@ async fn a_result_that_does_not_decode_is_a_deserialize_error() {
     let call = tokio::spawn(async move { fs.read_text_file(path("a.txt")).await });
     peer.recv().await;
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":42}"#).await;
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Deserialize(_))));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Deserialize(_)))));
 }
 
 #[tokio::test]
 async fn params_that_do_not_serialize_are_a_serialize_error() {
     let (_server, _client, fs) = connected();
     let e = within(fs.store(Faulty)).await.unwrap_err();
-    assert!(matches!(e, ClientError::Serialize(_)), "{e:?}");
+    assert!(matches!(e, ClientError::Call(Error::Serialize(_))), "{e:?}");
     assert!(e.to_string().contains("Faulty refuses to be serialized"), "{e}");
 }
 
@@ -241,19 +241,19 @@ async fn a_message_over_the_size_limit_is_refused_before_sending() {
     let (conn, _peer) = raw_peer(Connection::builder().max_message_size(64));
     let fs = FsClient::new(conn.handle());
     let e = within(fs.read_text_file(path(&"x".repeat(100)))).await.unwrap_err();
-    assert!(matches!(e, ClientError::MessageTooLarge { limit: 64, .. }), "{e:?}");
+    assert!(matches!(e, ClientError::Call(Error::MessageTooLarge { limit: 64, .. })), "{e:?}");
 }
 
 #[test]
 fn client_errors_are_std_errors_and_convert_into_the_default_error_type() {
     fn takes_std_error(_: &dyn std::error::Error) {}
-    let e: ClientError<FsError> = ClientError::Remote(ErrorObject::method_not_found("x"));
-    takes_std_error(&ClientError::<RpcError>::Cancelled);
+    let e: ClientError<FsError> = ClientError::Call(Error::Remote(ErrorObject::method_not_found("x")));
+    takes_std_error(&ClientError::<RpcError>::Call(Error::Cancelled));
     assert_eq!(e.remote().map(|o| o.code), Some(-32601));
     // A call that failed by itself becomes a code the caller can act on.
-    let forwarded: RpcError = ClientError::<RpcError>::Cancelled.into();
+    let forwarded: RpcError = ClientError::<RpcError>::Call(Error::Cancelled).into();
     assert_eq!((forwarded.code, forwarded.message.as_str()), (-32800, "Request cancelled"));
-    let forwarded: RpcError = ClientError::<RpcError>::Timeout(std::time::Duration::from_secs(1)).into();
+    let forwarded: RpcError = ClientError::<RpcError>::Call(Error::Timeout(std::time::Duration::from_secs(1))).into();
     assert_eq!(forwarded.code, -32001);
     // The peer's own error object passes through unchanged.
     let peer = ErrorObject::new(-32050, "quota").with_data(serde_json::json!({"retryAfter": 3}));
