@@ -211,7 +211,7 @@ async fn batch_members_that_are_arrays_are_invalid_requests_and_never_run() {
 
 #[tokio::test]
 async fn a_batch_longer_than_the_limit_is_one_invalid_request_with_a_null_id() {
-    let limits = jsonrpc_duplex::Limits { max_batch_len: 3, ..Default::default() };
+    let limits = jsonrpc_duplex::Limits::new().max_batch_len(3);
     let notes = Arc::new(Mutex::new(Vec::new()));
     let (_conn, mut peer) = pair(server(notes.clone()).limits(limits), Framing::ContentLength);
     let call = |id: usize| json!({"jsonrpc":"2.0","method":"sum","params":[id],"id":id});

@@ -312,13 +312,7 @@ async fn mcp_releases_our_cancelled_call_at_once_and_absorbs_the_late_answer() {
 
 #[tokio::test]
 async fn a_custom_cancel_protocol_is_a_setting_not_code() {
-    let cancel = CancelProtocol {
-        method: "custom/cancel".into(),
-        id_member: "which".into(),
-        answers_cancelled: true,
-        send_reason: false,
-        never_cancelled: Vec::new(),
-    };
+    let cancel = CancelProtocol::new("custom/cancel", "which");
     let (builder, _fired) = server(cancel);
     let (conn, mut peer) = pair(builder, Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"hang"}"#).await;

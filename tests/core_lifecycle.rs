@@ -318,7 +318,7 @@ mod os {
         let (_guard, logs) = raw_peer::capture_logs();
         let mut cmd = tokio::process::Command::new("sh");
         cmd.args(["-c", "exec sleep 30"]);
-        let options = ChildOptions { exit_grace: Duration::from_millis(100), ..ChildOptions::default() };
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100));
         let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
         let reason = within(conn.close()).await;
         assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
@@ -444,7 +444,7 @@ mod os {
         let file = pid_file("sleep");
         let mut cmd = tokio::process::Command::new("sh");
         cmd.args(["-c", &format!("echo $$ > {}; exec sleep 30", file.display())]);
-        let options = ChildOptions { exit_grace: Duration::from_millis(100), ..ChildOptions::default() };
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100));
         let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
         let pid = child_pid(&file).await;
         assert!(alive(pid));

@@ -185,7 +185,7 @@ async fn a_request_handler_awaiting_a_call_to_the_peer_never_deadlocks_while_the
             let c = c2.clone();
             async move { Ok::<_, ErrorObject>(*c.lock().unwrap()) }
         });
-    let limits = Limits { read_ahead: 4, ..Limits::default() };
+    let limits = Limits::new().read_ahead(4);
     let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","id":"a","method":"ask_back"}"#).await;
     let question = peer.recv().await;
@@ -226,7 +226,7 @@ async fn a_notification_handler_awaiting_a_call_to_the_peer_never_deadlocks_behi
             let c = c2.clone();
             async move { Ok::<_, ErrorObject>(*c.lock().unwrap()) }
         });
-    let limits = Limits { read_ahead: 4, max_buffered_inbound: 10_000, ..Limits::default() };
+    let limits = Limits::new().read_ahead(4).max_buffered_inbound(10_000);
     let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::ContentLength);
     let mut bytes = peer.frame(br#"{"jsonrpc":"2.0","method":"trigger"}"#);
     for _ in 0..100 {

@@ -39,7 +39,7 @@ async fn a_peer_that_stops_reading_blocks_our_writer_within_the_budget_and_our_r
             let _ = t2.send("ping".to_owned());
             async { Ok::<_, ErrorObject>("pong") }
         });
-    let limits = Limits { outbound_buffer: BUDGET, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(BUDGET);
     let (conn, mut peer) =
         pair_with_buffer(Connection::builder().limits(limits).serve(router), Framing::ContentLength, PIPE);
 

@@ -42,7 +42,7 @@ async fn a_peer_that_never_reads_does_not_slow_the_others() {
     const BLOB: usize = 256 * 1024;
     const REQUESTS: usize = 200; // 50 MiB of answers: far beyond any buffer on the way
     let shared = Arc::new(Shared::default());
-    let limits = Limits { outbound_buffer: 1024 * 1024, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(1024 * 1024);
     let server = ServerBuilder::new(Connection::builder().limits(limits))
         .serve_with(Session::factory(shared.clone()))
         .bind_tcp("127.0.0.1:0")

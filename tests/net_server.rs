@@ -63,7 +63,9 @@ async fn peers_beyond_the_limit_are_refused_with_a_reason_and_counted() {
     let side = ClientSide::named("late");
     let late = within(client(&side).connect_tcp(addr)).await.unwrap();
     match within(StoreClient::new(late.handle()).add(1, 2)).await {
-        Err(ClientError::Call(Error::ConnectionLost(reason))) => assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}"),
+        Err(ClientError::Call(Error::ConnectionLost(reason))) => {
+            assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}")
+        }
         other => panic!("expected the refused connection to end, got {other:?}"),
     }
     let stats = server.stats();
@@ -184,7 +186,7 @@ async fn shutdown_deadline_cancels_the_stragglers_with_an_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broadcast_skips_past_a_stalled_peer_and_then_drops_it() {
     let shared = Arc::new(Shared::default());
-    let limits = Limits { outbound_buffer: 256 * 1024, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(256 * 1024);
     let (server, addr) = tcp_server(
         ServerBuilder::new(Connection::builder().limits(limits))
             .broadcast_timeout(Duration::from_millis(300))
@@ -250,7 +252,7 @@ async fn broadcast_skips_past_a_stalled_peer_and_then_drops_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_peer_is_disconnected_at_once_at_twice_its_outbound_buffer() {
     let shared = Arc::new(Shared::default());
-    let limits = Limits { outbound_buffer: 256 * 1024, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(256 * 1024);
     let (server, addr) = tcp_server(
         ServerBuilder::new(Connection::builder().limits(limits))
             // Long: only the byte bound can end the stalled peer within the test.

@@ -200,7 +200,9 @@ async fn a_timeout_from_the_options_fails_the_call_and_cancels_it_on_the_peer() 
         fs.with_options(CallOptions::new().timeout(Duration::from_millis(50))).watch(path("a.txt")).await
     });
     assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"fs/watch","params":{"path":"a.txt"}}"#);
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Timeout(t))) if t == Duration::from_millis(50)));
+    assert!(
+        matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Timeout(t))) if t == Duration::from_millis(50))
+    );
     assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":0}}"#);
 }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, Connection, Error, Progress, RpcError, RpcStream, rpc, transport::memory,
+    CallOptions, CancellationToken, ClientError, Connection, Error, Progress, RpcError, RpcStream, rpc,
+    transport::memory,
 };
 use tokio::sync::{Notify, oneshot};
 

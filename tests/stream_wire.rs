@@ -421,7 +421,7 @@ async fn the_connection_ending_drops_every_producer() {
 #[tokio::test]
 async fn offered_streams_beyond_the_limit_are_refused_with_a_clear_error() {
     let (tx, _made) = mpsc::unbounded_channel();
-    let limits = jsonrpc_duplex::Limits { max_offered_streams: 2, ..Default::default() };
+    let limits = jsonrpc_duplex::Limits::new().max_offered_streams(2);
     let builder = Connection::builder().limits(limits).serve(count_to(tx, StreamSettings::new()));
     let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
     assert_eq!(call(&mut peer, 1, "countTo", json!([5])).await, json!({"jsonrpc":"2.0","id":1,"result":{"token":1}}));

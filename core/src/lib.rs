@@ -19,6 +19,9 @@
 mod call_bindings;
 pub mod connection;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handler;
 mod id_hash;
 pub mod message;

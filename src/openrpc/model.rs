@@ -66,6 +66,7 @@ pub struct Method {
 
 /// What a param carries.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ParamKind {
     /// A value of the schema.
     Value,
@@ -95,6 +96,7 @@ pub struct Param {
 
 /// What a request's answer carries.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Returns {
     /// A notification: no answer at all.
     Nothing,

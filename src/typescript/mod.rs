@@ -2,7 +2,7 @@
 //! [vscode-jsonrpc](https://www.npmjs.com/package/vscode-jsonrpc) (10.x).
 //!
 //! [`Module`] renders, from the same description as the OpenRPC document
-//! ([`Describe`](crate::openrpc::Describe)):
+//! ([`Describe`]):
 //!
 //! - the **types** every method names: one declaration per JSON Schema definition, with the
 //!   Rust doc comments;

@@ -37,6 +37,7 @@ use crate::message::{codes, encode_notification, encode_request};
 /// call is dropped (by default "cancelled by the caller" and "the caller stopped waiting"), and
 /// "timed out after …" on timeout.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CallOptions {
     /// Give up after this long (overrides the connection's default timeout).
     pub timeout: Option<Duration>,

@@ -26,6 +26,7 @@ pub(crate) enum Route {
 /// Two services registered the same method name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("method {method:?} is registered twice")]
+#[non_exhaustive]
 pub struct MethodClash {
     /// The name both registered.
     pub method: String,

@@ -51,9 +51,10 @@ use crate::connection::{Builder, CloseKind, CloseReason};
 /// token when its params are one object: MCP's `_meta.progressToken`, LSP's `workDoneToken`
 /// ([`Profile::mcp`](crate::Profile::mcp), [`Profile::lsp`](crate::Profile::lsp) set it). A
 /// `Progress<T>` argument of an `#[rpc]` method with `params = "object"`, and
-/// [`Progress::from_request`] on the server and [`Handle::request_with_progress`](crate::Handle::request_with_progress)
+/// [`Request::progress_token`](crate::Request::progress_token) on the server and [`Handle::request_with_progress`](crate::Handle::request_with_progress)
 /// on the client, put the token there and find it there.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProgressProtocol {
     /// The notification's method name.
     pub method: Cow<'static, str>,

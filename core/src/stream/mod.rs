@@ -70,6 +70,7 @@ use crate::connection::shared::Shared;
 /// assert_eq!((settings.min_batch_size, settings.max_read_ahead, settings.prefetch), (100, 1000, 0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamSettings {
     /// Items in each `next` answer unless the stream ends first (at least 1).
     pub min_batch_size: usize,
@@ -109,6 +110,7 @@ impl StreamSettings {
 
 /// How the enumerator protocol's two methods are spelled (StreamJsonRpc's names by default).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EnumeratorProtocol {
     /// The request that pulls the next batch (`$/enumerator/next`).
     pub next: Cow<'static, str>,
@@ -117,6 +119,11 @@ pub struct EnumeratorProtocol {
 }
 
 impl EnumeratorProtocol {
+    /// The enumerator protocol under other names: `next` pulls a batch, `abort` ends a
+    /// sequence early.
+    pub fn new(next: impl Into<Cow<'static, str>>, abort: impl Into<Cow<'static, str>>) -> Self {
+        EnumeratorProtocol { next: next.into(), abort: abort.into() }
+    }
     /// StreamJsonRpc's names: `$/enumerator/next` and `$/enumerator/abort`.
     pub fn stream_json_rpc() -> Self {
         EnumeratorProtocol { next: "$/enumerator/next".into(), abort: "$/enumerator/abort".into() }
