@@ -106,6 +106,7 @@ impl RpcError {
     }
 
     /// Attach data (see [`ErrorObject::with_data`]).
+    #[must_use]
     pub fn with_data(self, data: impl Serialize) -> Self {
         RpcError { object: self.object.with_data(data) }
     }

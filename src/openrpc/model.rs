@@ -42,6 +42,7 @@ pub enum ParamStructure {
 /// One method of a [`Service`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Method {
     /// The Rust method's name (`read_text_file`); TypeScript spells it `readTextFile`.
     pub rust_name: String,
@@ -81,6 +82,7 @@ pub enum ParamKind {
 /// One param of a [`Method`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Param {
     /// The Rust argument's name.
     pub rust_name: String,

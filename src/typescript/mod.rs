@@ -135,6 +135,7 @@ fn refers_to(code: &str, name: &str) -> bool {
 /// A TypeScript module for a vscode-jsonrpc peer: clients for the traits the Rust side serves,
 /// interfaces for those the TypeScript side serves.
 #[derive(Debug, Default)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Module {
     schemas: Schemas,
     clients: Vec<Service>,

@@ -289,6 +289,7 @@ pub const DEFAULT_MAX_OFFERED_STREAMS: usize = 1024;
 /// | `max_trace_len` | 4 KiB | a traced message, and peer input quoted in any log line (ids, method names, params, errors), is cut there and noted with the bytes left out; quoted input also passes the [trace redactor](super::Builder::trace_redactor) |
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Limits {
     /// Framing limits.
     pub frame: FrameLimits,

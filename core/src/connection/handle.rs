@@ -38,6 +38,7 @@ use crate::message::{codes, encode_notification, encode_request};
 /// "timed out after …" on timeout.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct CallOptions {
     /// Give up after this long (overrides the connection's default timeout).
     pub timeout: Option<Duration>,
@@ -548,6 +549,7 @@ impl Handle {
     }
 
     /// Whether the connection has ended (or is ending).
+    #[must_use]
     pub fn is_closed(&self) -> bool {
         self.shared.close_reason().is_some()
     }

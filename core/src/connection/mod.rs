@@ -70,6 +70,7 @@ use crate::handler::{MethodClash, Router};
 /// # }
 /// ```
 #[derive(Clone, Default)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Builder {
     pub(crate) config: Config,
     /// Settings given one by one, which a profile leaves alone.
@@ -437,6 +438,7 @@ fn shadowed_route(router: &Router, config: &Config) -> Option<String> {
 /// assert_eq!(reason.kind, jsonrpc_duplex_core::CloseKind::RemoteClosed);
 /// # Ok(()) }
 /// ```
+#[must_use = "dropping a Connection closes it"]
 pub struct Connection {
     handle: Handle,
     done: CancellationToken,
@@ -457,6 +459,7 @@ impl Connection {
     }
 
     /// A cloneable handle for calls and notifications.
+    #[must_use]
     pub fn handle(&self) -> Handle {
         self.handle.clone()
     }

@@ -79,6 +79,7 @@ impl std::str::FromStr for Framing {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct FrameLimits {
     /// Largest message body, in bytes ([`DEFAULT_MAX_MESSAGE_SIZE`]).
     pub max_message_size: usize,

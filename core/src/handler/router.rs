@@ -57,6 +57,7 @@ pub struct MethodClash {
 /// assert!(router.contains("add") && router.contains("log"));
 /// ```
 #[derive(Clone, Default)]
+#[must_use = "a router serves nothing until it is given to a connection"]
 pub struct Router {
     /// Names are shared with the notification handlers running under them (for their logs).
     routes: HashMap<Arc<str>, Route, crate::id_hash::IdBuild>,

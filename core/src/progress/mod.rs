@@ -91,6 +91,7 @@ impl ProgressProtocol {
 
     /// The same, with a request's own token at `path` in its params object (see
     /// [`request_token`](ProgressProtocol::request_token)).
+    #[must_use]
     pub fn with_request_token(mut self, path: impl Into<Cow<'static, str>>) -> Self {
         self.request_token = Some(path.into());
         self

@@ -52,6 +52,7 @@ use crate::connection::{Error, Handle};
 /// assert_eq!((answer.as_str(), seen), ("done", vec![1, 2, 3]));
 /// # Ok(()) }
 /// ```
+#[must_use = "streams do nothing unless polled"]
 pub struct ProgressReceiver<T> {
     shared: Arc<Shared>,
     token: u64,

@@ -73,6 +73,7 @@ pub const DEFAULT_MESSAGE_READ_TIMEOUT: Duration = Duration::from_secs(30);
 type PeerFactory = Arc<dyn Fn(&Peer) -> Router + Send + Sync>;
 
 /// Configures a [`Server`]; start it with [`ServerBuilder::listen`] or a `bind_*` method.
+#[must_use = "a builder does nothing until it is used"]
 pub struct ServerBuilder {
     connection: Builder,
     factory: Option<PeerFactory>,
@@ -230,6 +231,7 @@ impl ServerBuilder {
 ///
 /// Dropping the `Server` stops accepting and closes every connection without waiting; use
 /// [`Server::shutdown`] to let requests in flight finish first.
+#[must_use = "dropping a Server stops it and closes its connections"]
 pub struct Server {
     inner: Arc<Inner>,
 }

@@ -71,6 +71,7 @@ use crate::connection::shared::Shared;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct StreamSettings {
     /// Items in each `next` answer unless the stream ends first (at least 1).
     pub min_batch_size: usize,

@@ -52,6 +52,7 @@ use crate::scope::{self, Scope};
 /// assert_eq!(numbers, [1, 2, 3]);
 /// # Ok(()) }
 /// ```
+#[must_use = "an offered stream is withdrawn when dropped unsent"]
 pub struct OfferedStream {
     shared: Arc<Shared>,
     /// `None` once the whole sequence is in `values` (prefetched to its end).

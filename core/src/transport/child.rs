@@ -18,6 +18,7 @@ use crate::{Builder, ChildExit, CloseKind, CloseReason, Connection};
 /// How a child process is bound to its connection.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct ChildOptions {
     /// After the connection closes (and the child's stdin with it), how long the child may take
     /// to exit by itself before it is killed (logged at WARN; the close reason then says

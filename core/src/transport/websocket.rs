@@ -375,6 +375,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Vec<u8>> for WsSink<S> {
 /// [`Server`](crate::server::Server) runs it in the peer's own task, bounded by
 /// [`WebSocketListener::handshake_timeout`]). Any path is accepted.
 #[derive(Debug)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct WebSocketListener {
     tcp: TcpListener,
     config: Option<WebSocketConfig>,
