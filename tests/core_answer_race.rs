@@ -29,7 +29,7 @@ fn mcp_client() -> (Connection, RawPeer) {
 /// After each run the client sends `mark`: the next thing the peer reads must be it, not a
 /// cancellation of the request it answered.
 async fn expect_mark(conn: &Connection, peer: &RawPeer, run: usize) {
-    within(conn.notify("mark", [run])).await.unwrap();
+    within(conn.handle().notify("mark", [run])).await.unwrap();
     let next = peer.recv().await;
     assert_eq!(
         next,

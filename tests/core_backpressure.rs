@@ -193,8 +193,9 @@ async fn dropping_a_call_that_was_never_sent_sends_no_cancellation() {
     // Fill the outbound budget without letting the writer run (nothing here yields): the
     // notification that does not fit stays pending.
     let mut queued = 0;
+    let h = conn.handle();
     let mut blocked = loop {
-        let mut note = Box::pin(conn.notify("fill", json!([queued, pad])));
+        let mut note = Box::pin(h.notify("fill", json!([queued, pad])));
         if futures::poll!(note.as_mut()).is_pending() {
             break note;
         }
@@ -202,7 +203,7 @@ async fn dropping_a_call_that_was_never_sent_sends_no_cancellation() {
         assert!(queued < 100, "the outbound budget never filled up");
     };
     // A call behind it waits for room in the budget: it has not been sent.
-    let mut call = Box::pin(conn.request::<Value>("never_sent", ()));
+    let mut call = Box::pin(h.request::<Value>("never_sent", ()));
     assert!(futures::poll!(call.as_mut()).is_pending());
     drop(call);
     within(blocked.as_mut()).await.unwrap();

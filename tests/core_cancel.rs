@@ -336,7 +336,7 @@ async fn cancelling_between_two_connections_reaches_the_handler() {
     let t = token.clone();
     let call = tokio::spawn(async move { h.request_with::<()>("watch", (), CallOptions::new().cancel(t)).await });
     // Make sure the request is in flight before cancelling: a round trip behind it.
-    let three: i64 = within(client.request("add", (1, 2))).await.unwrap();
+    let three: i64 = within(client.handle().request("add", (1, 2))).await.unwrap();
     assert_eq!(three, 3);
     token.cancel();
     assert!(within(fired.recv()).await.unwrap().is_number());

@@ -125,7 +125,7 @@ async fn progress_reports_nobody_takes_count_against_the_byte_limit() {
     let limits = Limits::new().read_ahead_bytes(64 * KIB).max_buffered_inbound_bytes(512 * KIB);
     let (conn, mut peer) = pair(Connection::builder().limits(limits), Framing::NewlineDelimited);
     // Our call carries a progress token whose receiver is never polled.
-    let (token, _receiver) = conn.progress::<Value>();
+    let (token, _receiver) = conn.handle().progress::<Value>();
     let h = conn.handle();
     let call = tokio::spawn(async move { h.request::<Value>("work", json!({"progress": token})).await });
     assert_eq!(peer.recv().await["method"], "work");
@@ -150,7 +150,7 @@ async fn progress_reports_nobody_takes_count_against_the_byte_limit() {
 async fn progress_reports_that_are_taken_are_not_counted_any_more() {
     let limits = Limits::new().read_ahead_bytes(64 * KIB).max_buffered_inbound_bytes(256 * KIB);
     let (conn, mut peer) = pair(Connection::builder().limits(limits), Framing::NewlineDelimited);
-    let (token, receiver) = conn.progress::<String>();
+    let (token, receiver) = conn.handle().progress::<String>();
     let h = conn.handle();
     let seen = Arc::new(AtomicUsize::new(0));
     let s = seen.clone();

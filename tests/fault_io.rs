@@ -138,7 +138,7 @@ async fn calls_through_a_failing_writer(framing: Framing, budget: usize, fault: 
     assert!(failed > 0, "budget {budget}, {fault:?}: no call failed, yet 40 calls cannot fit in {budget} bytes");
     let reason = within("closed", conn.closed()).await;
     assert_eq!(reason.kind, CloseKind::StreamError, "{reason}");
-    let late = within("a late call", conn.request::<i64>("add", (1, 1))).await.unwrap_err();
+    let late = within("a late call", conn.handle().request::<i64>("add", (1, 1))).await.unwrap_err();
     assert!(matches!(late, Error::ConnectionLost(_)), "{late:?}");
     within("close", conn.close()).await;
     // The peer saw our stream end (cleanly between messages, or inside a cut frame).

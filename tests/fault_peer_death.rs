@@ -62,9 +62,9 @@ async fn a_child_killed_mid_call_fails_the_call_with_its_exit_and_ends_the_conne
     assert!(reason.message.contains("signal: 9") || reason.message.contains("SIGKILL"), "{reason}");
     assert_eq!(within("closed", conn.closed()).await, reason);
     // Everything after fails at once, with the same reason.
-    let late = within("a late call", conn.request::<Value>("late", ())).await.unwrap_err();
+    let late = within("a late call", conn.handle().request::<Value>("late", ())).await.unwrap_err();
     assert!(matches!(late, Error::ConnectionLost(ref r) if *r == reason), "{late:?}");
-    let note = within("a late notification", conn.notify("late", ())).await.unwrap_err();
+    let note = within("a late notification", conn.handle().notify("late", ())).await.unwrap_err();
     assert!(matches!(note, Error::ConnectionLost(_)), "{note:?}");
     within("close", conn.close()).await;
 }
@@ -148,7 +148,7 @@ async fn a_peer_cut_off_mid_stream_ends_the_stream_on_both_sides() {
         }
     }));
     let (consumer, producer, cable) = cabled(Connection::builder(), producer);
-    let mut ticks = consumer.request_stream::<u64>("ticks", (), CallOptions::default());
+    let mut ticks = consumer.handle().request_stream::<u64>("ticks", (), CallOptions::default());
     for i in 0..5 {
         assert_eq!(within("a tick", ticks.next()).await.expect("an item").expect("a tick"), i);
     }

@@ -311,16 +311,16 @@ async fn per_connection_services_and_a_clash_reported_as_the_close_reason() {
     )
     .await;
     let a = within(Connection::builder().connect_tcp(addr)).await.unwrap();
-    assert_eq!(within(a.request::<u64>("mine", ())).await.unwrap(), 0);
-    assert_eq!(within(a.request::<String>("shared", ())).await.unwrap(), "same for all");
+    assert_eq!(within(a.handle().request::<u64>("mine", ())).await.unwrap(), 0);
+    assert_eq!(within(a.handle().request::<String>("shared", ())).await.unwrap(), "same for all");
     let b = within(Connection::builder().connect_tcp(addr)).await.unwrap();
-    match within(b.request::<u64>("mine", ())).await {
+    match within(b.handle().request::<u64>("mine", ())).await {
         Err(Error::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::RemoteClosed),
         other => panic!("{other:?}"),
     }
     let c = within(Connection::builder().connect_tcp(addr)).await.unwrap();
-    assert_eq!(within(c.request::<u64>("mine", ())).await.unwrap(), 2);
-    assert_eq!(within(a.request::<u64>("mine", ())).await.unwrap(), 0);
+    assert_eq!(within(c.handle().request::<u64>("mine", ())).await.unwrap(), 2);
+    assert_eq!(within(a.handle().request::<u64>("mine", ())).await.unwrap(), 0);
     drop(server);
 }
 

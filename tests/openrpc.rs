@@ -355,9 +355,9 @@ async fn rpc_discover_answers_the_document() {
     let doc = Document::new("files", "0.1.0").service::<protocol::FilesApi>();
     let expected = doc.to_value();
     let (client, _server) = memory::pair(Connection::builder(), Connection::builder().serve(doc.discover()));
-    let answer: Value = client.request("rpc.discover", ()).await.unwrap();
+    let answer: Value = client.handle().request("rpc.discover", ()).await.unwrap();
     assert_eq!(answer, expected);
-    let answer: Value = client.request("rpc.discover", json!([])).await.unwrap();
+    let answer: Value = client.handle().request("rpc.discover", json!([])).await.unwrap();
     assert_eq!(answer["methods"][0]["name"], "files/readTextFile");
 }
 

@@ -616,7 +616,7 @@ mod tests {
                         panic!("{what}: the answer was taken for delivery, yet the call ended with {other:?}")
                     }
                 }
-                conn.notify("mark", ()).await.unwrap();
+                conn.handle().notify("mark", ()).await.unwrap();
                 let next = lines.next_line().await.unwrap().unwrap();
                 assert!(
                     next.contains(r#""method":"mark""#),

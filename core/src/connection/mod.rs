@@ -233,7 +233,7 @@ impl Builder {
     /// let client = Connection::builder()
     ///     .serve(Router::new().method("name", |(): (), _ctx| async { Ok::<_, ErrorObject>("client-1") }))
     ///     .connect_io(b);
-    /// let name: String = client.request("who_are_you", ()).await?;
+    /// let name: String = client.handle().request("who_are_you", ()).await?;
     /// assert_eq!(name, "client-1");
     /// # Ok(()) }
     /// ```
@@ -386,8 +386,10 @@ fn shadowed_route(router: &Router, config: &Config) -> Option<String> {
 /// One JSON-RPC connection: both sides may call, notify and answer.
 ///
 /// The `Connection` owns the connection's life: dropping it (or [`Connection::close`]) ends it,
-/// after flushing what was already queued. Use [`Connection::handle`] for cloneable access from
-/// other tasks and handlers.
+/// after flushing what was already queued; [`Connection::closed`] and
+/// [`Connection::is_closed`] watch for the end. Calls, notifications, streams and progress go
+/// through its [`Handle`] ([`Connection::handle`]): a cheap clone that other tasks, handlers
+/// and generated clients keep, and that does not keep the connection open.
 ///
 /// # How a connection ends
 ///
@@ -458,7 +460,8 @@ impl Connection {
         Builder::default()
     }
 
-    /// A cloneable handle for calls and notifications.
+    /// A handle for calls, notifications, streams and progress (a clone: cheap, and it does not
+    /// keep the connection open).
     #[must_use]
     pub fn handle(&self) -> Handle {
         self.handle.clone()
@@ -481,6 +484,12 @@ impl Connection {
         }
     }
 
+    /// Whether the connection has ended (or is ending); [`Connection::closed`] says why.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
     /// Close from this side and wait until queued messages are flushed and the write side is shut.
     ///
     /// If the connection has ended already (say the peer closed its side), this waits for the
@@ -501,13 +510,6 @@ impl Connection {
     #[cfg_attr(not(feature = "process"), allow(dead_code))]
     pub(crate) fn set_transport_done(&mut self, token: CancellationToken) {
         self.transport_done = Some(token);
-    }
-}
-
-impl std::ops::Deref for Connection {
-    type Target = Handle;
-    fn deref(&self) -> &Handle {
-        &self.handle
     }
 }
 

@@ -22,7 +22,7 @@
 //!     .serve(Router::new().notification("news", |(text,): (String,), _| async move { println!("{text}") }))
 //!     .connect_tcp(addr)
 //!     .await?;
-//! let id: u64 = client.request("whoami", ()).await?;
+//! let id: u64 = client.handle().request("whoami", ()).await?;
 //! assert_eq!(id, 0);
 //!
 //! let sent = server.broadcast("news", ["the server says hello"])?;

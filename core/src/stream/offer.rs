@@ -45,6 +45,7 @@ use crate::scope::{self, Scope};
 /// let (client, _server) = memory::pair(Connection::builder(), Connection::builder().serve(server));
 ///
 /// let numbers: Vec<u64> = client
+///     .handle()
 ///     .request_stream::<u64>("countTo", (3,), Default::default())
 ///     .map(|item| item.expect("an item"))
 ///     .collect()

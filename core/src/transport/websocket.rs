@@ -66,7 +66,7 @@ impl Builder {
     /// let server = Server::builder().serve(router).listen(WebSocketListener::bind("127.0.0.1:0").await?);
     /// let url = format!("ws://{}/rpc", server.local_addr().expect("bound"));
     /// let client = Connection::builder().connect_websocket(url).await?;
-    /// assert_eq!(client.request::<i64>("add", (40, 2)).await?, 42);
+    /// assert_eq!(client.handle().request::<i64>("add", (40, 2)).await?, 42);
     /// # Ok(()) }
     /// ```
     pub async fn connect_websocket<R>(self, request: R) -> Result<Connection, WebSocketError>
