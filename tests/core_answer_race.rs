@@ -4,13 +4,13 @@
 //! has answered. Each race is run thousands of times on a multi-thread runtime, where the
 //! reader and the caller run on different threads.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CancelProtocol, CancellationToken, Connection, Error, Framing, ProgressProtocol};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 /// Runs of each race. Without the ordering fix, the progress race lost an answer within the
 /// first few hundred runs on 2 cores.

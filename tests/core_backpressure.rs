@@ -1,16 +1,17 @@
 //! Read-ahead and backpressure: a flooding peer is paused, or the connection closes with a reason;
 //! a peer that stops reading slows our sends down; nothing wedges.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
-use raw_peer::{frame, pair, pair_with_buffer, within};
 use serde_json::{Value, json};
+use support::raw_peer;
+use support::raw_peer::{frame, pair, pair_with_buffer};
+use support::time::within;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 

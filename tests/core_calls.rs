@@ -1,14 +1,14 @@
 //! Calls in both directions: two id spaces, answers from other tasks, dropped replies, panics,
 //! and errors coming back to the caller.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 
 use jsonrpc_duplex::{CallOptions, Connection, Error, ErrorObject, Framing, Router, transport::memory};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::oneshot;
 
 async fn assert_alive(peer: &mut RawPeer, id: i64) {

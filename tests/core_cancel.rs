@@ -1,14 +1,15 @@
 //! Cancellation both ways, in the three wire spellings (LSP, ACP, MCP).
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CallOptions, CancelProtocol, CancellationToken, Connection, Error, ErrorObject, Framing, Router};
-use raw_peer::{RawPeer, capture_logs, pair, within};
 use serde_json::{Value, json};
+use support::logs::capture_logs;
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::{Notify, mpsc};
 
 async fn assert_alive(peer: &mut RawPeer, id: i64) {

@@ -1,13 +1,13 @@
 //! The exact bytes we write and the frames we accept, checked against a hand-written raw peer.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router};
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer::pair;
+use support::time::within;
 
 fn server() -> jsonrpc_duplex::Builder {
     Connection::builder().serve(

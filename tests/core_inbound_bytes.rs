@@ -3,16 +3,16 @@
 //! read-ahead the reader pauses; reading on for a pending call, the connection closes at the
 //! hard limit with a reason; queued requests a peer cancels are answered at once.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
-use raw_peer::{frame, pair, pair_with_buffer, within};
 use serde_json::{Value, json};
+use support::raw_peer::{frame, pair, pair_with_buffer};
+use support::time::within;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 

@@ -1,14 +1,14 @@
 //! How a connection ends: the peer's EOF, a broken stream, a local close or drop, a child's exit;
 //! what pending calls, queued messages and running handlers see; and real OS transports.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Router};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 fn server() -> jsonrpc_duplex::Builder {
     Connection::builder().serve(
@@ -315,7 +315,7 @@ mod os {
 
     #[tokio::test(flavor = "current_thread")]
     async fn closing_says_the_child_was_killed_after_its_grace_and_warns() {
-        let (_guard, logs) = raw_peer::capture_logs();
+        let (_guard, logs) = support::logs::capture_logs();
         let mut cmd = tokio::process::Command::new("sh");
         cmd.args(["-c", "exec sleep 30"]);
         let options = ChildOptions::new().exit_grace(Duration::from_millis(100));

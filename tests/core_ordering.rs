@@ -2,15 +2,15 @@
 //! overlap, outbound messages leave in the order they were queued, and a handler that calls the
 //! peer back never deadlocks the reader.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Limits, Router};
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer::pair;
+use support::time::within;
 use tokio::sync::{Notify, oneshot};
 
 type Log = Arc<Mutex<Vec<i64>>>;

@@ -6,16 +6,16 @@
 //! The clock is paused: a timeout here elapses only once every task is idle, so "the sender is
 //! blocked" is a fact, not a guess.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Limits, Router};
-use raw_peer::{pair_with_buffer, within};
 use serde_json::{Value, json};
+use support::raw_peer::pair_with_buffer;
+use support::time::within;
 use tokio::sync::mpsc;
 
 const BUDGET: usize = 16 * 1024;

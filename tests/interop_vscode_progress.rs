@@ -9,15 +9,13 @@
 //!
 //! Needs `node` (>= 18); `npm ci` runs once when `node_modules` is missing. Every wait is bounded.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CancellationToken, Connection, Error, ProgressToken, Router};
-use node::{node_dir, node_ready, run_client_script, within};
 use serde_json::{Value, json};
+use support::node::{node_dir, node_ready, run_client_script};
+use support::time::within;
 use tokio::process::Command;
 
 #[tokio::test]
@@ -51,7 +49,7 @@ async fn vscode_jsonrpc_reports_on_our_token_all_before_its_answer() {
         let (token, receiver) = h.progress::<Value>();
         let call = h.request::<Value>("progress", json!({"token": token, "steps": 3, "delayMs": 1}));
         let mut seen = Vec::new();
-        let answer = within("progress", receiver.drive(call, |v| seen.push(v))).await.unwrap();
+        let answer = within(receiver.drive(call, |v| seen.push(v))).await.unwrap();
         assert_eq!(answer, json!({"done": 3}));
         let kinds: Vec<&str> = seen.iter().filter_map(|v| v["kind"].as_str()).collect();
         assert_eq!(kinds, ["begin", "report", "report", "report", "end"], "{seen:?}");
@@ -77,12 +75,12 @@ async fn our_cancel_request_reaches_vscode_jsonrpc_while_our_receiver_waits() {
     let mut slow = std::pin::pin!(slow);
     assert!(futures::poll!(slow.as_mut()).is_pending());
     // vscode-jsonrpc takes messages in order: once this answer is back, `slow` has started.
-    let echoed: Value = within("echo", conn.handle().request("echo", json!(["ping"]))).await.unwrap();
+    let echoed: Value = within(conn.handle().request("echo", json!(["ping"]))).await.unwrap();
     assert_eq!(echoed, json!(["ping"]));
     cancel.cancel();
-    let outcome = within("cancelled slow", slow).await;
+    let outcome = within(slow).await;
     assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
-    assert!(within("receiver end", receiver.next()).await.is_none());
-    let pending: u64 = within("pendingSlow", conn.handle().request("pendingSlow", ())).await.unwrap();
+    assert!(within(receiver.next()).await.is_none());
+    let pending: u64 = within(conn.handle().request("pendingSlow", ())).await.unwrap();
     assert_eq!(pending, 0);
 }

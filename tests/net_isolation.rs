@@ -3,7 +3,7 @@
 //! that no other test's load skews the measurement (garbage and dying peers: `net_server`).
 //! Every loop is bounded in count, every wait in time.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +12,8 @@ use futures::future::join_all;
 use jsonrpc_duplex::server::ServerBuilder;
 use jsonrpc_duplex::transport::PeerAddr;
 use jsonrpc_duplex::{Builder, Connection, Limits};
-use net_common::*;
+use support::kv::*;
+use support::time::*;
 use tokio::io::AsyncWriteExt;
 
 fn client(side: &Arc<ClientSide>) -> Builder {

@@ -4,7 +4,7 @@
 //! message), per-connection services, and isolation from peers that send garbage or die.
 //! Every wait is bounded.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +13,9 @@ use futures::future::join_all;
 use jsonrpc_duplex::server::{Server, ServerBuilder};
 use jsonrpc_duplex::transport::PeerAddr;
 use jsonrpc_duplex::{Builder, ClientError, CloseKind, Connection, Error, ErrorObject, Limits, Router, codes};
-use net_common::*;
 use serde_json::Value;
+use support::kv::*;
+use support::time::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

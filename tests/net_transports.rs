@@ -1,10 +1,10 @@
 //! Each network transport end to end, with typed calls both ways (`#[rpc]` traits in
-//! `net_common`): the client calls the server, the server calls the client back mid-request and
+//! `support::kv`): the client calls the server, the server calls the client back mid-request and
 //! pushes notifications to every client. TCP (IPv4 and IPv6 loopback), Unix domain sockets, and
 //! WebSocket (feature `websocket`: `cargo test --all-features`), through [`Server`] and through
 //! the bare listener API. Only loopback addresses; every wait is bounded.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,9 @@ use std::time::Duration;
 use jsonrpc_duplex::server::{Server, ServerBuilder};
 use jsonrpc_duplex::transport::{Listener, PeerAddr};
 use jsonrpc_duplex::{Builder, CloseKind, Connection};
-use net_common::*;
+use support::host::*;
+use support::kv::*;
+use support::time::*;
 
 fn server(shared: &Arc<Shared>) -> ServerBuilder {
     Server::builder().serve_with(Session::factory(shared.clone()))

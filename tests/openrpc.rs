@@ -15,13 +15,12 @@
 //! wait is bounded.
 #![cfg(feature = "openrpc")]
 
-#[path = "support/interop.rs"]
-mod interop;
-
 #[path = "../examples/files/generate.rs"]
 mod generate;
 #[path = "../examples/files/protocol.rs"]
 mod protocol;
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -35,6 +34,7 @@ use jsonrpc_duplex::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use support::interop;
 
 /// Every shape a trait can have.
 ///

@@ -3,8 +3,7 @@
 //! after the answer dropped, tokens we did not issue left to the router, the callee's reports
 //! before its answer and never after, MCP's spelling, and the connection ending.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,8 +13,9 @@ use jsonrpc_duplex::{
     CallOptions, CancellationToken, Connection, Error, ErrorObject, Framing, Progress, ProgressProtocol, ProgressToken,
     Router,
 };
-use raw_peer::{pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::pair;
+use support::time::within;
 use tokio::sync::mpsc;
 
 const SILENCE: Duration = Duration::from_millis(100);

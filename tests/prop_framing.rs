@@ -2,13 +2,13 @@
 //! the same order, however the bytes are cut into chunks on the way (fed to the decoder chunk
 //! by chunk, as a transport's reads would), with nothing left over at EOF.
 
-#[path = "support/arb_json.rs"]
-mod arb_json;
+mod support;
 
 use bytes::BytesMut;
 use jsonrpc_duplex::framing::{Frame, FrameCodec, FrameLimits, Framing};
 use proptest::prelude::*;
 use serde_json::Value;
+use support::arb_json;
 use tokio_util::codec::Decoder;
 
 const LIMITS: FrameLimits = FrameLimits::new().max_message_size(4096).max_header_size(256);

@@ -8,15 +8,13 @@
 //! - A raw peer sends requests with ids of both types (strings of any text, integers, numbers
 //!   with fractions) and gets each id back exactly once with the answer to its own request.
 
-#[path = "support/arb_json.rs"]
-mod arb_json;
+mod support;
 
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::BytesMut;
 use jsonrpc_duplex::framing::{Frame, FrameLimits, Framing};
@@ -24,10 +22,10 @@ use jsonrpc_duplex::{CallOptions, Connection, Error, ErrorObject, Router};
 use proptest::prelude::*;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use support::arb_json;
+use support::time::within;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio_util::codec::Decoder;
-
-const WAIT: Duration = Duration::from_secs(10);
 
 /// A reader that returns at most the next chunk size per read, so the decoder sees the bytes
 /// cut exactly there.
@@ -196,7 +194,7 @@ async fn round_trip(ops: Vec<Op>, framing: Framing, sizes_in: Vec<usize>, sizes_
         }
     }
     for (call, expected) in calls {
-        let got = tokio::time::timeout(WAIT, call).await.expect("an answer within the wait");
+        let got = within(call).await;
         match (got, expected) {
             (Ok(result), Ok(value)) => {
                 assert_eq!(serde_json::from_str::<Value>(result.get()).unwrap(), value)
@@ -210,10 +208,10 @@ async fn round_trip(ops: Vec<Op>, framing: Framing, sizes_in: Vec<usize>, sizes_
     }
     // Every notification was dispatched before the answer to a later call, but the last ones
     // may still be on their way: close the client and let the server drain.
-    tokio::time::timeout(WAIT, client.close()).await.expect("the client closes");
-    tokio::time::timeout(WAIT, server.closed()).await.expect("the server sees the end");
+    within(client.close()).await;
+    within(server.closed()).await;
     // After the peer's EOF what was read is still dispatched: `close` waits for that.
-    tokio::time::timeout(WAIT, server.close()).await.expect("the server drains");
+    within(server.close()).await;
     let expected: Vec<(bool, String, Option<Value>)> = ops
         .iter()
         .map(|op| match op {
@@ -259,7 +257,7 @@ async fn ids_echoed(ids: Vec<Value>, framing: Framing, sizes: Vec<usize>) {
     });
     tw.write_all(&wire).await.unwrap();
     tw.shutdown().await.unwrap();
-    let out = tokio::time::timeout(WAIT, reading).await.expect("our side ends").unwrap().unwrap();
+    let out = within(reading).await.unwrap().unwrap();
     drop(conn);
 
     let mut decoder = framing.codec(FrameLimits::default());

@@ -3,22 +3,18 @@
 //! carries a stream ends them on both sides, and a lost connection ends everything with
 //! "connection lost".
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
     CallOptions, CancellationToken, ClientError, Connection, Error, Progress, RpcError, RpcStream, rpc,
     transport::memory,
 };
+use support::time::within;
 use tokio::sync::{Notify, oneshot};
-
-const WAIT: Duration = Duration::from_secs(5);
-
-async fn within<F: std::future::Future>(fut: F) -> F::Output {
-    tokio::time::timeout(WAIT, fut).await.expect("timed out")
-}
 
 /// Signals when dropped.
 struct DropSignal(Option<oneshot::Sender<()>>);

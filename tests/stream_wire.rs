@@ -3,16 +3,16 @@
 //! prefetch, unknown tokens, abort, a cancelled `next`, an error item, streams passed as arguments,
 //! and the consumer side's `next`, abort and protocol checks.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CancellationToken, Connection, Error, ErrorObject, Framing, Router, StreamSettings};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::{mpsc, oneshot};
 
 const SILENCE: Duration = Duration::from_millis(100);
