@@ -82,16 +82,25 @@ async fn tcp_typed_calls_both_ways_and_pushes() {
     finish(server, a, b).await;
 }
 
+/// Set (to anything) on a machine without IPv6 to skip [`tcp_over_ipv6_loopback`].
+const NO_IPV6: &str = "JSONRPC_DUPLEX_TEST_NO_IPV6";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_over_ipv6_loopback() {
     let shared = Arc::new(Shared::default());
     let server = match server(&shared).bind_tcp("[::1]:0").await {
         Ok(server) => server,
-        Err(e) => {
-            eprintln!("skipped: no IPv6 loopback here ({e})");
+        // A machine without IPv6 must say so: the opt-out is a setting of that machine's CI,
+        // where a reviewer sees it, and it skips only when the bind really fails.
+        Err(e) if std::env::var_os(NO_IPV6).is_some() => {
+            eprintln!("skipped: no IPv6 loopback here ({e}), as {NO_IPV6} says");
             return;
         }
+        Err(e) => panic!(
+            "cannot bind the IPv6 loopback [::1]: {e}; on a machine without IPv6, set {NO_IPV6}=1 to skip this test"
+        ),
     };
+    assert!(server.local_addr().and_then(PeerAddr::socket_addr).is_some_and(|a| a.is_ipv6()));
     let addr = server.local_addr().and_then(PeerAddr::socket_addr).unwrap();
     let (a_side, b_side) = (ClientSide::named("alice"), ClientSide::named("bob"));
     let a = within(client(&a_side).connect_tcp(addr)).await.unwrap();
