@@ -81,6 +81,12 @@ impl RpcErrorType for ErrorObject {
 /// for a lost connection (see [`ClientError::into_error_object`]). Build one with a code of your
 /// own with [`RpcError::new`]. It reads like an [`ErrorObject`] (it derefs to one).
 ///
+/// It is a type of its own, beside [`ErrorObject`], only so that `?` works on everything: a type
+/// that converts from every [`std::error::Error`] cannot be one itself (the conversions would
+/// overlap, as for `anyhow::Error`), while the wire type must be one. Keep, inspect and forward
+/// error objects as [`ErrorObject`]; return `RpcError` from handlers. Each converts into the other
+/// without loss.
+///
 /// ```
 /// use jsonrpc_duplex::{RpcError, codes};
 ///

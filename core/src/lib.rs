@@ -13,6 +13,11 @@
 //! - [`server`]: one connection per accepted peer, with a connection limit, broadcast and
 //!   graceful shutdown.
 //!
+//! Errors: a call that produced no result says why with an [`Error`] (the peer's error object,
+//! a lost connection with its [`CloseReason`], a cancellation, a timeout, a message this side
+//! could not encode or decode); an [`ErrorObject`] is the JSON-RPC error object itself, what a
+//! handler answers with. The facade's crate docs have the table of every error type.
+//!
 //! Raw traffic is logged at TRACE on the target [`WIRE_TARGET`]; protocol problems at WARN/DEBUG
 //! on [`LOG_TARGET`].
 
