@@ -30,9 +30,15 @@ fn on_its_own_thread(scenario: impl FnOnce() + Send + 'static) {
 #[test]
 fn a_trace_redactor_may_use_the_connection() {
     on_its_own_thread(|| {
+        // The process's default, not this thread's: tracing caches whether a callsite is enabled
+        // once for every thread, by asking the default of the thread that reaches it first. With
+        // a subscriber on this thread only, the other test of this binary (no subscriber) could
+        // reach the wire trace first and turn it off here too (tokio-rs/tracing#3611); the
+        // redactor would then never run, and the test would wait for its notification.
         let subscriber =
             tracing_subscriber::fmt().with_env_filter("jsonrpc_duplex::wire=trace").with_writer(io::sink).finish();
-        tracing::subscriber::with_default(subscriber, || {
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this test binary");
+        {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
                 let handle: Arc<OnceLock<Handle>> = Arc::default();
@@ -60,7 +66,7 @@ fn a_trace_redactor_may_use_the_connection() {
                 peer.send_json(serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": 3})).await;
                 assert_eq!(within(call).await.unwrap().unwrap(), 3);
             });
-        });
+        }
     });
 }
 
