@@ -400,8 +400,8 @@ async fn progress() -> Row {
 
 async fn victim_progress() {
     let conn = jsonrpc_duplex::Connection::builder().stdio();
-    let (token, _receiver) = conn.progress::<Value>();
-    let _ = conn.request::<Value>("work", json!({"progress": token})).await;
+    let (token, _receiver) = conn.handle().progress::<Value>();
+    let _ = conn.handle().request::<Value>("work", json!({"progress": token})).await;
     // Ended: the connection is gone (or the call was answered).
     std::process::exit(0);
 }

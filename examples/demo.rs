@@ -528,7 +528,7 @@ async fn cancelled_call(backend: &BackendClient) -> Result<(), String> {
     let started = Instant::now();
     let outcome = step("sleep", backend.with_options(CallOptions::new().cancel(token)).sleep(10_000)).await?;
     match &outcome {
-        Err(ClientError::Cancelled) => println!(
+        Err(e) if e.is_cancelled() => println!(
             "   sleep(10000) -> Err(Cancelled): the server answered -32800 after {} ms",
             started.elapsed().as_millis()
         ),
@@ -542,7 +542,7 @@ async fn timed_out_call(backend: &BackendClient) -> Result<(), String> {
     let hasty = backend.with_options(CallOptions::new().timeout(Duration::from_millis(100)));
     let outcome = step("sleep", hasty.sleep(10_000)).await?;
     match &outcome {
-        Err(e @ ClientError::Timeout(_)) => println!(
+        Err(e) if e.is_timeout() => println!(
             "   sleep(10000) with a 100 ms timeout -> Err(Timeout): \"{e}\" after {} ms (the server was told to stop)",
             started.elapsed().as_millis()
         ),
@@ -566,7 +566,7 @@ async fn typed_error(backend: &BackendClient) -> Result<(), String> {
 
 /// A client of a trait the server does not serve. `restart` declares no error type, so its
 /// errors are `RpcError`, which takes any error object: the -32601 is `Method(RpcError)`.
-/// (A method with a typed error such as `DeployError` would get `Remote(ErrorObject)` instead.)
+/// (A method with a typed error such as `DeployError` would get `Call(Error::Remote(object))` instead.)
 async fn unknown_method(conn: &Connection) -> Result<(), String> {
     let admin = AdminClient::new(conn.handle());
     let outcome = step("admin/restart", admin.restart()).await?;

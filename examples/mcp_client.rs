@@ -267,7 +267,7 @@ async fn call_tool(
             console.print(&format!("client ◂ {tool}{flag}: {}", text.join(" ")));
             Ok(())
         }
-        Err(ClientError::Cancelled) => {
+        Err(e) if e.is_cancelled() => {
             console.print(&format!("client ◂ {tool}: cancelled"));
             Ok(())
         }

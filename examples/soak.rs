@@ -233,7 +233,7 @@ async fn churn(framing: Framing, stats: &Stats) {
     let server = Connection::builder().framing(framing).serve(service(Arc::default(), Arc::default())).connect_io(x);
     let client = Connection::builder().framing(framing).connect_io(y);
     for i in 0..50 {
-        match client.request::<i64>("add", (i, 1)).await {
+        match client.handle().request::<i64>("add", (i, 1)).await {
             Ok(v) if v == i + 1 => {}
             other => stats.fail(format!("churn add gave {other:?}")),
         }

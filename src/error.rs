@@ -4,7 +4,6 @@
 use std::any::Any;
 use std::fmt;
 use std::ops::Deref;
-use std::time::Duration;
 
 use jsonrpc_duplex_core::{CloseReason, Error, ErrorObject, codes};
 use serde::Serialize;
@@ -14,7 +13,7 @@ use serde::Serialize;
 ///
 /// `from_error_object` gives the object back when it is not one of this type's errors (say a
 /// `-32601` from a peer that lacks the method); the client then reports it as
-/// [`ClientError::Remote`] instead of [`ClientError::Method`].
+/// [`ClientError::Call`] with [`Error::Remote`] instead of [`ClientError::Method`].
 ///
 /// ```
 /// use jsonrpc_duplex::{ErrorObject, RpcErrorType};
@@ -82,6 +81,12 @@ impl RpcErrorType for ErrorObject {
 /// for a lost connection (see [`ClientError::into_error_object`]). Build one with a code of your
 /// own with [`RpcError::new`]. It reads like an [`ErrorObject`] (it derefs to one).
 ///
+/// It is a type of its own, beside [`ErrorObject`], only so that `?` works on everything: a type
+/// that converts from every [`std::error::Error`] cannot be one itself (the conversions would
+/// overlap, as for `anyhow::Error`), while the wire type must be one. Keep, inspect and forward
+/// error objects as [`ErrorObject`]; return `RpcError` from handlers. Each converts into the other
+/// without loss.
+///
 /// ```
 /// use jsonrpc_duplex::{RpcError, codes};
 ///
@@ -107,6 +112,7 @@ impl RpcError {
     }
 
     /// Attach data (see [`ErrorObject::with_data`]).
+    #[must_use]
     pub fn with_data(self, data: impl Serialize) -> Self {
         RpcError { object: self.object.with_data(data) }
     }
@@ -194,37 +200,41 @@ impl RpcErrorType for RpcError {
     }
 }
 
-/// Why a typed call did not produce its result.
+/// Why a typed call did not produce its result: the method's own error, or the failure of the
+/// call itself.
 ///
 /// `E` is the method's error type (`Result<T, E>` in the trait; [`RpcError`] for methods that do
-/// not declare one and for notifications).
+/// not declare one and for notifications). Every failure that is not the method's own is a core
+/// [`Error`], kept as it is: a lost connection, a cancellation, a timeout, a message over the
+/// size limit, params that do not serialize, an answer that does not decode, and an error
+/// object from the peer that `E` does not recognise ([`Error::Remote`], say a `-32601` from a
+/// peer that lacks the method).
+///
+/// Match on the two variants, or use the accessors:
+///
+/// ```
+/// use jsonrpc_duplex::{ClientError, Error, ErrorObject, RpcError, codes};
+///
+/// fn explain(failed: &ClientError) -> String {
+///     match failed {
+///         ClientError::Method(e) => format!("the peer refused: {}", e.message),
+///         ClientError::Call(Error::Cancelled) => "we gave up".to_string(),
+///         ClientError::Call(e) => format!("the call failed: {e}"),
+///     }
+/// }
+/// let refused: ClientError = ClientError::Method(RpcError::new(-32050, "quota exceeded"));
+/// assert_eq!(explain(&refused), "the peer refused: quota exceeded");
+/// let cancelled: ClientError = Error::Cancelled.into();
+/// assert!(cancelled.is_cancelled());
+/// assert_eq!(cancelled.into_error_object().code, codes::REQUEST_CANCELLED);
+/// ```
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum ClientError<E = RpcError> {
     /// The peer answered with an error object that maps to the method's error type.
     Method(E),
-    /// The peer answered with an error object that does not map to the method's error type; it
-    /// is kept as it came.
-    Remote(ErrorObject),
-    /// The connection ended before the answer arrived (or before the message could be queued).
-    ConnectionLost(CloseReason),
-    /// The call was cancelled by its cancellation token.
-    Cancelled,
-    /// No answer arrived within the call's timeout; the peer was sent a cancellation.
-    Timeout(Duration),
-    /// The params could not be serialized.
-    Serialize(serde_json::Error),
-    /// The answer did not decode into the method's result type.
-    Deserialize(serde_json::Error),
-    /// The message is larger than the connection's message size limit.
-    MessageTooLarge {
-        /// The encoded size.
-        size: usize,
-        /// The configured limit.
-        limit: usize,
-    },
-    /// A failure of the connection this version does not know by name.
-    Other(Error),
+    /// The call failed otherwise (see [`Error`] for each case). An error object from the peer
+    /// that does not map to the method's error type is [`Error::Remote`], kept as it came.
+    Call(Error),
 }
 
 impl<E> ClientError<E> {
@@ -232,16 +242,47 @@ impl<E> ClientError<E> {
     pub fn method_error(&self) -> Option<&E> {
         match self {
             ClientError::Method(e) => Some(e),
-            _ => None,
+            ClientError::Call(_) => None,
+        }
+    }
+
+    /// The method's own error, or this error back when it is not one.
+    pub fn into_method_error(self) -> Result<E, Self> {
+        match self {
+            ClientError::Method(e) => Ok(e),
+            other => Err(other),
+        }
+    }
+
+    /// The failure of the call, when it was not the method's own error.
+    pub fn call_error(&self) -> Option<&Error> {
+        match self {
+            ClientError::Method(_) => None,
+            ClientError::Call(e) => Some(e),
         }
     }
 
     /// The peer's error object, when it did not map to the method's error type.
     pub fn remote(&self) -> Option<&ErrorObject> {
+        self.call_error().and_then(Error::as_remote)
+    }
+
+    /// Why the connection ended, when that is why the call failed ([`Error::ConnectionLost`]).
+    pub fn connection_lost(&self) -> Option<&CloseReason> {
         match self {
-            ClientError::Remote(e) => Some(e),
+            ClientError::Call(Error::ConnectionLost(reason)) => Some(reason),
             _ => None,
         }
+    }
+
+    /// Whether the call was cancelled by its token ([`Error::Cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, ClientError::Call(Error::Cancelled))
+    }
+
+    /// Whether the call gave up waiting for its answer ([`Error::Timeout`]).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ClientError::Call(Error::Timeout(_)))
     }
 }
 
@@ -249,31 +290,26 @@ impl<E: RpcErrorType> ClientError<E> {
     /// The error object a handler answers with when this call, made on behalf of its request,
     /// failed: the peer's error object unchanged (code, message, data); `-32800` for a cancelled
     /// call; `-32001` ([`codes::REQUEST_TIMEOUT`]) for one that timed out; `-32000` for a lost
-    /// connection; `-32603` when this side could not encode the call or decode its answer.
+    /// connection; `-32603` when this side could not encode the call or decode its answer (the
+    /// conversion of [`Error`] into an [`ErrorObject`]).
     ///
     /// `?` does this by itself in a handler that returns [`RpcError`] (for the default error
     /// types) or [`ErrorObject`]; with a typed error of your own, write
     /// `.map_err(ClientError::into_error_object)?` or implement `From` for it.
     ///
     /// ```
-    /// use jsonrpc_duplex::{ClientError, ErrorObject, RpcError, codes};
+    /// use jsonrpc_duplex::{ClientError, Error, ErrorObject, RpcError, codes};
     ///
     /// let peer = ErrorObject::new(-32002, "no such file").with_data(serde_json::json!({"path": "a.txt"}));
     /// let failed: ClientError = ClientError::Method(RpcError::from(peer.clone()));
     /// assert_eq!(RpcError::from(failed).into_object(), peer);
-    /// assert_eq!(ClientError::<RpcError>::Cancelled.into_error_object().code, codes::REQUEST_CANCELLED);
+    /// let cancelled: ClientError = ClientError::Call(Error::Cancelled);
+    /// assert_eq!(cancelled.into_error_object().code, codes::REQUEST_CANCELLED);
     /// ```
     pub fn into_error_object(self) -> ErrorObject {
         match self {
             ClientError::Method(e) => e.into_error_object(),
-            ClientError::Remote(object) => object,
-            ClientError::ConnectionLost(reason) => Error::ConnectionLost(reason).into(),
-            ClientError::Cancelled => Error::Cancelled.into(),
-            ClientError::Timeout(after) => Error::Timeout(after).into(),
-            ClientError::Serialize(e) => Error::Serialize(e).into(),
-            ClientError::Deserialize(e) => Error::Deserialize(e).into(),
-            ClientError::MessageTooLarge { size, limit } => Error::MessageTooLarge { size, limit }.into(),
-            ClientError::Other(e) => e.into(),
+            ClientError::Call(e) => e.into(),
         }
     }
 }
@@ -284,20 +320,16 @@ impl<E: RpcErrorType> From<ClientError<E>> for ErrorObject {
     }
 }
 
+/// An error object from the peer becomes the method's error when `E` recognises it
+/// ([`RpcErrorType::from_error_object`]); every other failure stays a [`ClientError::Call`].
 impl<E: RpcErrorType> From<Error> for ClientError<E> {
     fn from(error: Error) -> Self {
         match error {
             Error::Remote(object) => match E::from_error_object(object) {
                 Ok(e) => ClientError::Method(e),
-                Err(object) => ClientError::Remote(object),
+                Err(object) => ClientError::Call(Error::Remote(object)),
             },
-            Error::ConnectionLost(reason) => ClientError::ConnectionLost(reason),
-            Error::Cancelled => ClientError::Cancelled,
-            Error::Timeout(t) => ClientError::Timeout(t),
-            Error::Serialize(e) => ClientError::Serialize(e),
-            Error::Deserialize(e) => ClientError::Deserialize(e),
-            Error::MessageTooLarge { size, limit } => ClientError::MessageTooLarge { size, limit },
-            other => ClientError::Other(other),
+            other => ClientError::Call(other),
         }
     }
 }
@@ -306,19 +338,19 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Method(e) => write!(f, "the peer answered with an error: {e}"),
-            ClientError::Remote(e) => write!(f, "the peer answered with an error: {e}"),
-            ClientError::ConnectionLost(reason) => write!(f, "connection lost: {reason}"),
-            ClientError::Cancelled => f.write_str("the call was cancelled"),
-            ClientError::Timeout(t) => write!(f, "no answer within {t:?}"),
-            ClientError::Serialize(e) => write!(f, "the params could not be serialized: {e}"),
-            ClientError::Deserialize(e) => write!(f, "the answer could not be decoded: {e}"),
-            ClientError::MessageTooLarge { size, limit } => {
-                write!(f, "the message of {size} bytes exceeds the limit of {limit} bytes")
-            }
-            ClientError::Other(e) => fmt::Display::fmt(e, f),
+            ClientError::Call(e) => fmt::Display::fmt(e, f),
         }
     }
 }
 
-/// The message includes the underlying error's, so `source` is left empty (a chain would repeat it).
-impl<E: fmt::Debug + fmt::Display> std::error::Error for ClientError<E> {}
+/// A [`ClientError::Call`] is transparent (its message and source are the [`Error`]'s); a
+/// [`ClientError::Method`]'s message includes the method's error, so it has no source (the
+/// error type need not implement [`std::error::Error`], and a chain would repeat it).
+impl<E: fmt::Debug + fmt::Display> std::error::Error for ClientError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Method(_) => None,
+            ClientError::Call(e) => e.source(),
+        }
+    }
+}

@@ -15,12 +15,14 @@
 //!     .serve(Router::new().method("add", |(x, y): (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(x + y) }))
 //!     .connect_io(a);
 //! let client = Connection::builder().connect_io(b);
-//! let sum: i64 = client.request("add", (2, 40)).await?;
+//! let sum: i64 = client.handle().request("add", (2, 40)).await?;
 //! assert_eq!(sum, 42);
 //! # Ok(()) }
 //! ```
 //!
 #![doc = include_str!("rpc.md")]
+//!
+#![doc = include_str!("errors.md")]
 
 mod context;
 mod describe_gate;

@@ -39,7 +39,7 @@ pub fn client_result<E: RpcErrorType>(result: Result<Box<RawValue>, Error>) -> R
 /// Decode a call's result (what `Handle::request_with` does; a function of its own, so that a
 /// missing `Deserialize` is reported at the method's result type).
 pub fn decode_result<R: DeserializeOwned, E>(raw: &RawValue) -> Result<R, ClientError<E>> {
-    serde_json::from_str(raw.get()).map_err(ClientError::Deserialize)
+    serde_json::from_str(raw.get()).map_err(|e| ClientError::Call(Error::Deserialize(e)))
 }
 
 /// Answer with a result (a function of its own, so that a missing `Serialize` is reported at

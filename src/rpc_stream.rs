@@ -20,6 +20,7 @@ use crate::error::{ClientError, RpcError, RpcErrorType};
 /// connection. Items are pulled from the peer only as this stream is polled; dropping it early
 /// tells the peer to stop (`$/enumerator/abort`). It wraps the core's [`RemoteStream`], which a
 /// hand-written client gets from [`Handle::request_stream`](crate::Handle::request_stream).
+#[must_use = "streams do nothing unless polled"]
 pub struct RpcStream<T, E = RpcError> {
     inner: RemoteStream<T>,
     _error: PhantomData<fn() -> E>,

@@ -4,13 +4,13 @@
 //! has answered. Each race is run thousands of times on a multi-thread runtime, where the
 //! reader and the caller run on different threads.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CancelProtocol, CancellationToken, Connection, Error, Framing, ProgressProtocol};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 /// Runs of each race. Without the ordering fix, the progress race lost an answer within the
 /// first few hundred runs on 2 cores.
@@ -29,7 +29,7 @@ fn mcp_client() -> (Connection, RawPeer) {
 /// After each run the client sends `mark`: the next thing the peer reads must be it, not a
 /// cancellation of the request it answered.
 async fn expect_mark(conn: &Connection, peer: &RawPeer, run: usize) {
-    within(conn.notify("mark", [run])).await.unwrap();
+    within(conn.handle().notify("mark", [run])).await.unwrap();
     let next = peer.recv().await;
     assert_eq!(
         next,

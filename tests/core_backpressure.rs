@@ -1,16 +1,17 @@
 //! Read-ahead and backpressure: a flooding peer is paused, or the connection closes with a reason;
 //! a peer that stops reading slows our sends down; nothing wedges.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
-use raw_peer::{frame, pair, pair_with_buffer, within};
 use serde_json::{Value, json};
+use support::raw_peer;
+use support::raw_peer::{frame, pair, pair_with_buffer};
+use support::time::within;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 
@@ -43,7 +44,7 @@ const FLOOD: &[u8] = br#"{"jsonrpc":"2.0","method":"flood"}"#;
 async fn a_flooding_peer_is_paused_at_the_read_ahead_limit_and_everything_is_handled_afterwards() {
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
-    let limits = Limits { read_ahead: 8, max_buffered_inbound: 100_000, ..Limits::default() };
+    let limits = Limits::new().read_ahead(8).max_buffered_inbound(100_000);
     let builder = server(release.clone(), counted.clone()).limits(limits);
     let (conn, mut peer) = pair_with_buffer(builder, Framing::ContentLength, 1024);
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
@@ -82,7 +83,7 @@ async fn a_flooding_peer_is_paused_at_the_read_ahead_limit_and_everything_is_han
 async fn a_flood_beyond_max_buffered_inbound_closes_with_a_protocol_violation() {
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
-    let limits = Limits { read_ahead: 4, max_buffered_inbound: 50, ..Limits::default() };
+    let limits = Limits::new().read_ahead(4).max_buffered_inbound(50);
     let builder = server(release.clone(), counted.clone()).limits(limits);
     let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
@@ -110,7 +111,7 @@ async fn a_flood_beyond_max_buffered_inbound_closes_with_a_protocol_violation() 
 async fn an_answer_behind_a_flood_is_read_while_the_lane_is_blocked() {
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
-    let limits = Limits { read_ahead: 4, max_buffered_inbound: 10_000, ..Limits::default() };
+    let limits = Limits::new().read_ahead(4).max_buffered_inbound(10_000);
     let builder = server(release.clone(), counted.clone()).limits(limits);
     let (conn, mut peer) = pair(builder, Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
@@ -161,7 +162,7 @@ async fn requests_beyond_the_concurrency_limit_wait_their_turn_and_are_all_answe
 
 #[tokio::test]
 async fn a_peer_that_stops_reading_slows_our_sends_down_and_nothing_is_lost() {
-    let limits = Limits { outbound_buffer: 2048, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(2048);
     let (conn, peer) = pair_with_buffer(Connection::builder().limits(limits), Framing::ContentLength, 1024);
     peer.set_reading(false);
     const N: usize = 2_000;
@@ -187,14 +188,15 @@ async fn a_peer_that_stops_reading_slows_our_sends_down_and_nothing_is_lost() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropping_a_call_that_was_never_sent_sends_no_cancellation() {
-    let limits = Limits { outbound_buffer: 4096, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(4096);
     let (conn, peer) = pair(Connection::builder().limits(limits), Framing::ContentLength);
     let pad = "q".repeat(1000);
     // Fill the outbound budget without letting the writer run (nothing here yields): the
     // notification that does not fit stays pending.
     let mut queued = 0;
+    let h = conn.handle();
     let mut blocked = loop {
-        let mut note = Box::pin(conn.notify("fill", json!([queued, pad])));
+        let mut note = Box::pin(h.notify("fill", json!([queued, pad])));
         if futures::poll!(note.as_mut()).is_pending() {
             break note;
         }
@@ -202,7 +204,7 @@ async fn dropping_a_call_that_was_never_sent_sends_no_cancellation() {
         assert!(queued < 100, "the outbound budget never filled up");
     };
     // A call behind it waits for room in the budget: it has not been sent.
-    let mut call = Box::pin(conn.request::<Value>("never_sent", ()));
+    let mut call = Box::pin(h.request::<Value>("never_sent", ()));
     assert!(futures::poll!(call.as_mut()).is_pending());
     drop(call);
     within(blocked.as_mut()).await.unwrap();
@@ -246,7 +248,7 @@ fn flood_from_task(
 #[tokio::test]
 async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
     let router = Router::new().method("add", |(a, b): (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(a + b) });
-    let limits = Limits { max_concurrent_requests: 4, read_ahead: 4, outbound_buffer: 2048, ..Limits::default() };
+    let limits = Limits::new().max_concurrent_requests(4).read_ahead(4).outbound_buffer(2048);
     let builder = Connection::builder().limits(limits).serve(router);
     let (conn, mut peer) = pair_with_buffer(builder, Framing::ContentLength, 1024);
     peer.set_reading(false);
@@ -271,7 +273,7 @@ async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
 
 #[tokio::test]
 async fn a_peer_flooding_garbage_without_reading_our_errors_is_paused() {
-    let limits = Limits { outbound_buffer: 2048, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(2048);
     let (conn, mut peer) = pair_with_buffer(Connection::builder().limits(limits), Framing::NewlineDelimited, 1024);
     peer.set_reading(false);
     const N: usize = 5_000;
@@ -290,7 +292,7 @@ async fn a_peer_flooding_garbage_without_reading_our_errors_is_paused() {
 
 #[tokio::test]
 async fn calls_beyond_max_pending_calls_wait_for_a_slot_and_are_sent_when_one_frees() {
-    let limits = Limits { max_pending_calls: 2, ..Limits::default() };
+    let limits = Limits::new().max_pending_calls(2);
     let (conn, mut peer) = pair(Connection::builder().limits(limits), Framing::ContentLength);
     let calls: Vec<_> = (0..3)
         .map(|i| {
@@ -321,7 +323,7 @@ async fn calls_beyond_max_pending_calls_wait_for_a_slot_and_are_sent_when_one_fr
 
 #[tokio::test]
 async fn a_call_waiting_for_a_slot_fails_when_the_connection_closes() {
-    let limits = Limits { max_pending_calls: 1, ..Limits::default() };
+    let limits = Limits::new().max_pending_calls(1);
     let (conn, peer) = pair(Connection::builder().limits(limits), Framing::ContentLength);
     let h = conn.handle();
     let first = tokio::spawn({

@@ -1,14 +1,14 @@
 //! What a peer's garbage does to us: broken frames close the connection with a reason; broken
 //! messages inside good frames are answered and reading goes on.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, ErrorObject, Framing, Limits, Router};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::json;
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 fn server() -> jsonrpc_duplex::Builder {
     Connection::builder().serve(

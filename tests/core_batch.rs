@@ -1,15 +1,14 @@
 //! Batches (a top-level array) are answered per the JSON-RPC 2.0 spec.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router};
-use raw_peer::{RawPeer, pair};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
 
 /// The spec's example server: `sum`, `subtract`, `get_data`, and the notifications `update`,
 /// `notify_hello`, `notify_sum` (recorded).
@@ -170,7 +169,7 @@ async fn a_batch_mixing_answers_to_our_calls_with_requests_routes_each() {
         {"jsonrpc":"2.0","method":"sum","params":[2,3],"id":7}
     ]))
     .await;
-    assert_eq!(raw_peer::within(call).await.unwrap().unwrap(), 99);
+    assert_eq!(support::time::within(call).await.unwrap().unwrap(), 99);
     // The response gets no entry; the request does.
     peer.expect(json!([{"jsonrpc":"2.0","id":7,"result":5}])).await;
 }
@@ -211,7 +210,7 @@ async fn batch_members_that_are_arrays_are_invalid_requests_and_never_run() {
 
 #[tokio::test]
 async fn a_batch_longer_than_the_limit_is_one_invalid_request_with_a_null_id() {
-    let limits = jsonrpc_duplex::Limits { max_batch_len: 3, ..Default::default() };
+    let limits = jsonrpc_duplex::Limits::new().max_batch_len(3);
     let notes = Arc::new(Mutex::new(Vec::new()));
     let (_conn, mut peer) = pair(server(notes.clone()).limits(limits), Framing::ContentLength);
     let call = |id: usize| json!({"jsonrpc":"2.0","method":"sum","params":[id],"id":id});

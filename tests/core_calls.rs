@@ -1,14 +1,14 @@
 //! Calls in both directions: two id spaces, answers from other tasks, dropped replies, panics,
 //! and errors coming back to the caller.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 
 use jsonrpc_duplex::{CallOptions, Connection, Error, ErrorObject, Framing, Router, transport::memory};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::oneshot;
 
 async fn assert_alive(peer: &mut RawPeer, id: i64) {
@@ -259,9 +259,9 @@ async fn a_result_that_does_not_decode_is_a_deserialize_error() {
 async fn a_message_over_the_size_limit_is_refused_before_sending() {
     let (conn, peer) = pair(Connection::builder().max_message_size(100), Framing::ContentLength);
     let big = "x".repeat(200);
-    let err = within(conn.request::<()>("big", [&big])).await.unwrap_err();
+    let err = within(conn.handle().request::<()>("big", [&big])).await.unwrap_err();
     assert!(matches!(err, Error::MessageTooLarge { limit: 100, .. }), "{err:?}");
-    let err = within(conn.notify("big", [&big])).await.unwrap_err();
+    let err = within(conn.handle().notify("big", [&big])).await.unwrap_err();
     assert!(matches!(err, Error::MessageTooLarge { .. }), "{err:?}");
     peer.expect_silence(std::time::Duration::from_millis(50)).await;
     assert!(!conn.is_closed());
@@ -290,9 +290,9 @@ async fn two_connections_call_each_other_through_the_facade() {
             },
         )),
     );
-    let got: String = within(a.request("relay", ())).await.unwrap();
+    let got: String = within(a.handle().request("relay", ())).await.unwrap();
     assert_eq!(got, "b via a");
-    let got: String = within(b.request("whoami", ())).await.unwrap();
+    let got: String = within(b.handle().request("whoami", ())).await.unwrap();
     assert_eq!(got, "a");
 }
 
@@ -300,9 +300,9 @@ async fn two_connections_call_each_other_through_the_facade() {
 async fn params_that_are_not_an_object_or_array_are_refused_not_sent() {
     let (conn, peer) = pair(Connection::builder(), Framing::ContentLength);
     for err in [
-        within(conn.request::<Value>("m", 5)).await.unwrap_err(),
-        within(conn.request::<Value>("m", "text")).await.unwrap_err(),
-        within(conn.notify("m", true)).await.unwrap_err(),
+        within(conn.handle().request::<Value>("m", 5)).await.unwrap_err(),
+        within(conn.handle().request::<Value>("m", "text")).await.unwrap_err(),
+        within(conn.handle().notify("m", true)).await.unwrap_err(),
     ] {
         match err {
             Error::Serialize(e) => assert!(e.to_string().contains("object or an array"), "{e}"),
@@ -311,10 +311,10 @@ async fn params_that_are_not_an_object_or_array_are_refused_not_sent() {
     }
     peer.expect_silence(std::time::Duration::from_millis(50)).await;
     // Absent, empty and structured params are fine.
-    within(conn.notify("a", ())).await.unwrap();
-    within(conn.notify("b", Option::<i32>::None)).await.unwrap();
-    within(conn.notify("c", Vec::<i32>::new())).await.unwrap();
-    within(conn.notify("d", (1,))).await.unwrap();
+    within(conn.handle().notify("a", ())).await.unwrap();
+    within(conn.handle().notify("b", Option::<i32>::None)).await.unwrap();
+    within(conn.handle().notify("c", Vec::<i32>::new())).await.unwrap();
+    within(conn.handle().notify("d", (1,))).await.unwrap();
     peer.expect(json!({"jsonrpc":"2.0","method":"a"})).await;
     peer.expect(json!({"jsonrpc":"2.0","method":"b"})).await;
     peer.expect(json!({"jsonrpc":"2.0","method":"c","params":[]})).await;

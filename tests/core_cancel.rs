@@ -1,14 +1,15 @@
 //! Cancellation both ways, in the three wire spellings (LSP, ACP, MCP).
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CallOptions, CancelProtocol, CancellationToken, Connection, Error, ErrorObject, Framing, Router};
-use raw_peer::{RawPeer, capture_logs, pair, within};
 use serde_json::{Value, json};
+use support::logs::capture_logs;
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::{Notify, mpsc};
 
 async fn assert_alive(peer: &mut RawPeer, id: i64) {
@@ -312,13 +313,7 @@ async fn mcp_releases_our_cancelled_call_at_once_and_absorbs_the_late_answer() {
 
 #[tokio::test]
 async fn a_custom_cancel_protocol_is_a_setting_not_code() {
-    let cancel = CancelProtocol {
-        method: "custom/cancel".into(),
-        id_member: "which".into(),
-        answers_cancelled: true,
-        send_reason: false,
-        never_cancelled: Vec::new(),
-    };
+    let cancel = CancelProtocol::new("custom/cancel", "which");
     let (builder, _fired) = server(cancel);
     let (conn, mut peer) = pair(builder, Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"hang"}"#).await;
@@ -342,7 +337,7 @@ async fn cancelling_between_two_connections_reaches_the_handler() {
     let t = token.clone();
     let call = tokio::spawn(async move { h.request_with::<()>("watch", (), CallOptions::new().cancel(t)).await });
     // Make sure the request is in flight before cancelling: a round trip behind it.
-    let three: i64 = within(client.request("add", (1, 2))).await.unwrap();
+    let three: i64 = within(client.handle().request("add", (1, 2))).await.unwrap();
     assert_eq!(three, 3);
     token.cancel();
     assert!(within(fired.recv()).await.unwrap().is_number());

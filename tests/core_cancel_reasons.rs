@@ -2,8 +2,7 @@
 //! peer's reason as a handler reads it, a timeout that does not cancel, and MCP's `initialize`,
 //! which is never cancelled.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +10,10 @@ use std::time::Duration;
 use jsonrpc_duplex::{
     CallOptions, CancelProtocol, CancellationToken, Connection, Error, ErrorObject, Framing, RequestContext, Router,
 };
-use raw_peer::{RawPeer, capture_logs, pair, within};
 use serde_json::{Value, json};
+use support::logs::capture_logs;
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::{Notify, mpsc};
 
 /// Start `method` on its own task; return the task once the peer has seen the request, and its id.

@@ -2,15 +2,15 @@
 //! grace and are then cancelled (what finishes in time is answered); whatever the ending, a peer
 //! that does not read what is queued gets the flush timeout and no more.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::connection::{DEFAULT_EOF_GRACE, DEFAULT_FLUSH_TIMEOUT};
 use jsonrpc_duplex::{CloseKind, Connection, ErrorObject, Framing, Router};
-use raw_peer::{pair, pair_with_buffer, within};
 use serde_json::json;
+use support::raw_peer::{pair, pair_with_buffer};
+use support::time::within;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

@@ -1,11 +1,10 @@
 //! Many calls at once, in both directions, between two of our connections.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use futures::future::join_all;
 use jsonrpc_duplex::{Connection, ErrorObject, RequestContext, Router};
-use raw_peer::within;
+use support::time::within;
 
 fn service(name: &'static str) -> Router {
     Router::new()

@@ -1,13 +1,13 @@
 //! The exact bytes we write and the frames we accept, checked against a hand-written raw peer.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router};
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer::pair;
+use support::time::within;
 
 fn server() -> jsonrpc_duplex::Builder {
     Connection::builder().serve(
@@ -46,12 +46,12 @@ async fn outbound_requests_and_notifications_are_exact_frames() {
     let body = r#"{"jsonrpc":"2.0","id":0,"method":"sum","params":[1,2]}"#;
     assert_eq!(String::from_utf8(whole).unwrap(), format!("Content-Length: {}\r\n\r\n{body}", body.len()));
 
-    within(conn.notify("initialized", ())).await.unwrap();
+    within(conn.handle().notify("initialized", ())).await.unwrap();
     let (whole, _) = peer.recv_frame().await;
     let body = r#"{"jsonrpc":"2.0","method":"initialized"}"#;
     assert_eq!(String::from_utf8(whole).unwrap(), format!("Content-Length: {}\r\n\r\n{body}", body.len()));
 
-    within(conn.notify("log", json!({"line": "x"}))).await.unwrap();
+    within(conn.handle().notify("log", json!({"line": "x"}))).await.unwrap();
     assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","method":"log","params":{"line":"x"}}"#);
     call.abort();
 }
@@ -59,9 +59,9 @@ async fn outbound_requests_and_notifications_are_exact_frames() {
 #[tokio::test]
 async fn notifications_carry_no_id_member() {
     let (conn, peer) = pair(Connection::builder(), Framing::NewlineDelimited);
-    within(conn.notify("a", ())).await.unwrap();
-    within(conn.notify("b", [1])).await.unwrap();
-    within(conn.notify("c", json!({"id": 3}))).await.unwrap();
+    within(conn.handle().notify("a", ())).await.unwrap();
+    within(conn.handle().notify("b", [1])).await.unwrap();
+    within(conn.handle().notify("c", json!({"id": 3}))).await.unwrap();
     for expected in [json!({"jsonrpc":"2.0","method":"a"}), json!({"jsonrpc":"2.0","method":"b","params":[1]})] {
         let got = peer.recv().await;
         assert!(got.get("id").is_none(), "a notification with an id: {got}");
@@ -77,7 +77,7 @@ async fn newline_framing_writes_one_line_ending_in_a_bare_lf() {
     let (whole, _) = peer.recv_frame().await;
     assert_eq!(whole, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":5}\n");
 
-    within(conn.notify("n", ())).await.unwrap();
+    within(conn.handle().notify("n", ())).await.unwrap();
     let (whole, _) = peer.recv_frame().await;
     assert_eq!(whole, b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n");
 }
@@ -246,12 +246,12 @@ async fn newline_framing_keeps_raw_pretty_printed_json_on_one_line() {
     peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"pretty_error"}"#).await;
     peer.expect(json!({"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"with data","data":{"a":[1,"x\ny"]}}})).await;
     let params = serde_json::value::RawValue::from_string(pretty.to_owned()).unwrap();
-    within(conn.notify("n", &params)).await.unwrap();
+    within(conn.handle().notify("n", &params)).await.unwrap();
     peer.expect(json!({"jsonrpc":"2.0","method":"n","params":{"a":[1,"x\ny"]}})).await;
     // A large one, which the writer sends straight from its own buffer.
     let big = serde_json::to_string_pretty(&json!({"rows": vec![json!({"k": "v\nw"}); 5_000]})).unwrap();
     assert!(big.len() > 64 * 1024 && big.contains('\n'));
     let params = serde_json::value::RawValue::from_string(big).unwrap();
-    within(conn.notify("big", &params)).await.unwrap();
+    within(conn.handle().notify("big", &params)).await.unwrap();
     peer.expect(json!({"jsonrpc":"2.0","method":"big","params":{"rows": vec![json!({"k": "v\nw"}); 5_000]}})).await;
 }

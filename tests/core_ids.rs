@@ -1,13 +1,12 @@
 //! Ids come back exactly as they were spelled, and two ids are the same only when they are
 //! spelled the same: a number is never squeezed through an `f64` (where 2^64 and 2^64 + 1 meet).
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router};
-use raw_peer::pair;
+use support::raw_peer::pair;
 use tokio::sync::Notify;
 
 /// `echo` answers its params; `wait` answers once released (so requests stay in flight).

@@ -3,16 +3,16 @@
 //! read-ahead the reader pauses; reading on for a pending call, the connection closes at the
 //! hard limit with a reason; queued requests a peer cancels are answered at once.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
-use raw_peer::{frame, pair, pair_with_buffer, within};
 use serde_json::{Value, json};
+use support::raw_peer::{frame, pair, pair_with_buffer};
+use support::time::within;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 
@@ -59,7 +59,7 @@ async fn the_reader_pauses_at_the_byte_read_ahead_though_few_messages_are_queued
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
     // Far below the message read-ahead: only the byte bound can pause this flood.
-    let limits = Limits { read_ahead: 10_000, read_ahead_bytes: 64 * KIB, ..Limits::default() };
+    let limits = Limits::new().read_ahead(10_000).read_ahead_bytes(64 * KIB);
     let builder = server(release.clone(), counted.clone()).limits(limits);
     let (conn, mut peer) = pair_with_buffer(builder, Framing::ContentLength, 16 * KIB);
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
@@ -91,7 +91,7 @@ async fn the_reader_pauses_at_the_byte_read_ahead_though_few_messages_are_queued
 async fn reading_on_for_a_pending_call_closes_at_the_byte_limit() {
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
-    let limits = Limits { read_ahead_bytes: 64 * KIB, max_buffered_inbound_bytes: 512 * KIB, ..Limits::default() };
+    let limits = Limits::new().read_ahead_bytes(64 * KIB).max_buffered_inbound_bytes(512 * KIB);
     let builder = server(release.clone(), counted.clone()).limits(limits);
     let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
@@ -122,10 +122,10 @@ async fn reading_on_for_a_pending_call_closes_at_the_byte_limit() {
 
 #[tokio::test]
 async fn progress_reports_nobody_takes_count_against_the_byte_limit() {
-    let limits = Limits { read_ahead_bytes: 64 * KIB, max_buffered_inbound_bytes: 512 * KIB, ..Limits::default() };
+    let limits = Limits::new().read_ahead_bytes(64 * KIB).max_buffered_inbound_bytes(512 * KIB);
     let (conn, mut peer) = pair(Connection::builder().limits(limits), Framing::NewlineDelimited);
     // Our call carries a progress token whose receiver is never polled.
-    let (token, _receiver) = conn.progress::<Value>();
+    let (token, _receiver) = conn.handle().progress::<Value>();
     let h = conn.handle();
     let call = tokio::spawn(async move { h.request::<Value>("work", json!({"progress": token})).await });
     assert_eq!(peer.recv().await["method"], "work");
@@ -148,9 +148,9 @@ async fn progress_reports_nobody_takes_count_against_the_byte_limit() {
 
 #[tokio::test]
 async fn progress_reports_that_are_taken_are_not_counted_any_more() {
-    let limits = Limits { read_ahead_bytes: 64 * KIB, max_buffered_inbound_bytes: 256 * KIB, ..Limits::default() };
+    let limits = Limits::new().read_ahead_bytes(64 * KIB).max_buffered_inbound_bytes(256 * KIB);
     let (conn, mut peer) = pair(Connection::builder().limits(limits), Framing::NewlineDelimited);
-    let (token, receiver) = conn.progress::<String>();
+    let (token, receiver) = conn.handle().progress::<String>();
     let h = conn.handle();
     let seen = Arc::new(AtomicUsize::new(0));
     let s = seen.clone();
@@ -220,7 +220,7 @@ async fn requests_beyond_the_running_byte_limit_wait_their_turn() {
             Ok::<_, ErrorObject>("done")
         }
     });
-    let limits = Limits { max_concurrent_request_bytes: 64 * KIB, ..Limits::default() };
+    let limits = Limits::new().max_concurrent_request_bytes(64 * KIB);
     let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::ContentLength);
     // One larger than the whole limit runs alone; then four of 16 KiB fit at once.
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"method":"hold","params":["x".repeat(100 * KIB)]})).await;

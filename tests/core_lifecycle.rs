@@ -1,14 +1,14 @@
 //! How a connection ends: the peer's EOF, a broken stream, a local close or drop, a child's exit;
 //! what pending calls, queued messages and running handlers see; and real OS transports.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Router};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 fn server() -> jsonrpc_duplex::Builder {
     Connection::builder().serve(
@@ -123,10 +123,10 @@ async fn a_local_close_flushes_queued_messages_before_eof() {
     let (conn, peer) = pair(server(), Framing::ContentLength);
     let big = "z".repeat(100_000);
     for i in 0..100 {
-        within(conn.notify("queued", [i])).await.unwrap();
+        within(conn.handle().notify("queued", [i])).await.unwrap();
     }
-    within(conn.notify("big", [&big])).await.unwrap();
-    within(conn.notify("last", ())).await.unwrap();
+    within(conn.handle().notify("big", [&big])).await.unwrap();
+    within(conn.handle().notify("last", ())).await.unwrap();
     let reason = within(conn.close()).await;
     assert_eq!(reason.kind, CloseKind::LocallyClosed);
     for i in 0..100 {
@@ -176,7 +176,7 @@ async fn calls_and_notifications_after_close_fail_with_connection_lost() {
 async fn dropping_the_connection_closes_it_and_the_peer_sees_eof() {
     let (conn, peer) = pair(server(), Framing::ContentLength);
     let handle = conn.handle();
-    within(conn.notify("bye", ())).await.unwrap();
+    within(conn.handle().notify("bye", ())).await.unwrap();
     drop(conn);
     peer.expect(json!({"jsonrpc":"2.0","method":"bye"})).await;
     peer.expect_eof().await;
@@ -217,7 +217,7 @@ async fn a_failed_write_closes_with_a_stream_error_and_fails_the_call() {
     let (our_write, their_read) = tokio::io::duplex(1024);
     drop(their_read);
     let conn = server().connect(our_read, our_write);
-    let err = within(conn.request::<Value>("x", ())).await.unwrap_err();
+    let err = within(conn.handle().request::<Value>("x", ())).await.unwrap_err();
     match err {
         Error::ConnectionLost(reason) => assert_eq!(reason.kind, CloseKind::StreamError, "{reason}"),
         other => panic!("{other:?}"),
@@ -273,7 +273,7 @@ mod os {
         let (a, b) = UnixStream::pair().unwrap();
         let server = server().framing(Framing::NewlineDelimited).connect_io(a);
         let client = Connection::builder().framing(Framing::NewlineDelimited).connect_io(b);
-        let sum: i64 = within(client.request("add", (20, 22))).await.unwrap();
+        let sum: i64 = within(client.handle().request("add", (20, 22))).await.unwrap();
         assert_eq!(sum, 42);
         within(client.close()).await;
         assert_eq!(within(server.closed()).await.kind, CloseKind::RemoteClosed);
@@ -315,10 +315,10 @@ mod os {
 
     #[tokio::test(flavor = "current_thread")]
     async fn closing_says_the_child_was_killed_after_its_grace_and_warns() {
-        let (_guard, logs) = raw_peer::capture_logs();
+        let (_guard, logs) = support::logs::capture_logs();
         let mut cmd = tokio::process::Command::new("sh");
         cmd.args(["-c", "exec sleep 30"]);
-        let options = ChildOptions { exit_grace: Duration::from_millis(100), ..ChildOptions::default() };
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100));
         let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
         let reason = within(conn.close()).await;
         assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
@@ -341,7 +341,7 @@ mod os {
         // Read one line (our request), then die without answering.
         cmd.args(["-c", "read line; exit 7"]);
         let conn = Connection::builder().framing(Framing::NewlineDelimited).spawn_child(cmd).unwrap();
-        match within(conn.request::<Value>("anything", ())).await {
+        match within(conn.handle().request::<Value>("anything", ())).await {
             Err(Error::ConnectionLost(reason)) => {
                 assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
                 assert!(reason.message.contains("exit status: 7"), "{reason}");
@@ -361,15 +361,15 @@ mod os {
             async move { s.lock().unwrap().push(n) }
         });
         let conn = Connection::builder().serve(router).spawn_child(tokio::process::Command::new("cat")).unwrap();
-        match within(conn.request::<Value>("nobody/home", ())).await {
+        match within(conn.handle().request::<Value>("nobody/home", ())).await {
             Err(Error::Remote(e)) => {
                 assert_eq!(e.code, -32601);
                 assert!(e.message.contains("nobody/home"), "{e}");
             }
             other => panic!("{other:?}"),
         }
-        within(conn.notify("ping", [7])).await.unwrap();
-        let ok: Result<Value, _> = within(conn.request("still/here", ())).await;
+        within(conn.handle().notify("ping", [7])).await.unwrap();
+        let ok: Result<Value, _> = within(conn.handle().request("still/here", ())).await;
         assert!(ok.is_err());
         assert_eq!(*seen.lock().unwrap(), vec![7]);
         let reason = within(conn.close()).await;
@@ -444,7 +444,7 @@ mod os {
         let file = pid_file("sleep");
         let mut cmd = tokio::process::Command::new("sh");
         cmd.args(["-c", &format!("echo $$ > {}; exec sleep 30", file.display())]);
-        let options = ChildOptions { exit_grace: Duration::from_millis(100), ..ChildOptions::default() };
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100));
         let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
         let pid = child_pid(&file).await;
         assert!(alive(pid));

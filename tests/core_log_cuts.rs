@@ -2,14 +2,14 @@
 //! id, a method name, params, an error that quotes them) is cut at the trace limit and passes
 //! the trace redactor.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router};
-use raw_peer::{capture_logs, pair};
 use serde_json::json;
+use support::logs::capture_logs;
+use support::raw_peer::pair;
 
 const MEGABYTE: usize = 1 << 20;
 
@@ -24,7 +24,7 @@ fn server() -> jsonrpc_duplex::Builder {
 }
 
 /// The longest line logged, and the whole log.
-fn longest_line(logs: &raw_peer::Logs) -> (usize, String) {
+fn longest_line(logs: &support::logs::Logs) -> (usize, String) {
     let text = logs.text();
     (text.lines().map(str::len).max().unwrap_or(0), text)
 }

@@ -2,15 +2,15 @@
 //! overlap, outbound messages leave in the order they were queued, and a handler that calls the
 //! peer back never deadlocks the reader.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Limits, Router};
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer::pair;
+use support::time::within;
 use tokio::sync::{Notify, oneshot};
 
 type Log = Arc<Mutex<Vec<i64>>>;
@@ -185,7 +185,7 @@ async fn a_request_handler_awaiting_a_call_to_the_peer_never_deadlocks_while_the
             let c = c2.clone();
             async move { Ok::<_, ErrorObject>(*c.lock().unwrap()) }
         });
-    let limits = Limits { read_ahead: 4, ..Limits::default() };
+    let limits = Limits::new().read_ahead(4);
     let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::ContentLength);
     peer.send(r#"{"jsonrpc":"2.0","id":"a","method":"ask_back"}"#).await;
     let question = peer.recv().await;
@@ -226,7 +226,7 @@ async fn a_notification_handler_awaiting_a_call_to_the_peer_never_deadlocks_behi
             let c = c2.clone();
             async move { Ok::<_, ErrorObject>(*c.lock().unwrap()) }
         });
-    let limits = Limits { read_ahead: 4, max_buffered_inbound: 10_000, ..Limits::default() };
+    let limits = Limits::new().read_ahead(4).max_buffered_inbound(10_000);
     let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::ContentLength);
     let mut bytes = peer.frame(br#"{"jsonrpc":"2.0","method":"trigger"}"#);
     for _ in 0..100 {

@@ -1,15 +1,16 @@
 //! `CallOptions::after_notifications`: a call that resolves only once the notifications the peer
 //! sent before its answer have been handled (answers otherwise bypass the ordered lane).
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use jsonrpc_duplex::{CallOptions, Connection, ErrorObject, Framing, Router};
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer;
+use support::raw_peer::pair;
+use support::time::within;
 use tokio::sync::Notify;
 
 /// A router whose `update` notification handler waits at a gate, then records that it ran.

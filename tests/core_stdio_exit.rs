@@ -5,17 +5,16 @@
 //! framings, every time. Pipes take the non-blocking path; a Unix socket as stdin/stdout takes
 //! the thread path (as a terminal would).
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use jsonrpc_duplex::Framing;
-use raw_peer::{RawPeer, within};
 use serde_json::json;
+use support::raw_peer::RawPeer;
+use support::time::within;
+use support::{interop, raw_peer};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 

@@ -1,8 +1,7 @@
 //! User code (a trace redactor, a handler's `Drop`) never runs under one of the connection's locks,
 //! and the connection's own `Drop`s do no I/O: the cases that used to deadlock.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::io;
 use std::pin::Pin;
@@ -14,7 +13,8 @@ use futures::FutureExt;
 use jsonrpc_duplex::{Connection, Direction, ErrorObject, Handle, Responder, Router};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use raw_peer::{RawPeer, within};
+use support::raw_peer::{self as raw_peer, RawPeer};
+use support::time::within;
 
 /// Run `scenario` on a thread of its own with a deadline: a deadlock on a std mutex blocks the
 /// thread itself, so no timer on it could fire.

@@ -4,21 +4,15 @@
 //! (answered, or failed with the reason), the connection ends with a reason naming the failure,
 //! and the peer sees a clean end or a truncated frame, never a hang.
 
+mod support;
+
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Router};
+use support::time::within;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-const WAIT: Duration = Duration::from_secs(10);
-
-async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(WAIT, fut).await {
-        Ok(out) => out,
-        Err(_) => panic!("{what}: not within {WAIT:?}"),
-    }
-}
 
 fn injected() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::BrokenPipe, "injected write failure")
@@ -125,7 +119,7 @@ async fn calls_through_a_failing_writer(framing: Framing, budget: usize, fault: 
         .collect();
     let mut failed = 0;
     for call in calls {
-        match within("a call to end", call).await.unwrap() {
+        match within(call).await.unwrap() {
             Ok((i, sum)) => assert_eq!(sum, i + 1),
             Err(Error::ConnectionLost(reason)) => {
                 assert_eq!(reason.kind, CloseKind::StreamError, "{reason}");
@@ -136,13 +130,13 @@ async fn calls_through_a_failing_writer(framing: Framing, budget: usize, fault: 
         }
     }
     assert!(failed > 0, "budget {budget}, {fault:?}: no call failed, yet 40 calls cannot fit in {budget} bytes");
-    let reason = within("closed", conn.closed()).await;
+    let reason = within(conn.closed()).await;
     assert_eq!(reason.kind, CloseKind::StreamError, "{reason}");
-    let late = within("a late call", conn.request::<i64>("add", (1, 1))).await.unwrap_err();
+    let late = within(conn.handle().request::<i64>("add", (1, 1))).await.unwrap_err();
     assert!(matches!(late, Error::ConnectionLost(_)), "{late:?}");
-    within("close", conn.close()).await;
+    within(conn.close()).await;
     // The peer saw our stream end (cleanly between messages, or inside a cut frame).
-    let theirs = within("the peer's end", peer.closed()).await;
+    let theirs = within(peer.closed()).await;
     assert!(matches!(theirs.kind, CloseKind::RemoteClosed | CloseKind::StreamError), "{theirs}");
 }
 
@@ -179,7 +173,7 @@ async fn reads_failing_after_n_bytes_fail_the_pending_calls_with_the_reason() {
             .collect();
         let mut failed = 0;
         for call in calls {
-            match within("a call to end", call).await.unwrap() {
+            match within(call).await.unwrap() {
                 Ok((i, sum)) => assert_eq!(sum, i + 1),
                 Err(Error::ConnectionLost(reason)) => {
                     assert_eq!(reason.kind, CloseKind::StreamError, "{reason}");
@@ -190,7 +184,7 @@ async fn reads_failing_after_n_bytes_fail_the_pending_calls_with_the_reason() {
             }
         }
         assert!(failed > 0, "budget {budget}: 20 answers cannot fit in {budget} bytes");
-        within("close", conn.close()).await;
+        within(conn.close()).await;
     }
 }
 
@@ -214,12 +208,12 @@ async fn a_writer_that_never_completes_does_not_stop_calls_failing_or_the_close(
     // within the flush timeout (on this test's paused clock).
     let closing = tokio::spawn(conn.close());
     for call in calls {
-        match within("a call to end", call).await.unwrap() {
+        match within(call).await.unwrap() {
             Ok((i, sum)) => assert_eq!(sum, i + 1),
             Err(Error::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}"),
             Err(e) => panic!("unexpected {e}"),
         }
     }
-    let reason = within("close", closing).await.unwrap();
+    let reason = within(closing).await.unwrap();
     assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
 }

@@ -4,12 +4,12 @@
 //! serde_json's recursion limit of 128 and fails with a clear error. Depth 100,000 would
 //! overflow the test thread's stack many times over if anything recursed on it.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use jsonrpc_duplex::{Connection, Error, ErrorObject, Framing, Router};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 const DEEP: usize = 100_000;
 

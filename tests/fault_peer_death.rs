@@ -2,22 +2,16 @@
 //! in-process peer cut off mid-stream and while one of its requests is being handled. Every
 //! pending call, stream and handler ends, with a reason that says what happened, in bounded time.
 
+mod support;
+
 use std::time::Duration;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CloseKind, Connection, Error, ErrorObject, Framing, Router};
 use serde_json::Value;
+use support::time::within;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-
-const WAIT: Duration = Duration::from_secs(10);
-
-async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(WAIT, fut).await {
-        Ok(out) => out,
-        Err(_) => panic!("{what}: not within {WAIT:?}"),
-    }
-}
 
 /// A child that reads the start of our first request, announces its pid (as a `pid`
 /// notification in `framing`), then stays alive without reading or answering until it is
@@ -54,19 +48,19 @@ async fn a_child_killed_mid_call_fails_the_call_with_its_exit_and_ends_the_conne
     let h = conn.handle();
     let call = tokio::spawn(async move { h.request::<Value>("work", [1]).await });
     // The call is in flight (written, and read by the child, who never answers it).
-    let pid = within("the child's pid", pids.recv()).await.expect("a pid");
+    let pid = within(pids.recv()).await.expect("a pid");
     kill9(pid);
-    let err = within("the call to end", call).await.unwrap().expect_err("a dead child cannot answer");
+    let err = within(call).await.unwrap().expect_err("a dead child cannot answer");
     let Error::ConnectionLost(reason) = err else { panic!("expected ConnectionLost, got {err:?}") };
     assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
     assert!(reason.message.contains("signal: 9") || reason.message.contains("SIGKILL"), "{reason}");
-    assert_eq!(within("closed", conn.closed()).await, reason);
+    assert_eq!(within(conn.closed()).await, reason);
     // Everything after fails at once, with the same reason.
-    let late = within("a late call", conn.request::<Value>("late", ())).await.unwrap_err();
+    let late = within(conn.handle().request::<Value>("late", ())).await.unwrap_err();
     assert!(matches!(late, Error::ConnectionLost(ref r) if *r == reason), "{late:?}");
-    let note = within("a late notification", conn.notify("late", ())).await.unwrap_err();
+    let note = within(conn.handle().notify("late", ())).await.unwrap_err();
     assert!(matches!(note, Error::ConnectionLost(_)), "{note:?}");
-    within("close", conn.close()).await;
+    within(conn.close()).await;
 }
 
 #[tokio::test]
@@ -84,7 +78,7 @@ async fn a_child_killed_mid_frame_ends_the_connection_with_a_stream_error() {
     let conn = Connection::builder().spawn_child(command).expect("spawn sh");
     let h = conn.handle();
     let call = tokio::spawn(async move { h.request::<Value>("work", [1]).await });
-    let pid = within("the child's pid file", async {
+    let pid = within(async {
         loop {
             if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<u32>().ok()) {
                 break pid;
@@ -95,11 +89,11 @@ async fn a_child_killed_mid_frame_ends_the_connection_with_a_stream_error() {
     .await;
     let _ = std::fs::remove_file(&pid_file);
     kill9(pid);
-    let err = within("the call to end", call).await.unwrap().expect_err("a dead child cannot answer");
+    let err = within(call).await.unwrap().expect_err("a dead child cannot answer");
     let Error::ConnectionLost(reason) = err else { panic!("expected ConnectionLost, got {err:?}") };
     assert_eq!(reason.kind, CloseKind::StreamError, "{reason}");
     assert!(reason.message.contains("inside a frame") && reason.message.contains("200"), "{reason}");
-    within("close", conn.close()).await;
+    within(conn.close()).await;
 }
 
 /// Two of our connections joined by a cable that can be cut: both ends then see their stream
@@ -148,19 +142,19 @@ async fn a_peer_cut_off_mid_stream_ends_the_stream_on_both_sides() {
         }
     }));
     let (consumer, producer, cable) = cabled(Connection::builder(), producer);
-    let mut ticks = consumer.request_stream::<u64>("ticks", (), CallOptions::default());
+    let mut ticks = consumer.handle().request_stream::<u64>("ticks", (), CallOptions::default());
     for i in 0..5 {
-        assert_eq!(within("a tick", ticks.next()).await.expect("an item").expect("a tick"), i);
+        assert_eq!(within(ticks.next()).await.expect("an item").expect("a tick"), i);
     }
     cable.cut();
     // The consumer's next pull fails with the lost connection, and the stream ends there.
-    let end = within("the stream's end", ticks.next()).await.expect("an error item");
+    let end = within(ticks.next()).await.expect("an error item");
     assert!(matches!(end, Err(Error::ConnectionLost(_))), "{end:?}");
-    assert!(within("the stream's end", ticks.next()).await.is_none());
+    assert!(within(ticks.next()).await.is_none());
     // The producer's side drops the stream it was serving.
-    within("the producer's stream dropped", dropped_rx).await.expect("the stream was dropped");
+    within(dropped_rx).await.expect("the stream was dropped");
     for conn in [&consumer, &producer] {
-        let reason = within("closed", conn.closed()).await;
+        let reason = within(conn.closed()).await;
         assert!(matches!(reason.kind, CloseKind::RemoteClosed | CloseKind::StreamError), "{reason}");
     }
 }
@@ -181,14 +175,14 @@ async fn a_peer_cut_off_mid_request_cancels_our_handler_and_fails_its_call() {
     let (client, server, cable) = cabled(Connection::builder(), server);
     let h = client.handle();
     let call = tokio::spawn(async move { h.request::<()>("slow", ()).await });
-    within("the handler to start", started.recv()).await.expect("started");
+    within(started.recv()).await.expect("started");
     cable.cut();
-    let err = within("the call to end", call).await.unwrap().unwrap_err();
+    let err = within(call).await.unwrap().unwrap_err();
     assert!(matches!(err, Error::ConnectionLost(_)), "{err:?}");
     // The handler of a request from a dead peer is cancelled (after the drain that a cleanly
     // closing peer gets: the flush timeout, on this test's paused clock).
-    within("the handler to be cancelled", cancelled.recv()).await.expect("cancelled");
-    let reason = within("closed", server.closed()).await;
+    within(cancelled.recv()).await.expect("cancelled");
+    let reason = within(server.closed()).await;
     assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
-    within("close", server.close()).await;
+    within(server.close()).await;
 }

@@ -6,16 +6,16 @@
 //! The clock is paused: a timeout here elapses only once every task is idle, so "the sender is
 //! blocked" is a fact, not a guess.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Limits, Router};
-use raw_peer::{pair_with_buffer, within};
 use serde_json::{Value, json};
+use support::raw_peer::pair_with_buffer;
+use support::time::within;
 use tokio::sync::mpsc;
 
 const BUDGET: usize = 16 * 1024;
@@ -39,7 +39,7 @@ async fn a_peer_that_stops_reading_blocks_our_writer_within_the_budget_and_our_r
             let _ = t2.send("ping".to_owned());
             async { Ok::<_, ErrorObject>("pong") }
         });
-    let limits = Limits { outbound_buffer: BUDGET, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(BUDGET);
     let (conn, mut peer) =
         pair_with_buffer(Connection::builder().limits(limits).serve(router), Framing::ContentLength, PIPE);
 

@@ -6,7 +6,7 @@ use jsonrpc_duplex::framing::{Frame, FrameLimits, Framing};
 use tokio_util::codec::Decoder;
 
 /// The limits the decoder fuzz targets run with.
-const LIMITS: FrameLimits = FrameLimits { max_message_size: 100, max_header_size: 64 };
+const LIMITS: FrameLimits = FrameLimits::new().max_message_size(100).max_header_size(64);
 
 /// The frames, then the error as text (if any).
 fn decode(framing: Framing, pieces: &[&[u8]]) -> (Vec<Frame>, Option<String>) {

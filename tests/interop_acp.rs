@@ -10,15 +10,15 @@
 //! Needs `node` (>= 20) and `npm` on the `PATH`; `npm ci` runs once when `node_modules` is
 //! missing. Every run is bounded, so a hang fails in seconds.
 
-#[path = "support/interop.rs"]
-mod interop;
+mod support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use interop::example;
 use serde_json::{Value, json};
+use support::interop;
+use support::interop::example;
 use tokio::process::Command;
 
 /// The bound of one whole run of a peer.

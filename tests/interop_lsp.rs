@@ -12,13 +12,13 @@
 //! Needs `node` (>= 20) and `npm`, and `python3` (>= 3.9, with `venv`), on the `PATH`. Every run
 //! is bounded, so a hang fails in seconds.
 
-#[path = "support/interop.rs"]
-mod interop;
+mod support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use support::interop;
 use tokio::process::Command;
 
 /// The bound of one whole run of the example.

@@ -9,13 +9,13 @@
 //!
 //! Needs `node` (>= 20) and `npm` on the `PATH`. Every run is bounded.
 
-#[path = "support/interop.rs"]
-mod interop;
+mod support;
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::interop;
 use tokio::process::Command;
 
 const RUN: Duration = Duration::from_secs(60);

@@ -9,10 +9,7 @@
 //! Needs `node` (>= 18) and `npm` on the `PATH`; `npm ci` runs once when `node_modules` is missing.
 //! Every wait is bounded, so a hang fails in seconds.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,8 +17,9 @@ use std::time::{Duration, Instant};
 use jsonrpc_duplex::{
     CallOptions, CancellationToken, CloseKind, Connection, Error, ErrorObject, Id, RequestContext, Router, codes,
 };
-use node::{STEP, node_dir, node_ready, run_client_script, within};
 use serde_json::{Value, json};
+use support::node::{STEP, node_dir, node_ready, run_client_script};
+use support::time::within;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 
@@ -129,31 +127,30 @@ async fn echo_add_fail_and_unknown_method() {
     let h = peer.conn.handle();
 
     let params = json!({"nested": {"list": [1, "two", null, 3.5]}, "text": "ünïcödé ✓"});
-    let echoed: Value = within("echo", h.request("echo", &params)).await.unwrap();
+    let echoed: Value = within(h.request("echo", &params)).await.unwrap();
     assert_eq!(echoed, params);
     // No params member at all: the peer answers `"result": null`.
-    let echoed: Value = within("echo", h.request("echo", ())).await.unwrap();
+    let echoed: Value = within(h.request("echo", ())).await.unwrap();
     assert_eq!(echoed, Value::Null);
-    let echoed: Value = within("echo", h.request("echo", [1, 2, 3])).await.unwrap();
+    let echoed: Value = within(h.request("echo", [1, 2, 3])).await.unwrap();
     assert_eq!(echoed, json!([1, 2, 3]), "positional params arrive unspread");
 
-    let sum: i64 = within("add", h.request("add", json!({"a": 2, "b": 40}))).await.unwrap();
+    let sum: i64 = within(h.request("add", json!({"a": 2, "b": 40}))).await.unwrap();
     assert_eq!(sum, 42);
-    let e = remote(within("add", h.request("add", json!({"a": "two"}))).await);
+    let e = remote(within(h.request("add", json!({"a": "two"}))).await);
     assert_eq!(e.code, codes::INVALID_PARAMS);
 
-    let e = remote(
-        within("fail", h.request("fail", json!({"code": -32099, "message": "custom", "data": {"k": [1, 2]}}))).await,
-    );
+    let e =
+        remote(within(h.request("fail", json!({"code": -32099, "message": "custom", "data": {"k": [1, 2]}}))).await);
     assert_eq!((e.code, e.message.as_str()), (-32099, "custom"));
     assert_eq!(e.data_as::<Value>().expect("data").unwrap(), json!({"k": [1, 2]}));
 
-    let e = remote(within("unknown", h.request("no/such/method", json!({"x": 1}))).await);
+    let e = remote(within(h.request("no/such/method", json!({"x": 1}))).await);
     assert_eq!(e.code, codes::METHOD_NOT_FOUND);
     assert_eq!(e.message, "Unhandled method no/such/method");
 
     // A typed call whose answer does not decode is a local error; the connection goes on.
-    let bad: Result<u32, Error> = within("echo", h.request("echo", json!({"not": "a number"}))).await;
+    let bad: Result<u32, Error> = within(h.request("echo", json!({"not": "a number"}))).await;
     assert!(matches!(bad, Err(Error::Deserialize(_))), "{bad:?}");
 
     // Twenty pipelined calls come back matched to their ids.
@@ -161,7 +158,7 @@ async fn echo_add_fail_and_unknown_method() {
         let h = h.clone();
         async move { h.request::<i64>("add", json!({"a": i, "b": 1000})).await.unwrap() }
     });
-    let sums = within("pipelined adds", futures::future::join_all(calls)).await;
+    let sums = within(futures::future::join_all(calls)).await;
     assert_eq!(sums, (0..20).map(|i| i + 1000).collect::<Vec<i64>>());
 }
 
@@ -171,7 +168,7 @@ async fn callback_is_answered_by_our_router() {
     let h = peer.conn.handle();
 
     let question = json!({"question": "what is six times seven?"});
-    let answer: Value = within("callBack", h.request("callBack", &question)).await.unwrap();
+    let answer: Value = within(h.request("callBack", &question)).await.unwrap();
     assert_eq!(answer, json!({"answer": 42, "got": question}));
     {
         let asks = peer.seen.asks.lock().unwrap();
@@ -180,7 +177,7 @@ async fn callback_is_answered_by_our_router() {
     }
 
     // Our error object travels back through the peer unchanged.
-    let e = remote(within("callBack", h.request("callBack", json!({"refuse": true}))).await);
+    let e = remote(within(h.request("callBack", json!({"refuse": true}))).await);
     assert_eq!((e.code, e.message.as_str()), (-32042, "refused by the Rust side"));
     assert_eq!(e.data_as::<Value>().expect("data").unwrap(), json!({"why": "asked to"}));
 }
@@ -191,9 +188,7 @@ async fn peer_cancels_our_handler() {
     let h = peer.conn.handle();
 
     let outcome: Value =
-        within("callBackAndCancel", h.request("callBackAndCancel", json!({"afterMs": 200, "params": {"wait": true}})))
-            .await
-            .unwrap();
+        within(h.request("callBackAndCancel", json!({"afterMs": 200, "params": {"wait": true}}))).await.unwrap();
     assert_eq!(
         outcome,
         json!({"cancelled": true, "error": {"code": -32800, "message": "Request cancelled"}}),
@@ -204,7 +199,7 @@ async fn peer_cancels_our_handler() {
     assert!(token.is_cancelled(), "the handler's cancellation token fired");
 
     // The connection is fine afterwards.
-    let sum: i64 = within("add", h.request("add", json!({"a": 1, "b": 2}))).await.unwrap();
+    let sum: i64 = within(h.request("add", json!({"a": 1, "b": 2}))).await.unwrap();
     assert_eq!(sum, 3);
 }
 
@@ -222,20 +217,18 @@ async fn slow_cancelled_from_our_side() {
     assert!(futures::poll!(slow.as_mut()).is_pending());
     // vscode-jsonrpc takes messages in order: once this answer is back, `slow` has started.
     // (Params are an array or an object: JSON-RPC 2.0 has no scalar params.)
-    let echoed: Value = within("echo", h.request("echo", json!(["ping"]))).await.unwrap();
+    let echoed: Value = within(h.request("echo", json!(["ping"]))).await.unwrap();
     assert_eq!(echoed, json!(["ping"]));
     token.cancel();
-    let outcome = within("cancelled slow", slow).await;
+    let outcome = within(slow).await;
     assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
     assert!(started.elapsed() < STEP);
 
     // By timeout: the call fails at once; the peer's late -32800 is absorbed.
     let started = Instant::now();
-    let outcome: Result<Value, Error> = within(
-        "slow with a timeout",
-        h.request_with("slow", json!({"ms": 30_000}), CallOptions::new().timeout(Duration::from_millis(100))),
-    )
-    .await;
+    let outcome: Result<Value, Error> =
+        within(h.request_with("slow", json!({"ms": 30_000}), CallOptions::new().timeout(Duration::from_millis(100))))
+            .await;
     assert!(matches!(outcome, Err(Error::Timeout(_))), "{outcome:?}");
     assert!(started.elapsed() < STEP);
 
@@ -245,12 +238,12 @@ async fn slow_cancelled_from_our_side() {
 
     // Both abandoned calls were cancelled on the peer: vscode-jsonrpc applies `$/cancelRequest`
     // on receipt, before it takes the next request, and the peer's -32800 answers were absorbed.
-    let pending: u64 = within("pendingSlow", h.request("pendingSlow", ())).await.unwrap();
+    let pending: u64 = within(h.request("pendingSlow", ())).await.unwrap();
     assert_eq!(pending, 0, "the timed-out and the dropped call were cancelled on the peer");
     // A short `slow` still works and the peer is responsive.
-    let slept: Value = within("slow", h.request("slow", json!({"ms": 5}))).await.unwrap();
+    let slept: Value = within(h.request("slow", json!({"ms": 5}))).await.unwrap();
     assert_eq!(slept, json!({"slept": 5}));
-    let notes: Value = within("getNotifications", h.request("getNotifications", ())).await.unwrap();
+    let notes: Value = within(h.request("getNotifications", ())).await.unwrap();
     assert_eq!(notes, json!([]), "$/cancelRequest is not a recorded notification");
 }
 
@@ -267,14 +260,13 @@ async fn progress_notifications_arrive_in_order() {
     let peer = spawn_vscode_peer(router);
     let h = peer.conn.handle();
 
-    let done: Value =
-        within("progress", h.request("progress", json!({"token": "tok-1", "steps": 3, "delayMs": 1}))).await.unwrap();
+    let done: Value = within(h.request("progress", json!({"token": "tok-1", "steps": 3, "delayMs": 1}))).await.unwrap();
     assert_eq!(done, json!({"done": 3}));
     let handled_when_answered = log.lock().unwrap().len();
 
     let mut kinds = Vec::new();
     for _ in 0..5 {
-        let p = within("a $/progress notification", rx.recv()).await.expect("progress");
+        let p = within(rx.recv()).await.expect("progress");
         assert_eq!(p["token"], json!("tok-1"));
         kinds.push(match p["value"]["kind"].as_str() {
             Some("report") => format!("report {}", p["value"]["message"].as_str().unwrap_or_default()),
@@ -300,17 +292,17 @@ async fn emit_log_and_notifications_both_ways() {
     let h = peer.conn.handle();
 
     let params = json!({"message": "hi", "level": "info"});
-    within("emitLog", h.request::<()>("emitLog", &params)).await.unwrap();
-    assert_eq!(within("log", rx.recv()).await.unwrap(), params);
+    within(h.request::<()>("emitLog", &params)).await.unwrap();
+    assert_eq!(within(rx.recv()).await.unwrap(), params);
 
     h.notify("pleaseLog", json!({"message": "by notification"})).await.unwrap();
-    assert_eq!(within("log", rx.recv()).await.unwrap(), json!({"message": "by notification", "via": "notification"}));
+    assert_eq!(within(rx.recv()).await.unwrap(), json!({"message": "by notification", "via": "notification"}));
 
     // Our notifications arrive before our next request (one ordered outbound queue).
     h.notify("hello", json!({"n": 1})).await.unwrap();
     h.notify("hello", [2]).await.unwrap();
     h.notify("bye", ()).await.unwrap();
-    let notes: Value = within("getNotifications", h.request("getNotifications", ())).await.unwrap();
+    let notes: Value = within(h.request("getNotifications", ())).await.unwrap();
     assert_eq!(
         notes,
         json!([
@@ -326,13 +318,13 @@ async fn shutdown_then_exit_ends_the_connection() {
     let peer = spawn_vscode_peer(Router::new());
     let h = peer.conn.handle();
 
-    within("shutdown", h.request::<()>("shutdown", ())).await.unwrap();
+    within(h.request::<()>("shutdown", ())).await.unwrap();
     h.notify("exit", ()).await.unwrap();
-    let reason = within("the peer exiting", peer.conn.closed()).await;
+    let reason = within(peer.conn.closed()).await;
     assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
     assert!(reason.message.contains("exit status: 0"), "the close reason carries the exit status: {reason}");
     assert!(h.is_closed());
-    let after: Result<Value, Error> = within("a call after the end", h.request("echo", ())).await;
+    let after: Result<Value, Error> = within(h.request("echo", ())).await;
     assert!(matches!(after, Err(Error::ConnectionLost(_))), "{after:?}");
 }
 
@@ -343,10 +335,10 @@ async fn closing_our_side_fails_pending_calls() {
 
     let mut slow = std::pin::pin!(h.request::<Value>("slow", json!({"ms": 30_000})));
     assert!(futures::poll!(slow.as_mut()).is_pending());
-    let echoed: Value = within("echo", h.request("echo", json!([1]))).await.unwrap();
+    let echoed: Value = within(h.request("echo", json!([1]))).await.unwrap();
     assert_eq!(echoed, json!([1]));
-    let reason = within("closing", peer.conn.close()).await;
+    let reason = within(peer.conn.close()).await;
     assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
-    let outcome = within("the pending slow call", slow).await;
+    let outcome = within(slow).await;
     assert!(matches!(outcome, Err(Error::ConnectionLost(_))), "{outcome:?}");
 }

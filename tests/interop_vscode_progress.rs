@@ -9,15 +9,13 @@
 //!
 //! Needs `node` (>= 18); `npm ci` runs once when `node_modules` is missing. Every wait is bounded.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CancellationToken, Connection, Error, ProgressToken, Router};
-use node::{node_dir, node_ready, run_client_script, within};
 use serde_json::{Value, json};
+use support::node::{node_dir, node_ready, run_client_script};
+use support::time::within;
 use tokio::process::Command;
 
 #[tokio::test]
@@ -47,10 +45,11 @@ fn spawn_vscode_peer() -> Connection {
 async fn vscode_jsonrpc_reports_on_our_token_all_before_its_answer() {
     let conn = spawn_vscode_peer();
     for _ in 0..3 {
-        let (token, receiver) = conn.progress::<Value>();
-        let call = conn.request::<Value>("progress", json!({"token": token, "steps": 3, "delayMs": 1}));
+        let h = conn.handle();
+        let (token, receiver) = h.progress::<Value>();
+        let call = h.request::<Value>("progress", json!({"token": token, "steps": 3, "delayMs": 1}));
         let mut seen = Vec::new();
-        let answer = within("progress", receiver.drive(call, |v| seen.push(v))).await.unwrap();
+        let answer = within(receiver.drive(call, |v| seen.push(v))).await.unwrap();
         assert_eq!(answer, json!({"done": 3}));
         let kinds: Vec<&str> = seen.iter().filter_map(|v| v["kind"].as_str()).collect();
         assert_eq!(kinds, ["begin", "report", "report", "report", "end"], "{seen:?}");
@@ -62,7 +61,8 @@ async fn vscode_jsonrpc_reports_on_our_token_all_before_its_answer() {
 async fn our_cancel_request_reaches_vscode_jsonrpc_while_our_receiver_waits() {
     let conn = spawn_vscode_peer();
     // `slow` reports nothing; the receiver of the token in its params ends with the -32800.
-    let (token, mut receiver) = conn.progress::<Value>();
+    let h = conn.handle();
+    let (token, mut receiver) = h.progress::<Value>();
     let cancel = CancellationToken::new();
     let options = CallOptions::new().cancel(cancel.clone());
     // The token itself goes in the params (not a `json!` copy of it), so that it binds to the call.
@@ -71,16 +71,16 @@ async fn our_cancel_request_reaches_vscode_jsonrpc_while_our_receiver_waits() {
         ms: u64,
         token: ProgressToken,
     }
-    let slow = conn.request_with::<Value>("slow", Slow { ms: 30_000, token }, options);
+    let slow = h.request_with::<Value>("slow", Slow { ms: 30_000, token }, options);
     let mut slow = std::pin::pin!(slow);
     assert!(futures::poll!(slow.as_mut()).is_pending());
     // vscode-jsonrpc takes messages in order: once this answer is back, `slow` has started.
-    let echoed: Value = within("echo", conn.request("echo", json!(["ping"]))).await.unwrap();
+    let echoed: Value = within(conn.handle().request("echo", json!(["ping"]))).await.unwrap();
     assert_eq!(echoed, json!(["ping"]));
     cancel.cancel();
-    let outcome = within("cancelled slow", slow).await;
+    let outcome = within(slow).await;
     assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
-    assert!(within("receiver end", receiver.next()).await.is_none());
-    let pending: u64 = within("pendingSlow", conn.request("pendingSlow", ())).await.unwrap();
+    assert!(within(receiver.next()).await.is_none());
+    let pending: u64 = within(conn.handle().request("pendingSlow", ())).await.unwrap();
     assert_eq!(pending, 0);
 }

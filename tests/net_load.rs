@@ -2,7 +2,7 @@
 //! a call back and a push), all answered correctly. Every loop is bounded in count, every wait
 //! in time.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +11,9 @@ use futures::future::join_all;
 use jsonrpc_duplex::server::Server;
 use jsonrpc_duplex::transport::PeerAddr;
 use jsonrpc_duplex::{Builder, Connection};
-use net_common::*;
+use support::host::*;
+use support::kv::*;
+use support::time::*;
 
 fn client(side: &Arc<ClientSide>) -> Builder {
     Connection::builder().serve(WatcherServer::new(side.clone()))

@@ -4,7 +4,7 @@
 //! message), per-connection services, and isolation from peers that send garbage or die.
 //! Every wait is bounded.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +13,9 @@ use futures::future::join_all;
 use jsonrpc_duplex::server::{Server, ServerBuilder};
 use jsonrpc_duplex::transport::PeerAddr;
 use jsonrpc_duplex::{Builder, ClientError, CloseKind, Connection, Error, ErrorObject, Limits, Router, codes};
-use net_common::*;
 use serde_json::Value;
+use support::kv::*;
+use support::time::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -63,7 +64,9 @@ async fn peers_beyond_the_limit_are_refused_with_a_reason_and_counted() {
     let side = ClientSide::named("late");
     let late = within(client(&side).connect_tcp(addr)).await.unwrap();
     match within(StoreClient::new(late.handle()).add(1, 2)).await {
-        Err(ClientError::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}"),
+        Err(ClientError::Call(Error::ConnectionLost(reason))) => {
+            assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}")
+        }
         other => panic!("expected the refused connection to end, got {other:?}"),
     }
     let stats = server.stats();
@@ -141,7 +144,7 @@ async fn graceful_shutdown_answers_every_call_in_flight() {
             Err(ClientError::Method(e)) => {
                 assert!(e.message == "the server is shutting down" || e.code == codes::REQUEST_CANCELLED, "{e:?}")
             }
-            Err(ClientError::ConnectionLost(_)) => {}
+            Err(ClientError::Call(Error::ConnectionLost(_))) => {}
             other => panic!("a call during the drain must be refused or lost with a reason: {other:?}"),
         }
     }
@@ -151,7 +154,7 @@ async fn graceful_shutdown_answers_every_call_in_flight() {
     for conn in &clients {
         assert_eq!(within(conn.closed()).await.kind, CloseKind::RemoteClosed);
         match StoreClient::new(conn.handle()).add(1, 1).await {
-            Err(ClientError::ConnectionLost(_)) => {}
+            Err(ClientError::Call(Error::ConnectionLost(_))) => {}
             other => panic!("{other:?}"),
         }
     }
@@ -184,7 +187,7 @@ async fn shutdown_deadline_cancels_the_stragglers_with_an_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broadcast_skips_past_a_stalled_peer_and_then_drops_it() {
     let shared = Arc::new(Shared::default());
-    let limits = Limits { outbound_buffer: 256 * 1024, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(256 * 1024);
     let (server, addr) = tcp_server(
         ServerBuilder::new(Connection::builder().limits(limits))
             .broadcast_timeout(Duration::from_millis(300))
@@ -250,7 +253,7 @@ async fn broadcast_skips_past_a_stalled_peer_and_then_drops_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_peer_is_disconnected_at_once_at_twice_its_outbound_buffer() {
     let shared = Arc::new(Shared::default());
-    let limits = Limits { outbound_buffer: 256 * 1024, ..Limits::default() };
+    let limits = Limits::new().outbound_buffer(256 * 1024);
     let (server, addr) = tcp_server(
         ServerBuilder::new(Connection::builder().limits(limits))
             // Long: only the byte bound can end the stalled peer within the test.
@@ -309,16 +312,16 @@ async fn per_connection_services_and_a_clash_reported_as_the_close_reason() {
     )
     .await;
     let a = within(Connection::builder().connect_tcp(addr)).await.unwrap();
-    assert_eq!(within(a.request::<u64>("mine", ())).await.unwrap(), 0);
-    assert_eq!(within(a.request::<String>("shared", ())).await.unwrap(), "same for all");
+    assert_eq!(within(a.handle().request::<u64>("mine", ())).await.unwrap(), 0);
+    assert_eq!(within(a.handle().request::<String>("shared", ())).await.unwrap(), "same for all");
     let b = within(Connection::builder().connect_tcp(addr)).await.unwrap();
-    match within(b.request::<u64>("mine", ())).await {
+    match within(b.handle().request::<u64>("mine", ())).await {
         Err(Error::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::RemoteClosed),
         other => panic!("{other:?}"),
     }
     let c = within(Connection::builder().connect_tcp(addr)).await.unwrap();
-    assert_eq!(within(c.request::<u64>("mine", ())).await.unwrap(), 2);
-    assert_eq!(within(a.request::<u64>("mine", ())).await.unwrap(), 0);
+    assert_eq!(within(c.handle().request::<u64>("mine", ())).await.unwrap(), 2);
+    assert_eq!(within(a.handle().request::<u64>("mine", ())).await.unwrap(), 0);
     drop(server);
 }
 

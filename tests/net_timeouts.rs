@@ -3,7 +3,7 @@
 //! with nothing in flight at the idle timeout; work in flight keeps a quiet peer connected. Plain
 //! connections (stdio, child processes, `Connection::builder()`) have neither by default.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use jsonrpc_duplex::server::{DEFAULT_IDLE_TIMEOUT, DEFAULT_MESSAGE_READ_TIMEOUT, Server, ServerBuilder};
 use jsonrpc_duplex::transport::PeerAddr;
 use jsonrpc_duplex::{Connection, ErrorObject, Router};
-use net_common::*;
+use support::host::*;
+use support::time::*;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 

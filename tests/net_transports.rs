@@ -1,10 +1,10 @@
 //! Each network transport end to end, with typed calls both ways (`#[rpc]` traits in
-//! `net_common`): the client calls the server, the server calls the client back mid-request and
+//! `support::kv`): the client calls the server, the server calls the client back mid-request and
 //! pushes notifications to every client. TCP (IPv4 and IPv6 loopback), Unix domain sockets, and
 //! WebSocket (feature `websocket`: `cargo test --all-features`), through [`Server`] and through
 //! the bare listener API. Only loopback addresses; every wait is bounded.
 
-mod net_common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,9 @@ use std::time::Duration;
 use jsonrpc_duplex::server::{Server, ServerBuilder};
 use jsonrpc_duplex::transport::{Listener, PeerAddr};
 use jsonrpc_duplex::{Builder, CloseKind, Connection};
-use net_common::*;
+use support::host::*;
+use support::kv::*;
+use support::time::*;
 
 fn server(shared: &Arc<Shared>) -> ServerBuilder {
     Server::builder().serve_with(Session::factory(shared.clone()))
@@ -80,16 +82,25 @@ async fn tcp_typed_calls_both_ways_and_pushes() {
     finish(server, a, b).await;
 }
 
+/// Set (to anything) on a machine without IPv6 to skip [`tcp_over_ipv6_loopback`].
+const NO_IPV6: &str = "JSONRPC_DUPLEX_TEST_NO_IPV6";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_over_ipv6_loopback() {
     let shared = Arc::new(Shared::default());
     let server = match server(&shared).bind_tcp("[::1]:0").await {
         Ok(server) => server,
-        Err(e) => {
-            eprintln!("skipped: no IPv6 loopback here ({e})");
+        // A machine without IPv6 must say so: the opt-out is a setting of that machine's CI,
+        // where a reviewer sees it, and it skips only when the bind really fails.
+        Err(e) if std::env::var_os(NO_IPV6).is_some() => {
+            eprintln!("skipped: no IPv6 loopback here ({e}), as {NO_IPV6} says");
             return;
         }
+        Err(e) => panic!(
+            "cannot bind the IPv6 loopback [::1]: {e}; on a machine without IPv6, set {NO_IPV6}=1 to skip this test"
+        ),
     };
+    assert!(server.local_addr().and_then(PeerAddr::socket_addr).is_some_and(|a| a.is_ipv6()));
     let addr = server.local_addr().and_then(PeerAddr::socket_addr).unwrap();
     let (a_side, b_side) = (ClientSide::named("alice"), ClientSide::named("bob"));
     let a = within(client(&a_side).connect_tcp(addr)).await.unwrap();

@@ -11,9 +11,7 @@
 //! bounded.
 #![cfg(feature = "websocket")]
 
-#[path = "support/interop.rs"]
-mod interop;
-mod net_common;
+mod support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -22,7 +20,9 @@ use std::time::Duration;
 
 use jsonrpc_duplex::server::Server;
 use jsonrpc_duplex::{CloseKind, Connection, Handle};
-use net_common::*;
+use support::interop;
+use support::kv::*;
+use support::time::*;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
 

@@ -3,13 +3,13 @@
 //! method is as easy there as anywhere, for the client and the server. The bytes on the wire are
 //! checked against a hand-written peer.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use jsonrpc_duplex::{Builder, Connection, Framing, Profile, Progress, RpcError, rpc};
-use raw_peer::{RawPeer, within};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use support::raw_peer::RawPeer;
+use support::time::within;
 
 /// MCP's `tools/call` params (the token is not a field: the connection puts it in `_meta`).
 #[derive(Debug, Serialize, Deserialize)]

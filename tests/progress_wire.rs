@@ -3,8 +3,7 @@
 //! after the answer dropped, tokens we did not issue left to the router, the callee's reports
 //! before its answer and never after, MCP's spelling, and the connection ending.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,8 +13,9 @@ use jsonrpc_duplex::{
     CallOptions, CancellationToken, Connection, Error, ErrorObject, Framing, Progress, ProgressProtocol, ProgressToken,
     Router,
 };
-use raw_peer::{pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::pair;
+use support::time::within;
 use tokio::sync::mpsc;
 
 const SILENCE: Duration = Duration::from_millis(100);
@@ -23,7 +23,7 @@ const SILENCE: Duration = Duration::from_millis(100);
 #[tokio::test]
 async fn reports_in_both_shapes_reach_the_caller_in_order_before_the_answer() {
     let (conn, mut peer) = pair(Connection::builder(), Framing::NewlineDelimited);
-    let (token, receiver) = conn.progress::<Value>();
+    let (token, receiver) = conn.handle().progress::<Value>();
     assert_eq!(token, ProgressToken::from(0u64), "tokens count from 0, like StreamJsonRpc's");
     let h = conn.handle();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -50,7 +50,7 @@ async fn reports_in_both_shapes_reach_the_caller_in_order_before_the_answer() {
 #[tokio::test]
 async fn a_thousand_reports_then_the_answer_all_arrive_first() {
     let (conn, mut peer) = pair(Connection::builder(), Framing::ContentLength);
-    let (token, receiver) = conn.progress::<u32>();
+    let (token, receiver) = conn.handle().progress::<u32>();
     let h = conn.handle();
     let call = tokio::spawn(async move {
         let mut seen = Vec::new();
@@ -78,7 +78,7 @@ async fn the_receiver_ends_at_the_answer_and_later_reports_go_to_the_router() {
         async {}
     });
     let (conn, mut peer) = pair(Connection::builder().serve(router), Framing::NewlineDelimited);
-    let (token, mut receiver) = conn.progress::<u32>();
+    let (token, mut receiver) = conn.handle().progress::<u32>();
     let h = conn.handle();
     let call = tokio::spawn(async move { h.request::<()>("work", (token,)).await });
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"work","params":[0]})).await;
@@ -143,7 +143,7 @@ async fn without_a_token_the_callee_reports_nothing() {
 #[tokio::test]
 async fn cancelling_the_call_ends_its_reports() {
     let (conn, mut peer) = pair(Connection::builder(), Framing::NewlineDelimited);
-    let (token, receiver) = conn.progress::<u32>();
+    let (token, receiver) = conn.handle().progress::<u32>();
     let cancel = CancellationToken::new();
     let h = conn.handle();
     let options = CallOptions::new().cancel(cancel.clone());
@@ -165,14 +165,14 @@ async fn cancelling_the_call_ends_its_reports() {
 #[tokio::test]
 async fn the_connection_ending_ends_receivers_with_connection_lost() {
     let (conn, mut peer) = pair(Connection::builder(), Framing::NewlineDelimited);
-    let (_token, mut receiver) = conn.progress::<u32>();
+    let (_token, mut receiver) = conn.handle().progress::<u32>();
     peer.send_json(json!({"jsonrpc":"2.0","method":"$/progress","params":[0,5]})).await;
     assert_eq!(within(receiver.next()).await.unwrap().unwrap(), 5);
     peer.close_write().await;
     assert!(matches!(within(receiver.next()).await, Some(Err(Error::ConnectionLost(_)))));
     assert!(within(receiver.next()).await.is_none());
     // A receiver made afterwards says so at once.
-    let (_token, mut late) = conn.progress::<u32>();
+    let (_token, mut late) = conn.handle().progress::<u32>();
     assert!(matches!(within(late.next()).await, Some(Err(Error::ConnectionLost(_)))));
 }
 
@@ -190,7 +190,7 @@ async fn mcp_spells_progress_with_the_values_members_beside_the_token() {
     );
     peer.expect(json!({"jsonrpc":"2.0","id":1,"result":1})).await;
 
-    let (_token, mut receiver) = conn.progress::<Value>();
+    let (_token, mut receiver) = conn.handle().progress::<Value>();
     peer.send_json(
         json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":5,"progressToken":0,"total":10}}),
     )

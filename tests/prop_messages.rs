@@ -5,18 +5,18 @@
 //!   and any params (compact or pretty-printed raw JSON), answered with any result or any error
 //!   object (code, message, data); every read on both sides is cut to chunk sizes the case picks.
 //!   The server sees exactly the messages sent, in order; the client gets exactly the answers.
-//! - A raw peer sends requests with ids of both types (strings of any text, integers, numbers
-//!   with fractions) and gets each id back exactly once with the answer to its own request.
+//! - A raw peer sends requests with ids of both types, spelled any way JSON allows (strings of
+//!   any text with any escapes, numbers past `u64`, with trailing zeros, exponents, `-0`) and
+//!   gets each id back exactly once with the answer to its own request, compared as bytes: a
+//!   number spelled as it was sent, a string as the same string.
 
-#[path = "support/arb_json.rs"]
-mod arb_json;
+mod support;
 
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::BytesMut;
 use jsonrpc_duplex::framing::{Frame, FrameLimits, Framing};
@@ -24,10 +24,10 @@ use jsonrpc_duplex::{CallOptions, Connection, Error, ErrorObject, Router};
 use proptest::prelude::*;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use support::arb_json;
+use support::time::within;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio_util::codec::Decoder;
-
-const WAIT: Duration = Duration::from_secs(10);
 
 /// A reader that returns at most the next chunk size per read, so the decoder sees the bytes
 /// cut exactly there.
@@ -196,7 +196,7 @@ async fn round_trip(ops: Vec<Op>, framing: Framing, sizes_in: Vec<usize>, sizes_
         }
     }
     for (call, expected) in calls {
-        let got = tokio::time::timeout(WAIT, call).await.expect("an answer within the wait");
+        let got = within(call).await;
         match (got, expected) {
             (Ok(result), Ok(value)) => {
                 assert_eq!(serde_json::from_str::<Value>(result.get()).unwrap(), value)
@@ -210,10 +210,10 @@ async fn round_trip(ops: Vec<Op>, framing: Framing, sizes_in: Vec<usize>, sizes_
     }
     // Every notification was dispatched before the answer to a later call, but the last ones
     // may still be on their way: close the client and let the server drain.
-    tokio::time::timeout(WAIT, client.close()).await.expect("the client closes");
-    tokio::time::timeout(WAIT, server.closed()).await.expect("the server sees the end");
+    within(client.close()).await;
+    within(server.closed()).await;
     // After the peer's EOF what was read is still dispatched: `close` waits for that.
-    tokio::time::timeout(WAIT, server.close()).await.expect("the server drains");
+    within(server.close()).await;
     let expected: Vec<(bool, String, Option<Value>)> = ops
         .iter()
         .map(|op| match op {
@@ -225,18 +225,60 @@ async fn round_trip(ops: Vec<Op>, framing: Framing, sizes_in: Vec<usize>, sizes_
     assert_eq!(seen, expected, "the server did not see exactly what was sent, in order");
 }
 
-/// An id of either type.
-fn id() -> impl Strategy<Value = Value> {
+/// An id as it is spelled on the wire: a string with any characters, each written plainly or as a
+/// `\u` escape; a number in any JSON form (past `u64`, with trailing zeros in its fraction, with
+/// an exponent, negative zero). Two spellings of one number are two different ids; a string is
+/// its value (see [`echo_of`]).
+fn raw_id() -> impl Strategy<Value = String> {
     prop_oneof![
-        any::<String>().prop_map(Value::String),
-        "[0-9 \"\\\\-]{0,6}".prop_map(Value::String),
-        any::<u64>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<i32>().prop_map(|n| Value::from(f64::from(n) / 4.0)),
+        prop::collection::vec((any::<char>(), any::<bool>()), 0..8).prop_map(|chars| spell_string(&chars)),
+        "[0-9 \"\\\\-]{0,6}".prop_map(|s| Value::String(s).to_string()),
+        any::<u64>().prop_map(|n| n.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        (1u64.., 0u8..10).prop_map(|(n, d)| format!("{n}{d}")),
+        (any::<i32>(), prop::option::of(0u16..1000), prop::sample::select(vec!["", "e2", "E+2", "e-3", "E0"]))
+            .prop_map(|(n, frac, exp)| format!("{n}{}{exp}", frac.map(|f| format!(".{f}0")).unwrap_or_default())),
+        Just("-0".to_string()),
     ]
 }
 
-async fn ids_echoed(ids: Vec<Value>, framing: Framing, sizes: Vec<usize>) {
+/// A JSON string literal of `chars`, each written as itself or (when its flag is set, and always
+/// when JSON requires it) as a `\u` escape, astral characters as a surrogate pair.
+fn spell_string(chars: &[(char, bool)]) -> String {
+    let mut out = String::from('"');
+    for &(c, escape) in chars {
+        if escape || c < ' ' || c == '"' || c == '\\' {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The exact bytes an id comes back as: a number as it was spelled (parsing it could lose
+/// digits); a string as the same string, in serde_json's spelling (JSON escapes are decoded:
+/// `"\u0030"` is the id `"0"`, as for every JSON peer).
+fn echo_of(id: &str) -> String {
+    match serde_json::from_str::<String>(id) {
+        Ok(text) => Value::String(text).to_string(),
+        Err(_) => id.to_owned(),
+    }
+}
+
+/// An answer's id exactly as we wrote it, and its result.
+#[derive(serde::Deserialize)]
+struct Echoed<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    result: Value,
+}
+
+async fn ids_echoed(ids: Vec<String>, framing: Framing, sizes: Vec<usize>) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (or, ow) = tokio::io::split(ours);
     let echo = Router::new().fallback(|req, reply| {
@@ -250,8 +292,8 @@ async fn ids_echoed(ids: Vec<Value>, framing: Framing, sizes: Vec<usize>) {
     let codec = framing.codec(FrameLimits::default());
     let mut wire = BytesMut::new();
     for (i, id) in ids.iter().enumerate() {
-        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "echo", "params": [i]});
-        codec.encode(request.to_string().as_bytes(), &mut wire);
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"echo","params":[{i}]}}"#);
+        codec.encode(request.as_bytes(), &mut wire);
     }
     let reading = tokio::spawn(async move {
         let mut out = Vec::new();
@@ -259,21 +301,27 @@ async fn ids_echoed(ids: Vec<Value>, framing: Framing, sizes: Vec<usize>) {
     });
     tw.write_all(&wire).await.unwrap();
     tw.shutdown().await.unwrap();
-    let out = tokio::time::timeout(WAIT, reading).await.expect("our side ends").unwrap().unwrap();
+    let out = within(reading).await.unwrap().unwrap();
     drop(conn);
 
     let mut decoder = framing.codec(FrameLimits::default());
     let mut buf = BytesMut::from(&out[..]);
-    let mut answers = Vec::new();
+    let mut bodies = Vec::new();
     while let Some(frame) = decoder.decode_eof(&mut buf).expect("we wrote a broken frame") {
         let Frame::Message(body) = frame else { panic!("we wrote an over-long line") };
-        answers.push(serde_json::from_slice::<Value>(&body).unwrap());
+        bodies.push(body);
     }
-    assert_eq!(answers.len(), ids.len(), "one answer per request: {answers:?}");
+    let answers: Vec<Echoed<'_>> = bodies
+        .iter()
+        .map(|b| serde_json::from_slice(b).unwrap_or_else(|e| panic!("not an answer ({e}): {b:?}")))
+        .collect();
+    assert_eq!(answers.len(), ids.len(), "one answer per request: {bodies:?}");
     for (i, id) in ids.iter().enumerate() {
-        let matching: Vec<&Value> = answers.iter().filter(|a| a["id"] == *id).collect();
-        assert_eq!(matching.len(), 1, "id {id} must come back exactly once: {answers:?}");
-        assert_eq!(matching[0]["result"], serde_json::json!([i]), "the answer to {id} is another's");
+        // The bytes of the id, not a parsed value: `1.50` must not come back as `1.5`.
+        let echo = echo_of(id);
+        let matching: Vec<&Echoed<'_>> = answers.iter().filter(|a| a.id.get() == echo).collect();
+        assert_eq!(matching.len(), 1, "id {id} must come back exactly once, spelled the same: {bodies:?}");
+        assert_eq!(matching[0].result, serde_json::json!([i]), "the answer to {id} is another's");
     }
 }
 
@@ -293,13 +341,14 @@ proptest! {
 
     #[test]
     fn ids_of_both_types_are_echoed_exactly(
-        ids in prop::collection::vec(id(), 1..12),
+        ids in prop::collection::vec(raw_id(), 1..12),
         newline in any::<bool>(),
         sizes in prop::collection::vec(1usize..64, 1..6),
     ) {
-        // Ids in flight together must differ (as JSON text: 1 and "1" are different ids).
+        // Ids in flight together must differ (1 and "1", 1.5 and 1.50 are different ids; "0" and
+        // "\u0030" are the same).
         let mut unique = HashSet::new();
-        let ids: Vec<Value> = ids.into_iter().filter(|id| unique.insert(id.to_string())).collect();
+        let ids: Vec<String> = ids.into_iter().filter(|id| unique.insert(echo_of(id))).collect();
         let framing = if newline { Framing::NewlineDelimited } else { Framing::ContentLength };
         runtime().block_on(ids_echoed(ids, framing, sizes));
     }

@@ -21,14 +21,14 @@
 //! set for every command run here ([`KNOBS`]): benches run at a hundredth of their sizes, the
 //! soak and fuzz scripts for a second or two. The argv stays the README's.
 
-#[path = "support/interop.rs"]
-mod interop;
+mod support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::interop;
 
 /// Declares the list of README command lines ([`COMMANDS`]) and one test per entry.
 macro_rules! readme {

@@ -2,18 +2,17 @@
 //! serves `Editor` and calls `Agent`; handlers call the peer back through a typed client, see
 //! their request's cancellation, and notifications arrive in order.
 
-mod rpc_common;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, Connection, Handle, Id, MethodClash, RequestContext, Router, RpcError,
-    rpc,
+    CallOptions, CancellationToken, ClientError, Connection, Error, Handle, Id, RequestContext, Router, RpcError, rpc,
+    transport::memory,
 };
-use rpc_common::{pair, within};
 use serde::{Deserialize, Serialize};
+use support::time::{eventually, within};
 use tokio::sync::oneshot;
 
 /// `fs/read_text_file` params.
@@ -200,19 +199,11 @@ struct Setup {
 fn setup() -> Setup {
     let editor_state = Arc::new(EditorState::default());
     let agent = Arc::new(TestAgent::default());
-    let (editor_conn, agent_conn) = pair(
+    let (editor_conn, agent_conn) = memory::pair(
         Connection::builder().serve(EditorServer::new(TestEditor(editor_state.clone()))),
         Connection::builder().serve(AgentServer::from_arc(agent.clone())),
     );
     Setup { editor_state, agent, editor_conn, agent_conn }
-}
-
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + rpc_common::WAIT;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,7 +265,7 @@ async fn the_peers_cancellation_reaches_the_handlers_token() {
     assert!(!handler_token.is_cancelled());
     token.cancel();
     within(handler_token.cancelled()).await;
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Cancelled)));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Cancelled))));
 }
 
 #[tokio::test]
@@ -328,7 +319,7 @@ impl Legacy for Shell {
 
 #[tokio::test]
 async fn several_dispatchers_serve_one_connection() {
-    let (editor_conn, _agent_conn) = pair(
+    let (editor_conn, _agent_conn) = memory::pair(
         Connection::builder(),
         Connection::builder().serve(AgentServer::new(TestAgent::default())).serve(TerminalServer::new(Shell)),
     );
@@ -344,7 +335,7 @@ fn a_method_name_clash_between_dispatchers_is_reported_by_name() {
         .serve(AgentServer::new(TestAgent::default()))
         .try_serve(LegacyServer::new(Shell))
         .unwrap_err();
-    assert_eq!(clash, MethodClash { method: "session/prompt".into() });
+    assert_eq!(clash.method, "session/prompt");
 
     let clash = Router::from(AgentServer::new(TestAgent::default())).try_merge(LegacyServer::new(Shell)).unwrap_err();
     assert_eq!(clash.method, "session/prompt");

@@ -1,15 +1,17 @@
 //! Typed errors: a method's own error type round-trips through the error object; an object that
 //! is not one of its errors is kept raw; every other failure of a call has its own variant.
 
-mod rpc_common;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, CloseKind, Connection, ErrorObject, RpcError, RpcErrorType, rpc,
+    CallOptions, CancellationToken, ClientError, CloseKind, Connection, Error, ErrorObject, Framing, RpcError,
+    RpcErrorType, rpc,
 };
-use rpc_common::{raw_peer, within};
 use serde::{Deserialize, Serialize};
+use support::raw_peer::pair;
+use support::time::within;
 
 /// The error of the file methods: each kind has its own code, and its fields travel as `data`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,14 +110,17 @@ fn path(p: &str) -> PathRequest {
 }
 
 fn connected() -> (Connection, Connection, FsClient) {
-    let (server, client) = rpc_common::pair(Connection::builder().serve(FsServer::new(Disk)), Connection::builder());
+    let (server, client) = jsonrpc_duplex::transport::memory::pair(
+        Connection::builder().serve(FsServer::new(Disk)),
+        Connection::builder(),
+    );
     let fs = FsClient::new(client.handle());
     (server, client, fs)
 }
 
 #[tokio::test]
 async fn a_typed_error_travels_as_code_message_and_data() {
-    let (_conn, mut peer) = raw_peer(Connection::builder().serve(FsServer::new(Disk)));
+    let (_conn, mut peer) = pair(Connection::builder().serve(FsServer::new(Disk)), Framing::ContentLength);
     let answer = peer.call(r#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"b.txt"}}"#).await;
     assert_eq!(
         answer,
@@ -140,14 +145,14 @@ async fn a_typed_error_round_trips_into_the_clients_error_type() {
 
 #[tokio::test]
 async fn an_error_object_that_is_not_one_of_the_types_errors_is_kept_raw() {
-    let (conn, mut peer) = raw_peer(Connection::builder());
+    let (conn, mut peer) = pair(Connection::builder(), Framing::ContentLength);
     let fs = FsClient::new(conn.handle());
     let f = fs.clone();
     let call = tokio::spawn(async move { f.read_text_file(path("a.txt")).await });
-    peer.recv().await;
+    peer.recv_text().await;
     peer.send(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found","data":{"x":1}}}"#).await;
     match within(call).await.unwrap() {
-        Err(ClientError::Remote(e)) => {
+        Err(ClientError::Call(Error::Remote(e))) => {
             assert_eq!(e.code, -32601);
             assert_eq!(e.message, "Method not found");
             assert_eq!(e.data.as_ref().map(|d| d.get()), Some(r#"{"x":1}"#));
@@ -157,7 +162,7 @@ async fn an_error_object_that_is_not_one_of_the_types_errors_is_kept_raw() {
 
     // The right code with data that does not decode is not an `FsError` either.
     let call = tokio::spawn(async move { fs.read_text_file(path("a.txt")).await });
-    peer.recv().await;
+    peer.recv_text().await;
     peer.send(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"gone"}}"#).await;
     let e = within(call).await.unwrap().unwrap_err();
     assert_eq!(e.remote().map(|e| e.code), Some(-32002));
@@ -181,27 +186,29 @@ async fn the_default_error_type_carries_any_error_as_a_server_error() {
 
 #[tokio::test]
 async fn a_lost_connection_says_why() {
-    let (conn, peer) = raw_peer(Connection::builder());
+    let (conn, mut peer) = pair(Connection::builder(), Framing::ContentLength);
     let fs = FsClient::new(conn.handle());
     let call = tokio::spawn(async move { fs.read_text_file(path("a.txt")).await });
     tokio::task::yield_now().await;
-    peer.close().await;
+    peer.close_write().await;
     match within(call).await.unwrap() {
-        Err(ClientError::ConnectionLost(reason)) => assert_eq!(reason.kind, CloseKind::RemoteClosed),
+        Err(ClientError::Call(Error::ConnectionLost(reason))) => assert_eq!(reason.kind, CloseKind::RemoteClosed),
         other => panic!("expected ConnectionLost, got {other:?}"),
     }
 }
 
 #[tokio::test]
 async fn a_timeout_from_the_options_fails_the_call_and_cancels_it_on_the_peer() {
-    let (conn, mut peer) = raw_peer(Connection::builder());
+    let (conn, peer) = pair(Connection::builder(), Framing::ContentLength);
     let fs = FsClient::new(conn.handle());
     let call = tokio::spawn(async move {
         fs.with_options(CallOptions::new().timeout(Duration::from_millis(50))).watch(path("a.txt")).await
     });
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"fs/watch","params":{"path":"a.txt"}}"#);
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Timeout(t)) if t == Duration::from_millis(50)));
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":0}}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"fs/watch","params":{"path":"a.txt"}}"#);
+    assert!(
+        matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Timeout(t))) if t == Duration::from_millis(50))
+    );
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":0}}"#);
 }
 
 #[tokio::test]
@@ -213,47 +220,47 @@ async fn a_cancellation_token_from_the_options_cancels_the_call() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     token.cancel();
     // The server's handler is dropped and the request answered -32800, which the client reports as `Cancelled`.
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Cancelled)));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Cancelled))));
     // Calls without the options are unaffected.
     within(fs.read_text_file(path("a.txt"))).await.unwrap();
 }
 
 #[tokio::test]
 async fn a_result_that_does_not_decode_is_a_deserialize_error() {
-    let (conn, mut peer) = raw_peer(Connection::builder());
+    let (conn, mut peer) = pair(Connection::builder(), Framing::ContentLength);
     let fs = FsClient::new(conn.handle());
     let call = tokio::spawn(async move { fs.read_text_file(path("a.txt")).await });
-    peer.recv().await;
+    peer.recv_text().await;
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":42}"#).await;
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Deserialize(_))));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Deserialize(_)))));
 }
 
 #[tokio::test]
 async fn params_that_do_not_serialize_are_a_serialize_error() {
     let (_server, _client, fs) = connected();
     let e = within(fs.store(Faulty)).await.unwrap_err();
-    assert!(matches!(e, ClientError::Serialize(_)), "{e:?}");
+    assert!(matches!(e, ClientError::Call(Error::Serialize(_))), "{e:?}");
     assert!(e.to_string().contains("Faulty refuses to be serialized"), "{e}");
 }
 
 #[tokio::test]
 async fn a_message_over_the_size_limit_is_refused_before_sending() {
-    let (conn, _peer) = raw_peer(Connection::builder().max_message_size(64));
+    let (conn, _peer) = pair(Connection::builder().max_message_size(64), Framing::ContentLength);
     let fs = FsClient::new(conn.handle());
     let e = within(fs.read_text_file(path(&"x".repeat(100)))).await.unwrap_err();
-    assert!(matches!(e, ClientError::MessageTooLarge { limit: 64, .. }), "{e:?}");
+    assert!(matches!(e, ClientError::Call(Error::MessageTooLarge { limit: 64, .. })), "{e:?}");
 }
 
 #[test]
 fn client_errors_are_std_errors_and_convert_into_the_default_error_type() {
     fn takes_std_error(_: &dyn std::error::Error) {}
-    let e: ClientError<FsError> = ClientError::Remote(ErrorObject::method_not_found("x"));
-    takes_std_error(&ClientError::<RpcError>::Cancelled);
+    let e: ClientError<FsError> = ClientError::Call(Error::Remote(ErrorObject::method_not_found("x")));
+    takes_std_error(&ClientError::<RpcError>::Call(Error::Cancelled));
     assert_eq!(e.remote().map(|o| o.code), Some(-32601));
     // A call that failed by itself becomes a code the caller can act on.
-    let forwarded: RpcError = ClientError::<RpcError>::Cancelled.into();
+    let forwarded: RpcError = ClientError::<RpcError>::Call(Error::Cancelled).into();
     assert_eq!((forwarded.code, forwarded.message.as_str()), (-32800, "Request cancelled"));
-    let forwarded: RpcError = ClientError::<RpcError>::Timeout(std::time::Duration::from_secs(1)).into();
+    let forwarded: RpcError = ClientError::<RpcError>::Call(Error::Timeout(std::time::Duration::from_secs(1))).into();
     assert_eq!(forwarded.code, -32001);
     // The peer's own error object passes through unchanged.
     let peer = ErrorObject::new(-32050, "quota").with_data(serde_json::json!({"retryAfter": 3}));

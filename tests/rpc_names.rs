@@ -1,10 +1,11 @@
 //! Method names: explicit names, aliases for old names, and names derived from the Rust name
 //! with a namespace, a separator and a rename convention.
 
-mod rpc_common;
+mod support;
 
-use jsonrpc_duplex::{Connection, rpc};
-use rpc_common::{raw_peer, within};
+use jsonrpc_duplex::{Connection, Framing, rpc};
+use support::raw_peer::pair;
+use support::time::within;
 
 /// ACP-style: explicit names, and an alias for a name an older peer still sends.
 #[rpc]
@@ -78,29 +79,32 @@ fn each_server_lists_its_wire_names_aliases_included() {
 
 #[tokio::test]
 async fn the_client_sends_the_derived_and_explicit_names() {
-    let (conn, mut peer) = raw_peer(Connection::builder());
+    let (conn, mut peer) = pair(Connection::builder(), Framing::ContentLength);
     let docs = TextDocumentClient::new(conn.handle());
     within(docs.did_open("file:///a.rs".into())).await.unwrap();
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":["file:///a.rs"]}"#);
+    assert_eq!(
+        peer.recv_text().await,
+        r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":["file:///a.rs"]}"#
+    );
 
     let d = docs.clone();
     let call = tokio::spawn(async move { d.document_symbol("file:///a.rs".into()).await });
     assert_eq!(
-        peer.recv().await,
+        peer.recv_text().await,
         r#"{"jsonrpc":"2.0","id":0,"method":"textDocument/documentSymbol","params":["file:///a.rs"]}"#
     );
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":[]}"#).await;
     within(call).await.unwrap().unwrap();
 
     let call = tokio::spawn(async move { docs.workspace_symbol("main".into()).await });
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":1,"method":"workspace/symbol","params":["main"]}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"method":"workspace/symbol","params":["main"]}"#);
     peer.send(r#"{"jsonrpc":"2.0","id":1,"result":[]}"#).await;
     within(call).await.unwrap().unwrap();
 
     let files = FilesClient::new(conn.handle());
     let call = tokio::spawn(async move { files.read_text_file("a.txt".into(), Some("utf8".into())).await });
     assert_eq!(
-        peer.recv().await,
+        peer.recv_text().await,
         r#"{"jsonrpc":"2.0","id":2,"method":"fs.ReadTextFile","params":{"filePath":"a.txt","type":"utf8"}}"#
     );
     peer.send(r#"{"jsonrpc":"2.0","id":2,"result":"x"}"#).await;
@@ -109,7 +113,7 @@ async fn the_client_sends_the_derived_and_explicit_names() {
 
 #[tokio::test]
 async fn the_server_answers_the_name_and_every_alias() {
-    let (_conn, mut peer) = raw_peer(Connection::builder().serve(SessionsServer::new(Impl)));
+    let (_conn, mut peer) = pair(Connection::builder().serve(SessionsServer::new(Impl)), Framing::ContentLength);
     for (id, name) in ["session/new", "session/create", "newSession"].iter().enumerate() {
         let answer = peer.call(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{name}","params":["/tmp"]}}"#)).await;
         assert_eq!(answer, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"session in /tmp"}}"#));
@@ -121,7 +125,7 @@ async fn the_server_answers_the_name_and_every_alias() {
 
 #[tokio::test]
 async fn the_server_reads_renamed_argument_keys() {
-    let (_conn, mut peer) = raw_peer(Connection::builder().serve(FilesServer::new(Impl)));
+    let (_conn, mut peer) = pair(Connection::builder().serve(FilesServer::new(Impl)), Framing::ContentLength);
     let answer = peer
         .call(r#"{"jsonrpc":"2.0","id":1,"method":"fs.ReadTextFile","params":{"filePath":"a.txt","type":"x"}}"#)
         .await;
@@ -146,7 +150,7 @@ impl Gated for Impl {
 
 #[tokio::test]
 async fn cfg_on_a_method_applies_to_its_client_method_and_route() {
-    let (_conn, mut peer) = raw_peer(Connection::builder().serve(GatedServer::new(Impl)));
+    let (_conn, mut peer) = pair(Connection::builder().serve(GatedServer::new(Impl)), Framing::ContentLength);
     assert_eq!(
         peer.call(r#"{"jsonrpc":"2.0","id":1,"method":"present"}"#).await,
         r#"{"jsonrpc":"2.0","id":1,"result":1}"#

@@ -1,11 +1,12 @@
 //! The three params styles on the wire: what a generated client sends (exact frames) and what a
 //! generated server accepts (arrays and objects, left-out options, no params at all).
 
-mod rpc_common;
+mod support;
 
-use jsonrpc_duplex::{Connection, rpc};
-use rpc_common::{RawPeer, raw_peer, within};
+use jsonrpc_duplex::{Connection, Framing, rpc};
 use serde::{Deserialize, Serialize};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 
 /// The params object of `calc/sum`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,13 +72,13 @@ impl Calc for Calculator {
 }
 
 fn client() -> (Connection, CalcClient, RawPeer) {
-    let (conn, peer) = raw_peer(Connection::builder());
+    let (conn, peer) = pair(Connection::builder(), Framing::ContentLength);
     let client = CalcClient::new(conn.handle());
     (conn, client, peer)
 }
 
 fn server() -> (Connection, RawPeer) {
-    raw_peer(Connection::builder().serve(CalcServer::new(Calculator)))
+    pair(Connection::builder().serve(CalcServer::new(Calculator)), Framing::ContentLength)
 }
 
 // ---- what the client sends ----
@@ -86,7 +87,7 @@ fn server() -> (Connection, RawPeer) {
 async fn positional_params_are_sent_as_an_array() {
     let (_conn, client, mut peer) = client();
     let call = tokio::spawn(async move { client.subtract(42, 23).await });
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"subtract","params":[42,23]}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"subtract","params":[42,23]}"#);
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":19}"#).await;
     assert_eq!(within(call).await.unwrap().unwrap(), 19);
 }
@@ -97,7 +98,7 @@ async fn named_params_are_sent_as_an_object_with_renamed_keys_and_none_left_out(
     let c = client.clone();
     let call = tokio::spawn(async move { c.divide(7.0, 2.0, Some("floor".into())).await });
     assert_eq!(
-        peer.recv().await,
+        peer.recv_text().await,
         r#"{"jsonrpc":"2.0","id":0,"method":"divide","params":{"dividend":7.0,"divisor":2.0,"type":"floor"}}"#
     );
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":3.0}"#).await;
@@ -105,7 +106,7 @@ async fn named_params_are_sent_as_an_object_with_renamed_keys_and_none_left_out(
 
     let call = tokio::spawn(async move { client.divide(7.0, 2.0, None).await });
     assert_eq!(
-        peer.recv().await,
+        peer.recv_text().await,
         r#"{"jsonrpc":"2.0","id":1,"method":"divide","params":{"dividend":7.0,"divisor":2.0}}"#
     );
     peer.send(r#"{"jsonrpc":"2.0","id":1,"result":3.5}"#).await;
@@ -116,7 +117,7 @@ async fn named_params_are_sent_as_an_object_with_renamed_keys_and_none_left_out(
 async fn an_object_method_sends_the_dto_as_the_params() {
     let (_conn, client, mut peer) = client();
     let call = tokio::spawn(async move { client.sum(SumRequest { terms: vec![1, 2, 3] }).await });
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"calc/sum","params":{"terms":[1,2,3]}}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"calc/sum","params":{"terms":[1,2,3]}}"#);
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":{"total":6}}"#).await;
     assert_eq!(within(call).await.unwrap().unwrap(), SumResponse { total: 6 });
 }
@@ -125,7 +126,7 @@ async fn an_object_method_sends_the_dto_as_the_params() {
 async fn a_method_without_arguments_sends_no_params_member() {
     let (_conn, client, mut peer) = client();
     let call = tokio::spawn(async move { client.ping().await });
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#);
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":"pong"}"#).await;
     assert_eq!(within(call).await.unwrap().unwrap(), "pong");
 }
@@ -134,16 +135,16 @@ async fn a_method_without_arguments_sends_no_params_member() {
 async fn positional_options_are_sent_as_null() {
     let (_conn, client, mut peer) = client();
     let call = tokio::spawn(async move { client.greet("ann".into(), None).await });
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","id":0,"method":"greet","params":["ann",null]}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"greet","params":["ann",null]}"#);
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":"hello, ann"}"#).await;
     within(call).await.unwrap().unwrap();
 }
 
 #[tokio::test]
 async fn a_notification_is_sent_without_an_id_and_returns_once_queued() {
-    let (_conn, client, mut peer) = client();
+    let (_conn, client, peer) = client();
     within(client.log("started".into(), 3)).await.unwrap();
-    assert_eq!(peer.recv().await, r#"{"jsonrpc":"2.0","method":"log","params":["started",3]}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","method":"log","params":["started",3]}"#);
 }
 
 // ---- what the server accepts ----
@@ -255,6 +256,6 @@ trait RecvAfter {
 impl RecvAfter for RawPeer {
     async fn recv_after(&mut self, json: &str) -> serde_json::Value {
         self.send(json).await;
-        self.recv_json().await
+        self.recv().await
     }
 }

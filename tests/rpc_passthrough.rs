@@ -2,16 +2,16 @@
 //! travels on unchanged (code, message, data); a cancelled call becomes `-32800`, a timed-out one
 //! `-32001`. Against a hand-written peer on raw bytes.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
 use jsonrpc_duplex::{
     CallOptions, CancellationToken, Connection, ErrorObject, Framing, Handle, RequestContext, Router, RpcError, rpc,
 };
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer::pair;
+use support::time::within;
 
 /// What the peer serves.
 #[rpc(client)]

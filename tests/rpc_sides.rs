@@ -3,12 +3,12 @@
 //! results only `Deserialize`; a server-only trait's the other way round. Driven against a
 //! hand-written peer on raw bytes.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use jsonrpc_duplex::{Connection, Framing, RpcError, rpc};
-use raw_peer::{pair, within};
 use serde_json::json;
+use support::raw_peer::pair;
+use support::time::within;
 
 /// Only ever sent.
 #[derive(serde::Serialize)]

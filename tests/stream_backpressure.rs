@@ -30,7 +30,7 @@ async fn slow_consumer(items: usize, settings: StreamSettings, bound: usize) -> 
     });
     let (client, _server) =
         memory::pair(Connection::builder(), Connection::builder().stream_settings(settings).serve(router));
-    let mut stream = client.request_stream::<u64>("numbers", (), CallOptions::new());
+    let mut stream = client.handle().request_stream::<u64>("numbers", (), CallOptions::new());
     let mut consumed = 0usize;
     let mut lead = 0usize;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -87,7 +87,7 @@ async fn a_consumer_that_stops_pulling_stops_the_producer() {
     let settings = StreamSettings::new().max_read_ahead(10);
     let (client, _server) =
         memory::pair(Connection::builder(), Connection::builder().stream_settings(settings).serve(router));
-    let mut stream = client.request_stream::<u64>("numbers", (), CallOptions::new());
+    let mut stream = client.handle().request_stream::<u64>("numbers", (), CallOptions::new());
     for i in 0..25 {
         assert_eq!(stream.next().await.unwrap().unwrap(), i);
     }

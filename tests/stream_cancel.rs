@@ -3,21 +3,18 @@
 //! carries a stream ends them on both sides, and a lost connection ends everything with
 //! "connection lost".
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
-    CallOptions, CancellationToken, ClientError, Connection, Progress, RpcError, RpcStream, rpc, transport::memory,
+    CallOptions, CancellationToken, ClientError, Connection, Error, Progress, RpcError, RpcStream, rpc,
+    transport::memory,
 };
+use support::time::within;
 use tokio::sync::{Notify, oneshot};
-
-const WAIT: Duration = Duration::from_secs(5);
-
-async fn within<F: std::future::Future>(fut: F) -> F::Output {
-    tokio::time::timeout(WAIT, fut).await.expect("timed out")
-}
 
 /// Signals when dropped.
 struct DropSignal(Option<oneshot::Sender<()>>);
@@ -114,7 +111,7 @@ async fn cancelling_a_streaming_call_ends_the_sequence_on_both_sides() {
     let mut ticks = client.with_options(CallOptions::new().cancel(cancel.clone())).ticks();
     assert_eq!(within(ticks.next()).await.unwrap().unwrap(), 0);
     cancel.cancel();
-    assert!(matches!(within(ticks.next()).await, Some(Err(ClientError::Cancelled))));
+    assert!(matches!(within(ticks.next()).await, Some(Err(ClientError::Call(Error::Cancelled)))));
     assert!(within(ticks.next()).await.is_none());
     within(dropped).await.expect("the service's stream was dropped");
 }
@@ -138,7 +135,7 @@ async fn cancelling_a_call_that_carries_a_stream_ends_that_stream() {
     };
     within(service.taken.notified()).await;
     cancel.cancel();
-    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Cancelled)));
+    assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Cancelled))));
     within(sum_dropped).await.expect("the handler was dropped");
     within(ours_dropped).await.expect("our argument stream was dropped");
 }
@@ -158,7 +155,7 @@ async fn cancelling_a_call_with_progress_stops_its_reports() {
             }
         })
         .await;
-    assert!(matches!(outcome, Err(ClientError::Cancelled)), "{outcome:?}");
+    assert!(matches!(outcome, Err(ClientError::Call(Error::Cancelled))), "{outcome:?}");
     assert!(seen.load(Ordering::SeqCst) > 100);
 }
 
@@ -176,8 +173,8 @@ async fn losing_the_connection_ends_streams_and_calls_with_connection_lost() {
     while let Some(item) = within(ticks.next()).await {
         rest.push(item);
     }
-    assert!(matches!(rest.last(), Some(Err(ClientError::ConnectionLost(_)))), "{rest:?}");
+    assert!(matches!(rest.last(), Some(Err(ClientError::Call(Error::ConnectionLost(_))))), "{rest:?}");
     assert!(rest[..rest.len() - 1].iter().all(Result::is_ok));
-    assert!(matches!(within(forever).await.unwrap(), Err(ClientError::ConnectionLost(_))));
+    assert!(matches!(within(forever).await.unwrap(), Err(ClientError::Call(Error::ConnectionLost(_)))));
     drop(client_conn);
 }

@@ -1,12 +1,12 @@
 //! `#[rpc]` streaming methods, stream arguments and progress: every shape end to end over an
 //! in-memory pair, and the exact frames a generated client and server exchange with a raw peer.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{ClientError, Connection, Framing, Progress, RpcError, RpcStream, rpc, transport::memory};
 use serde_json::json;
+use support::raw_peer;
 
 /// One progress report.
 #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
@@ -105,7 +105,7 @@ async fn the_generated_client_sends_tokens_where_streams_and_progress_go() {
     let first = tokio::spawn(async move { (counted.next().await, counted) });
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"countTo","params":{"n":2}})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":9,"values":[1]}})).await;
-    let (first, counted) = raw_peer::within(first).await.unwrap();
+    let (first, counted) = support::time::within(first).await.unwrap();
     assert_eq!(first.unwrap().unwrap(), 1);
     drop(counted);
     peer.expect(json!({"jsonrpc":"2.0","method":"$/enumerator/abort","params":[9]})).await;
@@ -119,7 +119,7 @@ async fn the_generated_client_sends_tokens_where_streams_and_progress_go() {
     peer.send_json(json!({"jsonrpc":"2.0","id":"n1","method":"$/enumerator/next","params":[1]})).await;
     peer.expect(json!({"jsonrpc":"2.0","id":"n1","result":{"values":[5],"finished":false}})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":1,"result":5})).await;
-    assert_eq!(raw_peer::within(sum).await.unwrap().unwrap(), 5);
+    assert_eq!(support::time::within(sum).await.unwrap().unwrap(), 5);
 
     // A progress argument: a token in its place; reports reach the callback before the answer.
     let work = tokio::spawn({
@@ -134,7 +134,7 @@ async fn the_generated_client_sends_tokens_where_streams_and_progress_go() {
     peer.send_json(json!({"jsonrpc":"2.0","method":"$/progress","params":{"token":0,"value":{"step":1}}})).await;
     peer.send_json(json!({"jsonrpc":"2.0","method":"$/progress","params":[0,{"step":2}]})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":2,"result":2})).await;
-    let (n, steps) = raw_peer::within(work).await.unwrap();
+    let (n, steps) = support::time::within(work).await.unwrap();
     assert_eq!((n.unwrap(), steps), (2, vec![1, 2]));
 }
 

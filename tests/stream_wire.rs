@@ -3,16 +3,16 @@
 //! prefetch, unknown tokens, abort, a cancelled `next`, an error item, streams passed as arguments,
 //! and the consumer side's `next`, abort and protocol checks.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use jsonrpc_duplex::{CallOptions, CancellationToken, Connection, Error, ErrorObject, Framing, Router, StreamSettings};
-use raw_peer::{RawPeer, pair, within};
 use serde_json::{Value, json};
+use support::raw_peer::{RawPeer, pair};
+use support::time::within;
 use tokio::sync::{mpsc, oneshot};
 
 const SILENCE: Duration = Duration::from_millis(100);
@@ -232,7 +232,7 @@ async fn a_stream_passed_as_an_argument_ends_when_its_request_is_answered() {
         let _keep = &guard;
         i
     });
-    let offer = conn.offer_stream(numbers);
+    let offer = conn.handle().offer_stream(numbers);
     let h = conn.handle();
     let sum = tokio::spawn(async move { h.request::<u64>("sum", (offer,)).await });
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"sum","params":[{"token":1}]})).await;
@@ -252,8 +252,8 @@ async fn a_stream_passed_as_an_argument_ends_when_its_request_is_answered() {
 #[tokio::test]
 async fn a_stream_cannot_travel_in_a_notification_or_twice() {
     let (conn, peer) = pair(Connection::builder(), Framing::NewlineDelimited);
-    let offer = conn.offer_stream(futures::stream::iter([1]));
-    let e = conn.notify("update", (&offer,)).await.unwrap_err();
+    let offer = conn.handle().offer_stream(futures::stream::iter([1]));
+    let e = conn.handle().notify("update", (&offer,)).await.unwrap_err();
     assert!(matches!(&e, Error::Serialize(e) if e.to_string().contains("not in a notification")), "{e}");
     let e = serde_json::to_string(&offer).unwrap_err();
     assert!(e.to_string().contains("in the params of a request or in a result"), "{e}");
@@ -271,7 +271,7 @@ fn consumer() -> (Connection, RawPeer) {
 #[tokio::test]
 async fn we_pull_with_next_echoing_the_token_and_stop_at_finished() {
     let (conn, mut peer) = consumer();
-    let mut stream = conn.request_stream::<u64>("search", ("x",), CallOptions::new());
+    let mut stream = conn.handle().request_stream::<u64>("search", ("x",), CallOptions::new());
     // Lazy: nothing is sent before the first poll.
     peer.expect_silence(SILENCE).await;
     let first = tokio::spawn(async move {
@@ -299,7 +299,7 @@ async fn we_pull_with_next_echoing_the_token_and_stop_at_finished() {
 #[tokio::test]
 async fn a_result_without_a_token_is_the_whole_sequence() {
     let (conn, mut peer) = consumer();
-    let stream = conn.request_stream::<String>("list", (), CallOptions::new());
+    let stream = conn.handle().request_stream::<String>("list", (), CallOptions::new());
     let all = tokio::spawn(stream.collect::<Vec<_>>());
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"list"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"values":["a","b"]}})).await;
@@ -311,7 +311,7 @@ async fn a_result_without_a_token_is_the_whole_sequence() {
 #[tokio::test]
 async fn dropping_our_stream_early_sends_abort_and_cancels_a_next_in_flight() {
     let (conn, mut peer) = consumer();
-    let mut stream = conn.request_stream::<u64>("watch", (), CallOptions::new());
+    let mut stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new());
     let first = tokio::spawn(async move { (stream.next().await, stream) });
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":5,"values":[1]}})).await;
@@ -321,7 +321,7 @@ async fn dropping_our_stream_early_sends_abort_and_cancels_a_next_in_flight() {
     peer.expect(json!({"jsonrpc":"2.0","method":"$/enumerator/abort","params":[5]})).await;
 
     // Dropped while a `next` waits: the `next` is cancelled, then the sequence aborted.
-    let mut stream = conn.request_stream::<u64>("watch", (), CallOptions::new());
+    let mut stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new());
     let first = tokio::spawn(async move { (stream.next().await, stream) });
     peer.expect(json!({"jsonrpc":"2.0","id":1,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":1,"result":{"token":6}})).await;
@@ -335,7 +335,7 @@ async fn dropping_our_stream_early_sends_abort_and_cancels_a_next_in_flight() {
 #[tokio::test]
 async fn the_generators_error_is_one_err_item_then_the_end_without_abort() {
     let (conn, mut peer) = consumer();
-    let stream = conn.request_stream::<u64>("watch", (), CallOptions::new());
+    let stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new());
     let all = tokio::spawn(stream.collect::<Vec<_>>());
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":1,"values":[1]}})).await;
@@ -349,7 +349,7 @@ async fn the_generators_error_is_one_err_item_then_the_end_without_abort() {
 #[tokio::test]
 async fn an_empty_batch_that_is_not_the_last_is_a_protocol_error_and_aborts() {
     let (conn, mut peer) = consumer();
-    let stream = conn.request_stream::<u64>("watch", (), CallOptions::new());
+    let stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new());
     let all = tokio::spawn(stream.collect::<Vec<_>>());
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":1}})).await;
@@ -363,7 +363,7 @@ async fn an_empty_batch_that_is_not_the_last_is_a_protocol_error_and_aborts() {
 #[tokio::test]
 async fn items_that_do_not_decode_are_an_error_and_abort() {
     let (conn, mut peer) = consumer();
-    let stream = conn.request_stream::<u64>("watch", (), CallOptions::new());
+    let stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new());
     let all = tokio::spawn(stream.collect::<Vec<_>>());
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":1}})).await;
@@ -378,7 +378,7 @@ async fn items_that_do_not_decode_are_an_error_and_abort() {
 async fn cancelling_our_token_cancels_the_next_and_ends_the_stream() {
     let (conn, mut peer) = consumer();
     let token = CancellationToken::new();
-    let stream = conn.request_stream::<u64>("watch", (), CallOptions::new().cancel(token.clone()));
+    let stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new().cancel(token.clone()));
     let all = tokio::spawn(stream.collect::<Vec<_>>());
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":1}})).await;
@@ -394,7 +394,7 @@ async fn cancelling_our_token_cancels_the_next_and_ends_the_stream() {
 #[tokio::test]
 async fn the_connection_ending_ends_the_stream_with_connection_lost() {
     let (conn, mut peer) = consumer();
-    let stream = conn.request_stream::<u64>("watch", (), CallOptions::new());
+    let stream = conn.handle().request_stream::<u64>("watch", (), CallOptions::new());
     let all = tokio::spawn(stream.collect::<Vec<_>>());
     peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"watch"})).await;
     peer.send_json(json!({"jsonrpc":"2.0","id":0,"result":{"token":1,"values":[1]}})).await;
@@ -421,7 +421,7 @@ async fn the_connection_ending_drops_every_producer() {
 #[tokio::test]
 async fn offered_streams_beyond_the_limit_are_refused_with_a_clear_error() {
     let (tx, _made) = mpsc::unbounded_channel();
-    let limits = jsonrpc_duplex::Limits { max_offered_streams: 2, ..Default::default() };
+    let limits = jsonrpc_duplex::Limits::new().max_offered_streams(2);
     let builder = Connection::builder().limits(limits).serve(count_to(tx, StreamSettings::new()));
     let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
     assert_eq!(call(&mut peer, 1, "countTo", json!([5])).await, json!({"jsonrpc":"2.0","id":1,"result":{"token":1}}));

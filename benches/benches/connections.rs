@@ -119,7 +119,7 @@ fn client(addr: &str, n: usize, calls: i64) {
     let conns: Vec<Connection> = rt.block_on(async {
         let connects = (0..n).map(|_| async {
             let conn = Connection::builder().connect_tcp(addr).await.expect("connect");
-            let _: i64 = conn.request("add", (1, 1)).await.expect("first call");
+            let _: i64 = conn.handle().request("add", (1, 1)).await.expect("first call");
             conn
         });
         join_all(connects).await
@@ -138,7 +138,7 @@ fn client(addr: &str, n: usize, calls: i64) {
         let start = Instant::now();
         let work = conns.iter().enumerate().map(|(i, conn)| async move {
             for k in 0..calls {
-                let r: i64 = conn.request("add", (i as i64, k)).await.expect("call");
+                let r: i64 = conn.handle().request("add", (i as i64, k)).await.expect("call");
                 assert_eq!(r, i as i64 + k);
             }
         });

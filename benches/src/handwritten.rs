@@ -80,6 +80,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     }
                 }
             }
+            other => panic!("the hand-written loop does not speak {other:?}"),
         }
     }
 
@@ -122,6 +123,7 @@ fn put_frame(framing: Framing, msg: &impl Serialize, scratch: &mut Vec<u8>, out:
             serde_json::to_writer(&mut *out, msg).expect("serialize");
             out.push(b'\n');
         }
+        other => panic!("the hand-written loop does not speak {other:?}"),
     }
 }
 

@@ -13,12 +13,20 @@
 //! - [`server`]: one connection per accepted peer, with a connection limit, broadcast and
 //!   graceful shutdown.
 //!
+//! Errors: a call that produced no result says why with an [`Error`] (the peer's error object,
+//! a lost connection with its [`CloseReason`], a cancellation, a timeout, a message this side
+//! could not encode or decode); an [`ErrorObject`] is the JSON-RPC error object itself, what a
+//! handler answers with. The facade's crate docs have the table of every error type.
+//!
 //! Raw traffic is logged at TRACE on the target [`WIRE_TARGET`]; protocol problems at WARN/DEBUG
 //! on [`LOG_TARGET`].
 
 pub mod connection;
 mod features;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handler;
 pub mod message;
 mod profile;
@@ -46,14 +54,3 @@ pub use tokio_util::sync::CancellationToken;
 pub const WIRE_TARGET: &str = "jsonrpc_duplex::wire";
 /// The tracing target of protocol events (WARN/DEBUG).
 pub const LOG_TARGET: &str = "jsonrpc_duplex";
-
-/// Parse one frame exactly as the connection does and return how many messages it held (`None`
-/// for a parse error, answered `-32700`). An entry point for fuzzing; not a stable API.
-#[doc(hidden)]
-pub fn __fuzz_parse(frame: &[u8]) -> Option<usize> {
-    match message::parse_frame(frame, connection::DEFAULT_MAX_BATCH_LEN) {
-        Ok(message::ParsedMessage::Single(_)) => Some(1),
-        Ok(message::ParsedMessage::Batch(items)) => Some(items.len()),
-        Err(_) => None,
-    }
-}

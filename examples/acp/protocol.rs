@@ -15,7 +15,7 @@
 // items are `pub` so that they read like a library's.
 #![allow(dead_code, unreachable_pub)]
 
-use jsonrpc_duplex::{CancellationToken, ClientError, ErrorObject, RpcErrorType, rpc};
+use jsonrpc_duplex::{CancellationToken, ClientError, Error, ErrorObject, RpcErrorType, rpc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -81,7 +81,7 @@ pub trait Editor {
 // ---------------------------------------------------------------------------------------------
 
 /// ACP's error codes that these examples tell apart; any other error object stays a
-/// `ClientError::Remote` on the calling side.
+/// `ClientError::Call(Error::Remote(object))` on the calling side.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AcpError {
     /// `-32002` "Resource not found": a file or a session that does not exist. The SDK sends
@@ -192,14 +192,16 @@ impl From<ClientError<AcpError>> for AcpError {
 pub fn describe<E: std::fmt::Display + std::fmt::Debug>(error: &ClientError<E>) -> String {
     match error {
         ClientError::Method(e) => e.to_string(),
-        ClientError::Remote(object) => format!("{} ({})", object.message, object.code),
-        ClientError::ConnectionLost(reason) => format!("connection lost: {}", reason.message),
-        ClientError::Cancelled => "cancelled".into(),
-        ClientError::Timeout(t) => format!("no answer within {t:?}"),
-        ClientError::Serialize(e) => format!("cannot encode the params: {e}"),
-        ClientError::Deserialize(e) => format!("unexpected answer: {e}"),
-        ClientError::MessageTooLarge { size, limit } => format!("message of {size} bytes over the {limit}-byte limit"),
-        other => format!("{other:?}"),
+        ClientError::Call(Error::Remote(object)) => format!("{} ({})", object.message, object.code),
+        ClientError::Call(Error::ConnectionLost(reason)) => format!("connection lost: {}", reason.message),
+        ClientError::Call(Error::Cancelled) => "cancelled".into(),
+        ClientError::Call(Error::Timeout(t)) => format!("no answer within {t:?}"),
+        ClientError::Call(Error::Serialize(e)) => format!("cannot encode the params: {e}"),
+        ClientError::Call(Error::Deserialize(e)) => format!("unexpected answer: {e}"),
+        ClientError::Call(Error::MessageTooLarge { size, limit }) => {
+            format!("message of {size} bytes over the {limit}-byte limit")
+        }
+        ClientError::Call(other) => other.to_string(),
     }
 }
 

@@ -2,7 +2,7 @@
 //! exactly when the frame is not UTF-8 JSON; a batch counts its elements.
 #![no_main]
 
-use jsonrpc_duplex_core::__fuzz_parse;
+use jsonrpc_duplex_core::fuzzing;
 use jsonrpc_duplex_fuzz::AllocGuard;
 use serde_json::value::RawValue;
 
@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 static GUARD: AllocGuard = AllocGuard;
 
 libfuzzer_sys::fuzz_target!(|input: &[u8]| {
-    let parsed = __fuzz_parse(input);
+    let parsed = fuzzing::parse(input);
     let json = std::str::from_utf8(input).ok().filter(|s| serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok());
     match (json, parsed) {
         (None, None) => {}

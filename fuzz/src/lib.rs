@@ -185,7 +185,7 @@ pub fn decode_pieces(framing: Framing, limits: FrameLimits, pieces: &[&[u8]]) ->
 }
 
 /// The limits the decoder targets run with: small, so the fuzzer reaches them.
-pub const SMALL_FRAME_LIMITS: FrameLimits = FrameLimits { max_message_size: 100, max_header_size: 64 };
+pub const SMALL_FRAME_LIMITS: FrameLimits = FrameLimits::new().max_message_size(100).max_header_size(64);
 
 /// Decode `data` whole, byte by byte, and in the chunks `ctl` picks: all three must agree.
 pub fn check_decoder(framing: Framing, input: &[u8]) {
@@ -207,7 +207,7 @@ pub fn check_decoder(framing: Framing, input: &[u8]) {
         .iter()
         .filter_map(|f| match f {
             Frame::Message(b) => Some(b),
-            Frame::Discarded { .. } => None,
+            _ => None,
         })
         .collect();
     for body in &messages {
@@ -220,7 +220,7 @@ pub fn check_decoder(framing: Framing, input: &[u8]) {
         .iter()
         .filter_map(|f| match f {
             Frame::Message(b) => Some(b),
-            Frame::Discarded { .. } => None,
+            _ => None,
         })
         .collect();
     // Newline framing turns a raw CR inside a line into a space (a JSON body keeps its meaning);
@@ -239,20 +239,19 @@ pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(3600);
 
 /// The limits a fuzzed connection runs with: small, so that every one of them is reached.
 pub fn small_limits() -> jsonrpc_duplex_core::Limits {
-    jsonrpc_duplex_core::Limits {
-        frame: FrameLimits { max_message_size: 4096, max_header_size: 256 },
-        max_batch_len: 8,
-        max_concurrent_requests: 4,
-        max_concurrent_request_bytes: 8192,
-        read_ahead: 8,
-        read_ahead_bytes: 8192,
-        max_buffered_inbound: 64,
-        max_buffered_inbound_bytes: 65536,
-        outbound_buffer: 4096,
-        max_pending_calls: 16,
-        max_offered_streams: 8,
-        max_trace_len: 256,
-    }
+    jsonrpc_duplex_core::Limits::new()
+        .frame(FrameLimits::new().max_message_size(4096).max_header_size(256))
+        .max_batch_len(8)
+        .max_concurrent_requests(4)
+        .max_concurrent_request_bytes(8192)
+        .read_ahead(8)
+        .read_ahead_bytes(8192)
+        .max_buffered_inbound(64)
+        .max_buffered_inbound_bytes(65536)
+        .outbound_buffer(4096)
+        .max_pending_calls(16)
+        .max_offered_streams(8)
+        .max_trace_len(256)
 }
 
 /// A service that reaches every part of the connection: typed and raw params (decoded as
@@ -344,7 +343,7 @@ pub fn check_connection(input: &[u8]) {
         }
     });
     // Everything we wrote must be well framed, valid JSON-RPC 2.0.
-    let limits = FrameLimits { max_message_size: usize::MAX / 4, max_header_size: 64 };
+    let limits = FrameLimits::new().max_message_size(usize::MAX / 4).max_header_size(64);
     let decoded = decode_pieces(framing, limits, &[&written]);
     assert_eq!(decoded.error, None, "we wrote a broken frame: {:?}", String::from_utf8_lossy(&written));
     for frame in decoded.frames {

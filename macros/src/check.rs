@@ -44,9 +44,13 @@ const RESERVED: &[(&str, &str)] = &[
 /// Inherent methods of the generated client, which a trait method of the same name would clash with.
 const CLIENT_METHODS: &[&str] = &["new", "handle", "options", "with_options"];
 
-pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
+/// Report every semantic mistake; the result says, for each of `t.methods`, whether one was
+/// found in it (so that the expansion can leave that method out and still emit the rest).
+pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) -> Vec<bool> {
     let mut seen: HashMap<&str, &syn::Ident> = HashMap::new();
+    let mut faulty = Vec::with_capacity(t.methods.len());
     for m in &t.methods {
+        let before = errors.len();
         for name in m.names() {
             check_name(name, errors);
             if let Some(first) = seen.get(name.value.as_str()) {
@@ -106,7 +110,9 @@ pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) {
                 );
             }
         }
+        faulty.push(errors.len() > before);
     }
+    faulty
 }
 
 /// Streams and progress: where they may appear.

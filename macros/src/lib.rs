@@ -37,5 +37,5 @@ use proc_macro::TokenStream;
 /// The grammar in full, with a readable expansion, is in the `jsonrpc-duplex` crate docs.
 #[proc_macro_attribute]
 pub fn rpc(args: TokenStream, input: TokenStream) -> TokenStream {
-    expand::rpc(args.into(), input.into()).unwrap_or_else(syn::Error::into_compile_error).into()
+    expand::rpc(args.into(), input.into()).into()
 }

@@ -35,6 +35,7 @@ pub const OPENRPC_VERSION: &str = "1.3.2";
 /// # }
 /// ```
 #[derive(Debug)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Document {
     title: String,
     version: String,

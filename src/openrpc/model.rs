@@ -42,6 +42,7 @@ pub enum ParamStructure {
 /// One method of a [`Service`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Method {
     /// The Rust method's name (`read_text_file`); TypeScript spells it `readTextFile`.
     pub rust_name: String,
@@ -66,6 +67,7 @@ pub struct Method {
 
 /// What a param carries.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ParamKind {
     /// A value of the schema.
     Value,
@@ -80,6 +82,7 @@ pub enum ParamKind {
 /// One param of a [`Method`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Param {
     /// The Rust argument's name.
     pub rust_name: String,
@@ -95,6 +98,7 @@ pub struct Param {
 
 /// What a request's answer carries.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Returns {
     /// A notification: no answer at all.
     Nothing,

@@ -2,7 +2,7 @@
 //! [vscode-jsonrpc](https://www.npmjs.com/package/vscode-jsonrpc) (10.x).
 //!
 //! [`Module`] renders, from the same description as the OpenRPC document
-//! ([`Describe`](crate::openrpc::Describe)):
+//! ([`Describe`]):
 //!
 //! - the **types** every method names: one declaration per JSON Schema definition, with the
 //!   Rust doc comments;
@@ -135,6 +135,7 @@ fn refers_to(code: &str, name: &str) -> bool {
 /// A TypeScript module for a vscode-jsonrpc peer: clients for the traits the Rust side serves,
 /// interfaces for those the TypeScript side serves.
 #[derive(Debug, Default)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Module {
     schemas: Schemas,
     clients: Vec<Service>,

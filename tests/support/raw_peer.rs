@@ -6,7 +6,6 @@
 //! this module's own strict parser: a `Content-Length` frame must be exactly
 //! `Content-Length: N\r\n\r\n` + N bytes of UTF-8, a newline frame one non-blank line ending in a
 //! bare `\n`. Every wait is bounded by [`WAIT`], so a hang fails in seconds.
-#![allow(dead_code)]
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,20 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The longest any single wait in a test may take before it fails.
-pub(crate) const WAIT: Duration = Duration::from_secs(5);
-
-/// Await `fut`, failing the test if it takes longer than [`WAIT`].
-#[track_caller]
-pub(crate) fn within<F: Future>(fut: F) -> impl Future<Output = F::Output> {
-    let caller = std::panic::Location::caller();
-    async move {
-        match tokio::time::timeout(WAIT, fut).await {
-            Ok(out) => out,
-            Err(_) => panic!("timed out after {WAIT:?} (waiting at {caller})"),
-        }
-    }
-}
+use super::time::{WAIT, within};
 
 /// What the reader task has seen so far.
 #[derive(Default)]
@@ -187,6 +173,13 @@ impl RawPeer {
     pub(crate) async fn recv_text(&self) -> String {
         let (_, body) = self.recv_frame().await;
         String::from_utf8(body).expect("we wrote a body that is not UTF-8")
+    }
+
+    /// Write one framed message and return the next message's body as text (the answer, when
+    /// nothing else is on its way).
+    pub(crate) async fn call(&mut self, body: &str) -> String {
+        self.send(body).await;
+        self.recv_text().await
     }
 
     /// The next message as JSON.
@@ -350,37 +343,4 @@ fn check_body(body: &[u8]) -> Result<(), String> {
         return Err("a body with a BOM".into());
     }
     Ok(())
-}
-
-/// Log lines captured from `tracing` on this thread (use a current-thread runtime).
-#[derive(Clone, Default)]
-pub(crate) struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl Logs {
-    /// Everything logged so far.
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Capture this thread's `tracing` events at DEBUG and above until the guard is dropped.
-pub(crate) fn capture_logs() -> (tracing::subscriber::DefaultGuard, Logs) {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    (tracing::subscriber::set_default(subscriber), logs)
 }

@@ -3,7 +3,7 @@
 //!
 //! - [`Record`]: one line, read and written;
 //! - [`split`]: per-direction framing detection and framing, on the library's codecs;
-//! - [`write`]: records from what crossed the wire, written as they happen;
+//! - [`write`](mod@write): records from what crossed the wire, written as they happen;
 //! - [`read`]: reading a trace back, once or while it grows.
 
 pub(crate) mod read;

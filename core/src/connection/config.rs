@@ -19,6 +19,7 @@ use crate::framing::{FrameLimits, Framing};
 /// handler reads from [`RequestContext::cancel_reason`](crate::RequestContext::cancel_reason).
 /// Outbound, the reason is [`CallOptions::cancel_reason`](super::CallOptions::cancel_reason).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CancelProtocol {
     /// The notification's method name.
     pub method: Cow<'static, str>,
@@ -39,6 +40,25 @@ pub struct CancelProtocol {
 }
 
 impl CancelProtocol {
+    /// A protocol of your own: cancellation is the notification `method` with the request's id
+    /// in the params member `id_member`; a cancelled request is still answered, no reason is
+    /// sent, every method may be cancelled (change the public fields for the rest).
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::CancelProtocol;
+    /// let mut cancel = CancelProtocol::new("custom/cancel", "which");
+    /// cancel.answers_cancelled = false;
+    /// # drop(cancel);
+    /// ```
+    pub fn new(method: impl Into<Cow<'static, str>>, id_member: impl Into<Cow<'static, str>>) -> Self {
+        CancelProtocol {
+            method: method.into(),
+            id_member: id_member.into(),
+            answers_cancelled: true,
+            send_reason: false,
+            never_cancelled: Vec::new(),
+        }
+    }
     /// LSP / StreamJsonRpc / vscode-jsonrpc: `$/cancelRequest {"id"}`.
     pub fn lsp() -> Self {
         CancelProtocol {
@@ -164,6 +184,8 @@ pub const DEFAULT_MAX_OFFERED_STREAMS: usize = 1024;
 /// | maps keyed by the peer's ids (not a setting) | std's `RandomState` | keyed SipHash: a peer cannot aim its ids at one bucket (our own ids keep a cheaper hash) |
 /// | `max_trace_len` | 4 KiB | a traced message, and peer input quoted in any log line (ids, method names, params, errors), is cut there and noted with the bytes left out; quoted input also passes the [trace redactor](super::Builder::trace_redactor) |
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Limits {
     /// Framing limits.
     pub frame: FrameLimits,
@@ -212,6 +234,92 @@ impl Default for Limits {
             max_offered_streams: DEFAULT_MAX_OFFERED_STREAMS,
             max_trace_len: DEFAULT_MAX_TRACE_LEN,
         }
+    }
+}
+
+/// Each limit can be set on its own, starting from the defaults:
+///
+/// ```
+/// use jsonrpc_duplex_core::{Connection, Limits};
+/// let limits = Limits::new().read_ahead(16).max_batch_len(100).max_message_size(1 << 20);
+/// assert_eq!((limits.read_ahead, limits.frame.max_message_size), (16, 1 << 20));
+/// let builder = Connection::builder().limits(limits);
+/// # drop(builder);
+/// ```
+impl Limits {
+    /// Every limit at its default (the table above).
+    pub fn new() -> Self {
+        Limits::default()
+    }
+    /// Set the framing limits ([`Limits::frame`]).
+    pub fn frame(mut self, frame: FrameLimits) -> Self {
+        self.frame = frame;
+        self
+    }
+    /// Set the largest message accepted or sent ([`FrameLimits::max_message_size`]).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.frame.max_message_size = bytes;
+        self
+    }
+    /// Set the largest `Content-Length` header block ([`FrameLimits::max_header_size`]).
+    pub fn max_header_size(mut self, bytes: usize) -> Self {
+        self.frame.max_header_size = bytes;
+        self
+    }
+    /// Set [`Limits::max_batch_len`].
+    pub fn max_batch_len(mut self, messages: usize) -> Self {
+        self.max_batch_len = messages;
+        self
+    }
+    /// Set [`Limits::max_concurrent_requests`].
+    pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
+        self.max_concurrent_requests = requests;
+        self
+    }
+    /// Set [`Limits::max_concurrent_request_bytes`].
+    pub fn max_concurrent_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_concurrent_request_bytes = bytes;
+        self
+    }
+    /// Set [`Limits::read_ahead`].
+    pub fn read_ahead(mut self, messages: usize) -> Self {
+        self.read_ahead = messages;
+        self
+    }
+    /// Set [`Limits::read_ahead_bytes`].
+    pub fn read_ahead_bytes(mut self, bytes: usize) -> Self {
+        self.read_ahead_bytes = bytes;
+        self
+    }
+    /// Set [`Limits::max_buffered_inbound`].
+    pub fn max_buffered_inbound(mut self, messages: usize) -> Self {
+        self.max_buffered_inbound = messages;
+        self
+    }
+    /// Set [`Limits::max_buffered_inbound_bytes`].
+    pub fn max_buffered_inbound_bytes(mut self, bytes: usize) -> Self {
+        self.max_buffered_inbound_bytes = bytes;
+        self
+    }
+    /// Set [`Limits::outbound_buffer`].
+    pub fn outbound_buffer(mut self, bytes: usize) -> Self {
+        self.outbound_buffer = bytes;
+        self
+    }
+    /// Set [`Limits::max_pending_calls`].
+    pub fn max_pending_calls(mut self, calls: usize) -> Self {
+        self.max_pending_calls = calls;
+        self
+    }
+    /// Set [`Limits::max_offered_streams`].
+    pub fn max_offered_streams(mut self, streams: usize) -> Self {
+        self.max_offered_streams = streams;
+        self
+    }
+    /// Set [`Limits::max_trace_len`].
+    pub fn max_trace_len(mut self, bytes: usize) -> Self {
+        self.max_trace_len = bytes;
+        self
     }
 }
 

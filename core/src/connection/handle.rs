@@ -38,6 +38,8 @@ use crate::message::{codes, encode_notification, encode_request};
 /// call is dropped (by default "cancelled by the caller" and "the caller stopped waiting"), and
 /// "timed out after …" on timeout.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct CallOptions {
     /// Give up after this long (overrides the connection's default timeout).
     pub timeout: Option<Duration>,
@@ -541,6 +543,7 @@ impl Handle {
     }
 
     /// Whether the connection has ended (or is ending).
+    #[must_use]
     pub fn is_closed(&self) -> bool {
         self.shared.close_reason().is_some()
     }
@@ -607,7 +610,7 @@ mod tests {
                         panic!("{what}: the answer was taken for delivery, yet the call ended with {other:?}")
                     }
                 }
-                conn.notify("mark", ()).await.unwrap();
+                conn.handle().notify("mark", ()).await.unwrap();
                 let next = lines.next_line().await.unwrap().unwrap();
                 assert!(
                     next.contains(r#""method":"mark""#),

@@ -41,7 +41,7 @@ impl Builder {
     ///     .serve(Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) }))
     ///     .connect_messages(frames(server_rx), to_client.sink_map_err(std::io::Error::other));
     /// let client = Connection::builder().connect_messages(frames(client_rx), to_server.sink_map_err(std::io::Error::other));
-    /// let sum: i64 = client.request("add", (40, 2)).await?;
+    /// let sum: i64 = client.handle().request("add", (40, 2)).await?;
     /// assert_eq!(sum, 42);
     /// # Ok(()) }
     /// ```

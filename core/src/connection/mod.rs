@@ -72,6 +72,7 @@ use crate::handler::{MethodClash, Router};
 /// # }
 /// ```
 #[derive(Clone)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct Builder {
     pub(crate) config: Config,
     /// Settings given one by one, which a profile leaves alone.
@@ -254,7 +255,7 @@ impl Builder {
     /// let client = Connection::builder()
     ///     .serve(Router::new().method("name", |(): (), _ctx| async { Ok::<_, ErrorObject>("client-1") }))
     ///     .connect_io(b);
-    /// let name: String = client.request("who_are_you", ()).await?;
+    /// let name: String = client.handle().request("who_are_you", ()).await?;
     /// assert_eq!(name, "client-1");
     /// # Ok(()) }
     /// ```
@@ -399,8 +400,10 @@ fn shadowed_route(router: &Router, shared: &Shared) -> Option<String> {
 /// One JSON-RPC connection: both sides may call, notify and answer.
 ///
 /// The `Connection` owns the connection's life: dropping it (or [`Connection::close`]) ends it,
-/// after flushing what was already queued. Use [`Connection::handle`] for cloneable access from
-/// other tasks and handlers.
+/// after flushing what was already queued; [`Connection::closed`] and
+/// [`Connection::is_closed`] watch for the end. Calls, notifications, streams and progress go
+/// through its [`Handle`] ([`Connection::handle`]): a cheap clone that other tasks, handlers
+/// and generated clients keep, and that does not keep the connection open.
 ///
 /// # How a connection ends
 ///
@@ -451,6 +454,7 @@ fn shadowed_route(router: &Router, shared: &Shared) -> Option<String> {
 /// assert_eq!(reason.kind, jsonrpc_duplex_core::CloseKind::RemoteClosed);
 /// # Ok(()) }
 /// ```
+#[must_use = "dropping a Connection closes it"]
 pub struct Connection {
     handle: Handle,
     done: CancellationToken,
@@ -470,7 +474,9 @@ impl Connection {
         Builder::default()
     }
 
-    /// A cloneable handle for calls and notifications.
+    /// A handle for calls, notifications, streams and progress (a clone: cheap, and it does not
+    /// keep the connection open).
+    #[must_use]
     pub fn handle(&self) -> Handle {
         self.handle.clone()
     }
@@ -490,6 +496,12 @@ impl Connection {
                 None => reason,
             }
         }
+    }
+
+    /// Whether the connection has ended (or is ending); [`Connection::closed`] says why.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
     }
 
     /// Close from this side and wait until queued messages are flushed and the write side is shut.
@@ -512,13 +524,6 @@ impl Connection {
     #[cfg_attr(not(feature = "process"), allow(dead_code))]
     pub(crate) fn set_transport_done(&mut self, token: CancellationToken) {
         self.transport_done = Some(token);
-    }
-}
-
-impl std::ops::Deref for Connection {
-    type Target = Handle;
-    fn deref(&self) -> &Handle {
-        &self.handle
     }
 }
 

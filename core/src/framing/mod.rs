@@ -5,6 +5,23 @@
 //! (WebSocket) bring their own frames and skip this layer: they hand the connection a stream of
 //! [`Frame`]s and a sink of message bodies
 //! ([`Builder::connect_messages`](crate::Builder::connect_messages)).
+//!
+//! The codecs are a supported API of their own, for code that reads or writes these framings
+//! without a connection (a proxy, a recorder, a test peer): each is a `tokio_util` [`Decoder`]
+//! with the bounds a connection uses ([`FrameLimits`]), and [`FrameCodec::encode`] writes a frame.
+//!
+//! ```
+//! use futures::StreamExt;
+//! use jsonrpc_duplex_core::framing::{Frame, FrameLimits, Framing};
+//! use tokio_util::codec::FramedRead;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let wire: &[u8] = b"Content-Length: 2\r\n\r\n{}Content-Length: 3\r\n\r\n[1]";
+//! let mut frames = FramedRead::new(wire, Framing::ContentLength.codec(FrameLimits::default()));
+//! let Some(Ok(Frame::Message(body))) = frames.next().await else { panic!("one frame") };
+//! assert_eq!(&body[..], b"{}");
+//! # }
+//! ```
 
 mod content_length;
 mod newline;
@@ -23,6 +40,7 @@ pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
 
 /// How messages are delimited on a byte stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Framing {
     /// `Content-Length: N\r\n\r\n` then N bytes of UTF-8 JSON (LSP, StreamJsonRpc's default).
     #[default]
@@ -53,7 +71,15 @@ impl std::str::FromStr for Framing {
 }
 
 /// Size limits a decoder enforces.
+///
+/// ```
+/// use jsonrpc_duplex_core::framing::FrameLimits;
+/// const SMALL: FrameLimits = FrameLimits::new().max_message_size(4096).max_header_size(256);
+/// assert_eq!(SMALL.max_message_size, 4096);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct FrameLimits {
     /// Largest message body, in bytes ([`DEFAULT_MAX_MESSAGE_SIZE`]).
     pub max_message_size: usize,
@@ -63,12 +89,30 @@ pub struct FrameLimits {
 
 impl Default for FrameLimits {
     fn default() -> Self {
+        FrameLimits::new()
+    }
+}
+
+impl FrameLimits {
+    /// The defaults ([`DEFAULT_MAX_MESSAGE_SIZE`], [`DEFAULT_MAX_HEADER_SIZE`]); usable in a `const`.
+    pub const fn new() -> Self {
         FrameLimits { max_message_size: DEFAULT_MAX_MESSAGE_SIZE, max_header_size: DEFAULT_MAX_HEADER_SIZE }
+    }
+    /// Set the largest message body, in bytes.
+    pub const fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+    /// Set the largest `Content-Length` header block, in bytes.
+    pub const fn max_header_size(mut self, bytes: usize) -> Self {
+        self.max_header_size = bytes;
+        self
     }
 }
 
 /// What a decoder yields.
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Frame {
     /// One complete message body.
     Message(BytesMut),
@@ -110,6 +154,7 @@ impl Found {
 
 /// A broken frame. Every variant but `Io` is the peer's fault; all of them end the connection.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The transport failed.
     #[error("I/O error: {0}")]
@@ -140,8 +185,10 @@ pub enum FrameError {
     Protocol(String),
 }
 
-/// The framing seam as one codec type.
+/// The framing seam as one codec type: a [`Decoder`] of [`Frame`]s and an encoder of message
+/// bodies, for the framing [`Framing::codec`] was given.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FrameCodec {
     /// `Content-Length` headers.
     ContentLength(ContentLengthCodec),
@@ -150,7 +197,9 @@ pub enum FrameCodec {
 }
 
 impl FrameCodec {
-    /// Append one framed message to `dst`.
+    /// Append one framed message to `dst` (newline framing turns raw CR/LF whitespace in the body
+    /// into spaces, so that the message stays on one line). The size limit is not checked here:
+    /// a connection refuses an over-large message before it is encoded.
     pub fn encode(&self, body: &[u8], dst: &mut BytesMut) {
         match self {
             FrameCodec::ContentLength(_) => content_length::encode(body, dst),
@@ -159,7 +208,7 @@ impl FrameCodec {
     }
 
     /// The bytes written before a body (`Content-Length: N\r\n\r\n`, or nothing).
-    pub fn encode_prefix(&self, body_len: usize, dst: &mut BytesMut) {
+    pub(crate) fn encode_prefix(&self, body_len: usize, dst: &mut BytesMut) {
         if let FrameCodec::ContentLength(_) = self {
             content_length::encode_header(body_len, dst)
         }
@@ -175,7 +224,7 @@ impl FrameCodec {
     }
 
     /// The bytes written after a body (`\n`, or nothing).
-    pub fn encode_suffix(&self, dst: &mut BytesMut) {
+    pub(crate) fn encode_suffix(&self, dst: &mut BytesMut) {
         if let FrameCodec::Newline(_) = self {
             dst.extend_from_slice(b"\n")
         }

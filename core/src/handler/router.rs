@@ -26,6 +26,7 @@ pub(crate) enum Route {
 /// Two services registered the same method name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("method {method:?} is registered twice")]
+#[non_exhaustive]
 pub struct MethodClash {
     /// The name both registered.
     pub method: String,
@@ -56,6 +57,7 @@ pub struct MethodClash {
 /// assert!(router.contains("add") && router.contains("log"));
 /// ```
 #[derive(Clone, Default)]
+#[must_use = "a router serves nothing until it is given to a connection"]
 pub struct Router {
     /// Names are shared with the notification handlers running under them (for their logs).
     routes: HashMap<Arc<str>, Route, crate::util::hash::IdBuild>,

@@ -132,6 +132,7 @@ impl ErrorObject {
 
     /// Attach `data` (serialized now). Data that fails to serialize is left out and the failure
     /// noted in the message, so building an error never fails.
+    #[must_use]
     pub fn with_data(mut self, data: impl Serialize) -> Self {
         match serde_json::value::to_raw_value(&data) {
             Ok(raw) => self.data = Some(raw),
@@ -141,6 +142,7 @@ impl ErrorObject {
     }
 
     /// Attach raw JSON `data`.
+    #[must_use]
     pub fn with_raw_data(mut self, data: Box<RawValue>) -> Self {
         self.data = Some(data);
         self

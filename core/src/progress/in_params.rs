@@ -177,6 +177,7 @@ impl Handle {
     /// let mut seen = Vec::new();
     /// let params = serde_json::json!({ "name": "index" });
     /// let answer: String = client
+    ///     .handle()
     ///     .request_with_progress("tools/call", &params, CallOptions::new(), |s: Step| seen.push(s.progress))
     ///     .await?;
     /// assert_eq!((answer.as_str(), seen), ("done", vec![1, 2, 3]));

@@ -49,9 +49,10 @@ use serde_json::value::RawValue;
 /// token when its params are one object: MCP's `_meta.progressToken`, LSP's `workDoneToken`
 /// ([`Profile::mcp`](crate::Profile::mcp), [`Profile::lsp`](crate::Profile::lsp) set it). A
 /// `Progress<T>` argument of an `#[rpc]` method with `params = "object"`, and
-/// [`Progress::from_request`] on the server and [`Handle::request_with_progress`](crate::Handle::request_with_progress)
+/// [`Request::progress_token`](crate::Request::progress_token) on the server and [`Handle::request_with_progress`](crate::Handle::request_with_progress)
 /// on the client, put the token there and find it there.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProgressProtocol {
     /// The notification's method name.
     pub method: Cow<'static, str>,
@@ -88,6 +89,7 @@ impl ProgressProtocol {
 
     /// The same, with a request's own token at `path` in its params object (see
     /// [`request_token`](ProgressProtocol::request_token)).
+    #[must_use]
     pub fn with_request_token(mut self, path: impl Into<Cow<'static, str>>) -> Self {
         self.request_token = Some(path.into());
         self

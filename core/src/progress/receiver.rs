@@ -45,13 +45,15 @@ use crate::connection::{Error, Handle};
 /// });
 /// let (client, _server) = memory::pair(Connection::builder(), Connection::builder().serve(server));
 ///
-/// let (token, receiver) = client.progress::<u32>();
+/// let peer = client.handle();
+/// let (token, receiver) = peer.progress::<u32>();
 /// let mut seen = Vec::new();
-/// let call = client.request::<String>("work", (3, token));
+/// let call = peer.request::<String>("work", (3, token));
 /// let answer = receiver.drive(call, |step| seen.push(step)).await?;
 /// assert_eq!((answer.as_str(), seen), ("done", vec![1, 2, 3]));
 /// # Ok(()) }
 /// ```
+#[must_use = "streams do nothing unless polled"]
 pub struct ProgressReceiver<T> {
     shared: Arc<Shared>,
     state: Arc<ProgressState>,

@@ -67,6 +67,8 @@ use serde_json::value::RawValue;
 /// assert_eq!((settings.min_batch_size, settings.max_read_ahead, settings.prefetch), (100, 1000, 0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct StreamSettings {
     /// Items in each `next` answer unless the stream ends first (at least 1).
     pub min_batch_size: usize,
@@ -106,6 +108,7 @@ impl StreamSettings {
 
 /// How the enumerator protocol's two methods are spelled (StreamJsonRpc's names by default).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EnumeratorProtocol {
     /// The request that pulls the next batch (`$/enumerator/next`).
     pub next: Cow<'static, str>,
@@ -114,6 +117,11 @@ pub struct EnumeratorProtocol {
 }
 
 impl EnumeratorProtocol {
+    /// The enumerator protocol under other names: `next` pulls a batch, `abort` ends a
+    /// sequence early.
+    pub fn new(next: impl Into<Cow<'static, str>>, abort: impl Into<Cow<'static, str>>) -> Self {
+        EnumeratorProtocol { next: next.into(), abort: abort.into() }
+    }
     /// StreamJsonRpc's names: `$/enumerator/next` and `$/enumerator/abort`.
     pub fn stream_json_rpc() -> Self {
         EnumeratorProtocol { next: "$/enumerator/next".into(), abort: "$/enumerator/abort".into() }

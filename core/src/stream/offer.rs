@@ -44,6 +44,7 @@ use crate::message::bind::{Found, serialize_bound};
 /// let (client, _server) = memory::pair(Connection::builder(), Connection::builder().serve(server));
 ///
 /// let numbers: Vec<u64> = client
+///     .handle()
 ///     .request_stream::<u64>("countTo", (3,), Default::default())
 ///     .map(|item| item.expect("an item"))
 ///     .collect()
@@ -51,6 +52,7 @@ use crate::message::bind::{Found, serialize_bound};
 /// assert_eq!(numbers, [1, 2, 3]);
 /// # Ok(()) }
 /// ```
+#[must_use = "an offered stream is withdrawn when dropped unsent"]
 pub struct OfferedStream {
     /// The streams of the connection that offered it (held: its address marks this stream).
     streams: Arc<Streams>,

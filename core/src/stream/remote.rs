@@ -77,6 +77,7 @@ enum State {
 /// Made by [`Handle::open_stream`] (from an [`Enumerable`] received in a result or params) or
 /// [`Handle::request_stream`] (a call whose result is a stream); see
 /// [`OfferedStream`](super::OfferedStream) for a full example.
+#[must_use = "streams do nothing unless polled"]
 pub struct RemoteStream<T> {
     handle: Handle,
     options: CallOptions,

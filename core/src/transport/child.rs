@@ -17,6 +17,8 @@ use crate::{Builder, ChildExit, CloseKind, CloseReason, Connection};
 
 /// How a child process is bound to its connection.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+#[must_use = "a builder does nothing until it is used"]
 pub struct ChildOptions {
     /// After the connection closes (and the child's stdin with it), how long the child may take
     /// to exit by itself before it is killed (logged at WARN; the close reason then says
@@ -37,6 +39,34 @@ impl Default for ChildOptions {
             stdout_grace: Duration::from_secs(2),
             stderr_to_tracing: true,
         }
+    }
+}
+
+/// ```
+/// use std::time::Duration;
+/// use jsonrpc_duplex_core::transport::ChildOptions;
+/// let options = ChildOptions::new().exit_grace(Duration::from_millis(500)).stderr_to_tracing(false);
+/// assert_eq!(options.exit_grace, Duration::from_millis(500));
+/// ```
+impl ChildOptions {
+    /// The defaults: 2 s for each grace, stderr to tracing.
+    pub fn new() -> Self {
+        ChildOptions::default()
+    }
+    /// Set [`ChildOptions::exit_grace`].
+    pub fn exit_grace(mut self, grace: Duration) -> Self {
+        self.exit_grace = grace;
+        self
+    }
+    /// Set [`ChildOptions::stdout_grace`].
+    pub fn stdout_grace(mut self, grace: Duration) -> Self {
+        self.stdout_grace = grace;
+        self
+    }
+    /// Set [`ChildOptions::stderr_to_tracing`].
+    pub fn stderr_to_tracing(mut self, forward: bool) -> Self {
+        self.stderr_to_tracing = forward;
+        self
     }
 }
 

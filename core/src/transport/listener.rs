@@ -69,7 +69,7 @@ impl fmt::Display for PeerAddr {
 ///     }
 /// });
 /// let client = Connection::builder().connect_tcp(addr).await?;
-/// assert_eq!(client.request::<String>("ping", ()).await?, "pong");
+/// assert_eq!(client.handle().request::<String>("ping", ()).await?, "pong");
 /// # Ok(()) }
 /// ```
 pub trait Listener: Send + 'static {

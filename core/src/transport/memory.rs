@@ -22,7 +22,7 @@ pub fn streams() -> (DuplexStream, DuplexStream) {
 ///     Connection::builder(),
 ///     Connection::builder().serve(Router::new().method("ping", |(): (), _| async { Ok::<_, ErrorObject>("pong") })),
 /// );
-/// let answer: String = client.request("ping", ()).await?;
+/// let answer: String = client.handle().request("ping", ()).await?;
 /// assert_eq!(answer, "pong");
 /// # Ok(()) }
 /// ```

@@ -26,7 +26,7 @@ impl Builder {
     ///     std::io::Result::Ok(())
     /// });
     /// let client = Connection::builder().connect_tcp(addr).await?;
-    /// let echoed: String = client.request("echo", ["hi"]).await?;
+    /// let echoed: String = client.handle().request("echo", ["hi"]).await?;
     /// assert_eq!(echoed, "hi");
     /// # Ok(()) }
     /// ```

@@ -29,7 +29,7 @@ impl Builder {
     ///     std::io::Result::Ok(())
     /// });
     /// let client = Connection::builder().connect_unix(&path).await?;
-    /// assert_eq!(client.request::<String>("ping", ()).await?, "pong");
+    /// assert_eq!(client.handle().request::<String>("ping", ()).await?, "pong");
     /// # std::fs::remove_file(&path)?;
     /// # Ok(()) }
     /// ```

@@ -66,7 +66,7 @@ impl Builder {
     /// let server = Server::builder().serve(router).listen(WebSocketListener::bind("127.0.0.1:0").await?);
     /// let url = format!("ws://{}/rpc", server.local_addr().expect("bound"));
     /// let client = Connection::builder().connect_websocket(url).await?;
-    /// assert_eq!(client.request::<i64>("add", (40, 2)).await?, 42);
+    /// assert_eq!(client.handle().request::<i64>("add", (40, 2)).await?, 42);
     /// # Ok(()) }
     /// ```
     pub async fn connect_websocket<R>(self, request: R) -> Result<Connection, WebSocketError>
@@ -375,6 +375,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Vec<u8>> for WsSink<S> {
 /// [`Server`](crate::server::Server) runs it in the peer's own task, bounded by
 /// [`WebSocketListener::handshake_timeout`]). Any path is accepted.
 #[derive(Debug)]
+#[must_use = "a builder does nothing until it is used"]
 pub struct WebSocketListener {
     tcp: TcpListener,
     config: Option<WebSocketConfig>,

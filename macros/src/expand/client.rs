@@ -32,12 +32,14 @@ pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
         #[allow(dead_code)]
         impl #client {
             /// A client that calls the peer of this connection handle.
+            #[must_use]
             #vis fn new(handle: #p::Handle) -> Self {
                 Self { handle, options: ::core::default::Default::default() }
             }
 
             /// The same client with options (a timeout, a cancellation token) for every call made
             /// through the copy: `client.with_options(CallOptions::new().timeout(t)).method(..)`.
+            #[must_use]
             #vis fn with_options(&self, options: #p::CallOptions) -> Self {
                 Self { handle: ::core::clone::Clone::clone(&self.handle), options }
             }

@@ -45,11 +45,13 @@ pub(crate) fn expand(t: &RpcTrait) -> TokenStream {
             T: #bounds,
         {
             /// Serve `service`.
+            #[must_use]
             #vis fn new(service: T) -> Self {
                 Self { service: ::std::sync::Arc::new(service) }
             }
 
             /// Serve a service that is shared with other code.
+            #[must_use]
             #vis fn from_arc(service: ::std::sync::Arc<T>) -> Self {
                 Self { service }
             }

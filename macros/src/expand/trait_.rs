@@ -40,12 +40,14 @@ fn rewrite(f: &mut TraitItemFn) {
             f.default = Some(syn::parse_quote!(#body));
         }
         None => {
-            // `mut x` is a pattern, which a method without a body may not have.
+            // `mut x` is a pattern, which a method without a body may not have; any other pattern
+            // was reported already, and becomes `_` so that the trait still compiles.
             for input in &mut f.sig.inputs {
-                if let FnArg::Typed(pt) = input
-                    && let Pat::Ident(pi) = &mut *pt.pat
-                {
-                    pi.mutability = None;
+                if let FnArg::Typed(pt) = input {
+                    match &mut *pt.pat {
+                        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.mutability = None,
+                        other => *other = syn::parse_quote!(_),
+                    }
                 }
             }
         }

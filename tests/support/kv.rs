@@ -1,47 +1,17 @@
-//! Shared by the `net_*` tests: the two `#[rpc]` traits of a small key-value service (the server
+//! The two `#[rpc]` traits of a small key-value service the `net_*` tests serve (the server
 //! serves `Store`, each client serves `Watcher` so that the server can call it back and push to
-//! it), implementations of both, and bounded waits.
-
-#![allow(dead_code, unreachable_pub)]
+//! it), and implementations of both.
+#![allow(unreachable_pub)]
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use jsonrpc_duplex::server::Peer;
 use jsonrpc_duplex::{RpcError, rpc};
 use tokio::sync::{Notify, watch};
 
-/// The longest any single wait in these tests may take.
-pub const WAIT: Duration = Duration::from_secs(10);
-
-/// Await `fut`, failing the test if it takes longer than [`WAIT`].
-#[track_caller]
-pub fn within<F: Future>(fut: F) -> impl Future<Output = F::Output> {
-    let caller = std::panic::Location::caller();
-    async move {
-        match tokio::time::timeout(WAIT, fut).await {
-            Ok(out) => out,
-            Err(_) => panic!("timed out after {WAIT:?} (waiting at {caller})"),
-        }
-    }
-}
-
-/// Poll `cond` until it holds (every 5 ms, at most [`WAIT`]): for state that has no event to
-/// wait on (counters of another task).
-#[track_caller]
-pub fn eventually<'a>(what: &'a str, mut cond: impl FnMut() -> bool + 'a) -> impl Future<Output = ()> + 'a {
-    let caller = std::panic::Location::caller();
-    async move {
-        let deadline = Instant::now() + WAIT;
-        while !cond() {
-            assert!(Instant::now() < deadline, "{what}: not within {WAIT:?} (waiting at {caller})");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-}
+use super::time::within;
 
 /// What the server offers: a key-value store shared by every client.
 #[rpc(namespace = "kv")]
@@ -205,28 +175,4 @@ impl Watcher for Arc<ClientSide> {
 pub async fn reach(counter: &watch::Sender<usize>, n: usize) {
     let mut rx = counter.subscribe();
     within(rx.wait_for(|c| *c >= n)).await.expect("the counter's sender lives");
-}
-
-/// A fresh path for a Unix socket, unique per test and process.
-pub fn socket_path(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("jsonrpc-duplex-net-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-    let path = dir.join(format!("{name}.sock"));
-    let _ = std::fs::remove_file(&path);
-    path
-}
-
-/// The soft limit on open files of this process (from /proc; `None` where unavailable).
-pub fn open_files_limit() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    let soft = line.split_whitespace().nth(3)?;
-    if soft == "unlimited" { Some(u64::MAX) } else { soft.parse().ok() }
-}
-
-/// This process's resident set size in KiB (from /proc; `None` where unavailable).
-pub fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }

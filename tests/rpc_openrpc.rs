@@ -15,13 +15,12 @@
 //! wait is bounded.
 #![cfg(feature = "openrpc")]
 
-#[path = "support/interop.rs"]
-mod interop;
-
 #[path = "../examples/files/generate.rs"]
 mod generate;
 #[path = "../examples/files/protocol.rs"]
 mod protocol;
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -35,6 +34,7 @@ use jsonrpc_duplex::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use support::interop;
 
 /// Every shape a trait can have.
 ///
@@ -355,9 +355,9 @@ async fn rpc_discover_answers_the_document() {
     let doc = Document::new("files", "0.1.0").service::<protocol::FilesApi>();
     let expected = doc.to_value();
     let (client, _server) = memory::pair(Connection::builder(), Connection::builder().serve(doc.discover()));
-    let answer: Value = client.request("rpc.discover", ()).await.unwrap();
+    let answer: Value = client.handle().request("rpc.discover", ()).await.unwrap();
     assert_eq!(answer, expected);
-    let answer: Value = client.request("rpc.discover", json!([])).await.unwrap();
+    let answer: Value = client.handle().request("rpc.discover", json!([])).await.unwrap();
     assert_eq!(answer["methods"][0]["name"], "files/readTextFile");
 }
 

@@ -2,16 +2,15 @@
 //! over 64 bytes is not taken (nor broadcast), a value over 64 KiB is refused, a message over
 //! 1 MiB ends the connection. Run against the example binary, over TCP, by a raw-byte client.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::process::Stdio;
 
 use jsonrpc_duplex::Framing;
-use raw_peer::{RawPeer, within};
 use serde_json::{Value, json};
+use support::interop;
+use support::raw_peer::RawPeer;
+use support::time::within;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Start the example on a free port; its address.

@@ -3,8 +3,7 @@
 //! logged at WARN once per name; a router's fallbacks take what no route does. All against a
 //! hand-written peer on raw bytes.
 
-#[path = "support/raw_peer.rs"]
-mod raw_peer;
+mod support;
 
 use std::time::Duration;
 
@@ -12,8 +11,10 @@ use jsonrpc_duplex::{
     Builder, CallOptions, CancelProtocol, CancellationToken, CloseKind, Connection, ErrorObject, Framing, Notification,
     Profile, Request, Responder, Router,
 };
-use raw_peer::{RawPeer, capture_logs, within};
 use serde_json::json;
+use support::logs::capture_logs;
+use support::raw_peer::RawPeer;
+use support::time::within;
 
 /// `builder` on one end of a pipe (its framing left to the profile), a raw peer speaking
 /// `framing` on the other.
