@@ -375,3 +375,31 @@ async fn garbage_and_dying_peers_affect_only_themselves() {
     assert_eq!(within(StoreClient::new(healthy.handle()).add(40, 2)).await.unwrap(), 42);
     drop(junk);
 }
+
+/// A peer is listed from before its first message is read: a broadcast made by the handler of
+/// its very first request reaches it, ahead of that request's answer. Each raw client writes its
+/// request before the server has even accepted it, so its connection reads the request as it
+/// starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_from_a_peers_first_request_reaches_that_peer_first() {
+    let (server, addr) = tcp_server(Server::builder().serve_with(|peer| {
+        let server = peer.server().clone();
+        Router::new().method("shout", move |(word,): (String,), _ctx| {
+            let reached = server.broadcast("shouted", [&word]).map(|b| b.queued);
+            async move { reached.map_err(|e| ErrorObject::internal_error(e)) }
+        })
+    }))
+    .await;
+    for run in 0..100 {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (read, write) = stream.into_split();
+        let mut peer = support::raw_peer::RawPeer::new(read, write, jsonrpc_duplex::Framing::ContentLength);
+        peer.send(br#"{"jsonrpc":"2.0","id":1,"method":"shout","params":["hi"]}"#).await;
+        let first = within(peer.recv()).await;
+        assert_eq!(first["method"], "shouted", "run {run}: the broadcast comes first: {first}");
+        let answer = within(peer.recv()).await;
+        assert_eq!(answer["id"], 1, "run {run}: {answer}");
+        assert!(answer["result"].as_u64() >= Some(1), "run {run}: {answer}");
+    }
+    drop(server);
+}

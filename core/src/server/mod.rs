@@ -22,7 +22,7 @@
 //!     .serve(Router::new().notification("news", |(text,): (String,), _| async move { println!("{text}") }))
 //!     .connect_tcp(addr)
 //!     .await?;
-//! let id: u64 = client.request("whoami", ()).await?;
+//! let id: u64 = client.handle().request("whoami", ()).await?;
 //! assert_eq!(id, 0);
 //!
 //! let sent = server.broadcast("news", ["the server says hello"])?;
@@ -73,6 +73,7 @@ pub const DEFAULT_MESSAGE_READ_TIMEOUT: Duration = Duration::from_secs(30);
 type PeerFactory = Arc<dyn Fn(&Peer) -> Router + Send + Sync>;
 
 /// Configures a [`Server`]; start it with [`ServerBuilder::listen`] or a `bind_*` method.
+#[must_use = "a builder does nothing until it is used"]
 pub struct ServerBuilder {
     connection: Builder,
     factory: Option<PeerFactory>,
@@ -230,6 +231,7 @@ impl ServerBuilder {
 ///
 /// Dropping the `Server` stops accepting and closes every connection without waiting; use
 /// [`Server::shutdown`] to let requests in flight finish first.
+#[must_use = "dropping a Server stops it and closes its connections"]
 pub struct Server {
     inner: Arc<Inner>,
 }
@@ -364,7 +366,18 @@ async fn accept_loop<L: Listener>(mut listener: L, inner: Arc<Inner>, template: 
         }
         inner.stats.accepted.fetch_add(1, Ordering::Relaxed);
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut builder = template.clone();
+        // The peer joins the list as its connection starts, before its first message is read:
+        // a broadcast made by one of its own handlers (or by a task its factory spawns) reaches
+        // it too, and in order with that handler's answer.
+        let registry = Arc::downgrade(&inner);
+        let listed_addr = addr.clone();
+        let mut builder = template.clone().serve_with(move |handle| {
+            if let Some(inner) = registry.upgrade() {
+                let server = ServerHandle { inner: Arc::downgrade(&inner) };
+                inner.insert(Peer { id, addr: listed_addr.clone(), handle, server });
+            }
+            Router::new()
+        });
         if let Some(factory) = &factory {
             let factory = factory.clone();
             let server = ServerHandle { inner: Arc::downgrade(&inner) };
@@ -391,19 +404,21 @@ async fn serve_peer<A: Accepted>(accepted: A, id: u64, addr: PeerAddr, builder: 
     let _active = Active(inner.clone());
     let started = tokio::select! {
         biased;
-        _ = inner.close_all.cancelled() => return,
+        _ = inner.close_all.cancelled() => {
+            inner.remove(id);
+            return;
+        }
         started = accepted.start(builder) => started,
     };
     let conn = match started {
         Ok(conn) => conn,
         Err(e) => {
+            inner.remove(id);
             inner.stats.failed.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(target: crate::LOG_TARGET, peer = %addr, error = %e, "connection did not start");
             return;
         }
     };
-    let server = ServerHandle { inner: Arc::downgrade(&inner) };
-    inner.insert(Peer { id, addr: addr.clone(), handle: conn.handle(), server });
     tracing::debug!(target: crate::LOG_TARGET, peer = %addr, id, "connection open");
     let ended = tokio::select! {
         reason = conn.closed() => Some(reason),

@@ -83,7 +83,8 @@ impl ServerHandle {
         }
     }
 
-    /// The live connections.
+    /// The live connections. A connection is listed from before it reads its first message (so
+    /// a broadcast made while serving it reaches it) until it has ended.
     pub fn peers(&self) -> Vec<Peer> {
         self.inner.upgrade().map(|i| i.peers()).unwrap_or_default()
     }
