@@ -386,7 +386,7 @@ async fn a_broadcast_from_a_peers_first_request_reaches_that_peer_first() {
         let server = peer.server().clone();
         Router::new().method("shout", move |(word,): (String,), _ctx| {
             let reached = server.broadcast("shouted", [&word]).map(|b| b.queued);
-            async move { reached.map_err(|e| ErrorObject::internal_error(e)) }
+            async move { reached.map_err(ErrorObject::internal_error) }
         })
     }))
     .await;
