@@ -103,7 +103,15 @@ pub(crate) fn pylsp() -> PathBuf {
         let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
         let pylsp = bin.join(format!("pylsp{}", std::env::consts::EXE_SUFFIX));
         let marker = venv.join("installed-requirements.txt");
-        if pylsp.is_file() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
+        // A venv moved or copied from elsewhere keeps the old path in its scripts' `#!` line.
+        let runnable = std::fs::read(&pylsp).is_ok_and(|script| {
+            let first = script.split(|&b| b == b'\n').next().unwrap_or_default();
+            first.strip_prefix(b"#!").is_none_or(|interpreter| {
+                let interpreter = String::from_utf8_lossy(interpreter);
+                Path::new(interpreter.split_whitespace().next().unwrap_or_default()).is_file()
+            })
+        });
+        if runnable && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
             return Ok(pylsp);
         }
         let _ = std::fs::remove_dir_all(&venv);
