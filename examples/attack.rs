@@ -152,6 +152,30 @@ impl Target {
         Target { child, peak, stop }
     }
 
+    /// The key-value example server on a free loopback port, and the address it says it listens
+    /// on (its log is read on, so that it never blocks on a full pipe); the row for `attack` if
+    /// it does not start.
+    async fn tcp_server(o: &Options, attack: &str) -> Result<(Target, String), Row> {
+        let mut t = Target::spawn(&o.server, &["--addr", "127.0.0.1:0"], &[("RUST_LOG", "warn")], Stdio::piped());
+        let mut err = tokio::io::BufReader::new(t.child.stderr.take().expect("stderr"));
+        let mut addr = String::new();
+        while addr.is_empty() {
+            let mut line = String::new();
+            if tokio::io::AsyncBufReadExt::read_line(&mut err, &mut line).await.unwrap_or(0) == 0 {
+                let outcome = "the server did not start".into();
+                return Err(Row { attack: attack.into(), sent: "-".into(), peak: t.peak(), outcome });
+            }
+            if let Some(a) = line.trim().strip_prefix("serving the key-value store on tcp ") {
+                addr = a.split_whitespace().next().unwrap_or_default().to_owned();
+            }
+        }
+        tokio::spawn(async move {
+            let mut sink = Vec::new();
+            let _ = err.read_to_end(&mut sink).await;
+        });
+        Ok((t, addr))
+    }
+
     fn peak(&self) -> String {
         if let Some(kib) = self.child.id().and_then(vm_hwm_kib) {
             self.peak.fetch_max(kib, Ordering::Relaxed);
@@ -523,27 +547,10 @@ async fn cancel(o: &Options) -> Row {
 /// Item 4: one client stops reading while another sets `count` values of `value_size` bytes
 /// (each pushed to all).
 async fn broadcast(o: &Options, count: usize, value_size: usize) -> Row {
-    let mut t = Target::spawn(&o.server, &["--addr", "127.0.0.1:0"], &[("RUST_LOG", "warn")], Stdio::piped());
-    let mut err = tokio::io::BufReader::new(t.child.stderr.take().expect("stderr"));
-    let mut addr = String::new();
-    while addr.is_empty() {
-        let mut line = String::new();
-        if tokio::io::AsyncBufReadExt::read_line(&mut err, &mut line).await.unwrap_or(0) == 0 {
-            return Row {
-                attack: "4 broadcast backlog".into(),
-                sent: "-".into(),
-                peak: t.peak(),
-                outcome: "the server did not start".into(),
-            };
-        }
-        if let Some(a) = line.trim().strip_prefix("serving the key-value store on tcp ") {
-            addr = a.split_whitespace().next().unwrap_or_default().to_owned();
-        }
-    }
-    tokio::spawn(async move {
-        let mut sink = Vec::new();
-        let _ = err.read_to_end(&mut sink).await;
-    });
+    let (t, addr) = match Target::tcp_server(o, "4 broadcast backlog").await {
+        Ok(started) => started,
+        Err(row) => return row,
+    };
     // Two clients; each answers the server's name question. The stalled one then reads nothing.
     let connect = |name: &'static str| {
         let addr = addr.clone();
@@ -623,23 +630,10 @@ async fn broadcast(o: &Options, count: usize, value_size: usize) -> Row {
 
 /// Item 9a: a message trickled in, a byte a second.
 async fn trickle(o: &Options) -> Row {
-    let mut t = Target::spawn(&o.server, &["--addr", "127.0.0.1:0"], &[("RUST_LOG", "warn")], Stdio::piped());
-    let mut err = tokio::io::BufReader::new(t.child.stderr.take().expect("stderr"));
-    let mut addr = String::new();
-    while addr.is_empty() {
-        let mut line = String::new();
-        if tokio::io::AsyncBufReadExt::read_line(&mut err, &mut line).await.unwrap_or(0) == 0 {
-            return Row {
-                attack: "9 trickle".into(),
-                sent: "-".into(),
-                peak: t.peak(),
-                outcome: "the server did not start".into(),
-            };
-        }
-        if let Some(a) = line.trim().strip_prefix("serving the key-value store on tcp ") {
-            addr = a.split_whitespace().next().unwrap_or_default().to_owned();
-        }
-    }
+    let (t, addr) = match Target::tcp_server(o, "9 trickle").await {
+        Ok(started) => started,
+        Err(row) => return row,
+    };
     let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let message = frame(br#"{"jsonrpc":"2.0","id":1,"method":"kv/list"}"#);
     let start = Instant::now();

@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
 use serde_json::{Value, json};
-use support::raw_peer;
-use support::raw_peer::{frame, pair, pair_with_buffer};
+use support::raw_peer::{pair, pair_with_buffer};
 use support::time::within;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 
 /// `block` (a notification that holds the ordered lane until `release` fires), `flood` (counted)
@@ -51,18 +49,7 @@ async fn a_flooding_peer_is_paused_at_the_read_ahead_limit_and_everything_is_han
 
     // Flood from another task, counting the messages the pipe has taken.
     const N: usize = 5_000;
-    let written = Arc::new(AtomicUsize::new(0));
-    let mut writer = peer.take_writer();
-    let w = written.clone();
-    let flood = tokio::spawn(async move {
-        let one = frame(Framing::ContentLength, FLOOD);
-        for _ in 0..N {
-            writer.write_all(&one).await.unwrap();
-            w.fetch_add(1, Ordering::SeqCst);
-        }
-        writer.flush().await.unwrap();
-        writer
-    });
+    let (flood, written) = peer.flood(N, |_| FLOOD.to_vec());
     // While the lane is blocked the reader stops taking more: the flood stalls far short of N
     // (what is buffered: the read-ahead queue, the reader's own buffer and the pipe's).
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -223,28 +210,6 @@ async fn dropping_a_call_that_was_never_sent_sends_no_cancellation() {
     assert_eq!(within(next).await.unwrap().unwrap(), json!(true));
 }
 
-/// Flood `n` copies of `message` from a task; returns the task (giving back the writer) and the
-/// count of messages the pipe has taken so far.
-fn flood_from_task(
-    peer: &mut raw_peer::RawPeer,
-    message: impl Fn(usize) -> String + Send + 'static,
-    n: usize,
-    framing: Framing,
-) -> (tokio::task::JoinHandle<Box<dyn tokio::io::AsyncWrite + Send + Unpin>>, Arc<AtomicUsize>) {
-    let written = Arc::new(AtomicUsize::new(0));
-    let mut writer = peer.take_writer();
-    let w = written.clone();
-    let task = tokio::spawn(async move {
-        for i in 0..n {
-            writer.write_all(&frame(framing, message(i).as_bytes())).await.unwrap();
-            w.fetch_add(1, Ordering::SeqCst);
-        }
-        writer.flush().await.unwrap();
-        writer
-    });
-    (task, written)
-}
-
 #[tokio::test]
 async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
     let router = Router::new().method("add", |(a, b): (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(a + b) });
@@ -253,12 +218,8 @@ async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
     let (conn, mut peer) = pair_with_buffer(builder, Framing::ContentLength, 1024);
     peer.set_reading(false);
     const N: usize = 5_000;
-    let (flood, written) = flood_from_task(
-        &mut peer,
-        |i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"add","params":[{i},1]}}"#),
-        N,
-        Framing::ContentLength,
-    );
+    let (flood, written) =
+        peer.flood(N, |i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"add","params":[{i},1]}}"#).into_bytes());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stalled = written.load(Ordering::SeqCst);
     assert!(stalled < N / 2, "answers piled up unread: {stalled} of {N} requests taken");
@@ -277,7 +238,7 @@ async fn a_peer_flooding_garbage_without_reading_our_errors_is_paused() {
     let (conn, mut peer) = pair_with_buffer(Connection::builder().limits(limits), Framing::NewlineDelimited, 1024);
     peer.set_reading(false);
     const N: usize = 5_000;
-    let (flood, written) = flood_from_task(&mut peer, |_| "{not json".to_owned(), N, Framing::NewlineDelimited);
+    let (flood, written) = peer.flood(N, |_| b"{not json".to_vec());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stalled = written.load(Ordering::SeqCst);
     assert!(stalled < N / 2, "error answers piled up unread: {stalled} of {N} frames taken");

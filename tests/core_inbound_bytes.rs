@@ -64,18 +64,8 @@ async fn the_reader_pauses_at_the_byte_read_ahead_though_few_messages_are_queued
     let (conn, mut peer) = pair_with_buffer(builder, Framing::ContentLength, 16 * KIB);
     peer.send(r#"{"jsonrpc":"2.0","method":"block"}"#).await;
     const N: usize = 200;
-    let written = Arc::new(AtomicUsize::new(0));
-    let mut writer = peer.take_writer();
-    let w = written.clone();
-    let flood = tokio::spawn(async move {
-        let one = frame(Framing::ContentLength, &big(16 * KIB));
-        for _ in 0..N {
-            writer.write_all(&one).await.unwrap();
-            w.fetch_add(1, Ordering::SeqCst);
-        }
-        writer.flush().await.unwrap();
-        writer
-    });
+    let one = big(16 * KIB);
+    let (flood, written) = peer.flood(N, move |_| one.clone());
     // 64 KiB of read-ahead is four of these, plus what the pipe and the read buffer hold.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stalled = written.load(Ordering::SeqCst);

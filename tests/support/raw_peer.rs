@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jsonrpc_duplex::{Builder, Connection, Framing};
@@ -108,6 +109,27 @@ impl RawPeer {
     /// Give back a write side taken with [`RawPeer::take_writer`].
     pub(crate) fn put_writer(&mut self, writer: Box<dyn AsyncWrite + Send + Unpin>) {
         self.writer = Some(writer);
+    }
+
+    /// Write `n` messages (`message(i)`, framed) from a task of their own: the task gives the
+    /// write side back when all are written (see [`RawPeer::put_writer`]); the count is how many
+    /// the pipe has taken so far, to see a flood that our connection has paused.
+    pub(crate) fn flood(
+        &mut self,
+        n: usize,
+        message: impl Fn(usize) -> Vec<u8> + Send + 'static,
+    ) -> (JoinHandle<Box<dyn AsyncWrite + Send + Unpin>>, Arc<AtomicUsize>) {
+        let written = Arc::new(AtomicUsize::new(0));
+        let (mut writer, w, framing) = (self.take_writer(), written.clone(), self.framing);
+        let task = tokio::spawn(async move {
+            for i in 0..n {
+                writer.write_all(&frame(framing, &message(i))).await.unwrap();
+                w.fetch_add(1, Ordering::SeqCst);
+            }
+            writer.flush().await.unwrap();
+            writer
+        });
+        (task, written)
     }
 
     /// Shut the write side down: our connection reads EOF.
