@@ -35,6 +35,8 @@ mod rpc_stream;
 pub mod openrpc;
 #[cfg(feature = "openrpc")]
 pub mod typescript;
+#[cfg(feature = "openrpc")]
+pub mod python;
 
 pub use jsonrpc_duplex_core::*;
 

@@ -49,6 +49,8 @@ pub use profile::Profile;
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};
 pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;
+#[cfg(all(feature = "stdio", feature = "tcp"))]
+pub use transport::{ADDRESS_LINE_PREFIX, CliTransport};
 
 /// The tracing target of every raw message in and out (TRACE).
 pub const WIRE_TARGET: &str = "jsonrpc_duplex::wire";

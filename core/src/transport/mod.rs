@@ -9,6 +9,8 @@
 
 #[cfg(feature = "process")]
 mod child;
+#[cfg(all(feature = "stdio", feature = "tcp"))]
+mod cli;
 mod listener;
 pub mod memory;
 #[cfg(feature = "stdio")]
@@ -22,6 +24,8 @@ pub mod websocket;
 
 #[cfg(feature = "process")]
 pub use child::ChildOptions;
+#[cfg(all(feature = "stdio", feature = "tcp"))]
+pub use cli::{ADDRESS_LINE_PREFIX, CliTransport};
 pub use listener::{Accepted, Listener, PeerAddr};
 #[cfg(feature = "tcp")]
 pub use tcp::{LISTEN_BACKLOG, TcpAccepted, bind as bind_tcp};

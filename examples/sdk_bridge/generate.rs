@@ -1,0 +1,25 @@
+//! What `sdk_bridge_codegen` writes (and what the tests compare with the committed files): the
+//! SDKs of `Session` (served by the CLI) and `Tools` (served by each SDK), in Python and
+//! TypeScript, and the OpenRPC document of `Session`.
+
+use std::path::{Path, PathBuf};
+
+use jsonrpc_duplex::openrpc::Document;
+use jsonrpc_duplex::{python, typescript};
+
+use super::protocol::{ToolsApi, SessionApi};
+
+/// Each generated file with its contents.
+pub(crate) fn outputs() -> Vec<(PathBuf, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("sdk_bridge");
+    let header = "cargo run --features openrpc --example sdk_bridge_codegen";
+    let openrpc = Document::new("sdk_bridge", "0.1.0").service::<SessionApi>().to_json_string();
+    let python = python::Module::new().header(header).client::<SessionApi>().server::<ToolsApi>().render();
+    let typescript = typescript::Module::new().header(header).client::<SessionApi>().server::<ToolsApi>().render();
+    vec![
+        (dir.join("openrpc.json"), openrpc),
+        (dir.join("python").join("bridge.py"), python),
+        (dir.join("python").join(format!("{}.py", python::RUNTIME_MODULE)), python::RUNTIME.to_owned()),
+        (dir.join("ts").join("bridge.ts"), typescript),
+    ]
+}
