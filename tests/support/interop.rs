@@ -186,3 +186,34 @@ pub(crate) fn example(name: &str) -> PathBuf {
         if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
     })
 }
+
+/// The `bin/` directory of a venv under `target/interop-<name>/venv` with the pinned
+/// `requirements` installed, made (or remade) when they changed. Needs `python3` with `venv`.
+pub(crate) fn python_venv(name: &str, requirements: &Path) -> PathBuf {
+    once(&format!("python venv {name}"), || {
+        let wanted = std::fs::read_to_string(requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+        let target = profile_dir().parent().map(Path::to_owned).ok_or("no target directory")?;
+        let venv = target.join(format!("interop-{name}")).join("venv");
+        let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
+        let marker = venv.join("installed-requirements.txt");
+        let python = bin.join(format!("python{}", std::env::consts::EXE_SUFFIX));
+        if python.exists() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
+            return Ok(bin);
+        }
+        let _ = std::fs::remove_dir_all(&venv);
+        run_bounded(
+            std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
+            "`python3 -m venv` (the SDK tests need python3 with venv on the PATH)",
+            Duration::from_secs(120),
+        )?;
+        run_bounded(
+            std::process::Command::new(bin.join("pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
+                .arg(requirements),
+            &format!("`pip install -r {}`", requirements.display()),
+            Duration::from_secs(300),
+        )?;
+        std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
+        Ok(bin)
+    })
+}

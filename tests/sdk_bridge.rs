@@ -1,0 +1,247 @@
+//! `examples/sdk_bridge/`: one Rust CLI, the SDKs generated for it, and a program per language
+//! that drives it (the `openrpc` feature):
+//!
+//! - the committed SDKs are what the traits generate now (a stale file fails);
+//! - the generated Python (the bridge's, and one of `examples/files/` with stream arguments,
+//!   object params and aliases) passes `mypy --strict` (mypy pinned in
+//!   `tests/interop/sdk/requirements.txt`, installed into a venv under `target/`);
+//! - `examples/sdk_bridge/python/drive.py`, on plain `python3`, drives the CLI over stdio and
+//!   over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
+//!   stream pulled, a cancel answered `-32800` within 1 s, the typed error with its data, 64-bit
+//!   integers whole, `stop()` returning the exit status;
+//! - the CLI exits by itself within 2 s when its SDK is SIGKILLed in the middle of a call, over
+//!   stdio and over TCP;
+//! - `CliTransport`: its arguments, its address line, its end with stdin.
+//!
+//! Needs `python3` (>= 3.11) with `venv`. Every wait is bounded.
+#![cfg(all(feature = "openrpc", unix))]
+
+#[path = "../examples/files/protocol.rs"]
+mod files_protocol;
+#[path = "../examples/sdk_bridge/generate.rs"]
+mod generate;
+#[path = "../examples/sdk_bridge/protocol.rs"]
+mod protocol;
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use jsonrpc_duplex::openrpc::write_or_check;
+use jsonrpc_duplex::{ADDRESS_LINE_PREFIX, CliTransport, python};
+use serde_json::Value;
+use support::interop;
+
+fn bridge_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("sdk_bridge")
+}
+
+fn cli() -> PathBuf {
+    interop::example("sdk_bridge")
+}
+
+#[test]
+fn committed_sdks_are_what_the_traits_generate() {
+    for (path, contents) in generate::outputs() {
+        write_or_check(&path, &contents, true)
+            .unwrap_or_else(|e| panic!("{e} (run `cargo run --features openrpc --example sdk_bridge_codegen`)"));
+    }
+    let again = generate::outputs();
+    assert_eq!(again, generate::outputs(), "rendering is not stable");
+}
+
+#[test]
+fn generated_python_passes_mypy_strict() {
+    let bin = interop::python_venv("sdk", &interop::interop_dir("sdk").join("requirements.txt"));
+    // A second module, generated here: the file service's client and the editor to serve.
+    let dir = interop::profile_dir().join("sdk-python-files");
+    std::fs::create_dir_all(&dir).expect("a directory for the generated module");
+    let files = python::Module::new()
+        .client::<files_protocol::FilesApi>()
+        .server::<files_protocol::EditorApi>()
+        .render();
+    std::fs::write(dir.join("files.py"), files).expect("files.py written");
+    std::fs::write(dir.join(format!("{}.py", python::RUNTIME_MODULE)), python::RUNTIME).expect("runtime written");
+    let cache = interop::profile_dir().join("sdk-mypy-cache");
+    for (what, target) in [("the bridge's SDK and drive.py", bridge_dir().join("python")), ("files.py", dir)] {
+        let out = Command::new(bin.join("mypy"))
+            .args(["--strict", "--no-error-summary", "--cache-dir"])
+            .arg(&cache)
+            .arg(".")
+            .current_dir(&target)
+            .stdin(Stdio::null())
+            .output()
+            .expect("mypy runs");
+        assert!(
+            out.status.success(),
+            "mypy --strict on {what} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Run `drive.py` with `args`; its one JSON line.
+fn drive(args: &[&str]) -> Value {
+    let mut child = Command::new("python3")
+        .arg("drive.py")
+        .arg(cli())
+        .args(args)
+        .current_dir(bridge_dir().join("python"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (the SDK tests need python3 >= 3.11 on the PATH)");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("drive.py {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!("drive.py {args:?} printed {stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr))
+    })
+}
+
+fn assert_checks(report: &Value) {
+    assert_eq!(report["ok"], true, "{report}");
+    let checks: Vec<&str> = report["checks"].as_array().expect("checks").iter().filter_map(Value::as_str).collect();
+    for wanted in ["ping", "turn:", "history:", "cancel:", "task cancel", "typed error", "64-bit", "stop:"] {
+        assert!(checks.iter().any(|c| c.starts_with(wanted)), "no check {wanted:?} in {checks:?}");
+    }
+}
+
+#[test]
+fn python_program_drives_the_cli_over_stdio() {
+    assert_checks(&drive(&["--transport", "stdio"]));
+}
+
+#[test]
+fn python_program_drives_the_cli_over_tcp() {
+    assert_checks(&drive(&["--transport", "tcp"]));
+}
+
+/// Whether process `pid` has exited (gone, or a zombie waiting for its new parent to reap it).
+fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (comm) S ...`: the state follows the last `)`.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+fn cli_exits_when_its_sdk_is_killed(transport: &str) {
+    let mut sdk = Command::new("python3")
+        .arg("drive.py")
+        .arg(cli())
+        .args(["--mode", "hang", "--transport", transport])
+        .current_dir(bridge_dir().join("python"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs");
+    let stdout = sdk.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut next = || {
+        let line = rx.recv_timeout(Duration::from_secs(20));
+        if line.is_err() {
+            let _ = sdk.kill();
+        }
+        serde_json::from_str::<Value>(&line.expect("a line from drive.py within 20 s")).expect("JSON")
+    };
+    let pid = next()["cli_pid"].as_u64().expect("the CLI's pid") as u32;
+    assert_eq!(next()["in_call"], true);
+    assert!(!exited(pid), "the CLI is gone before its SDK is killed");
+    sdk.kill().expect("SIGKILL the SDK");
+    sdk.wait().expect("the SDK reaped");
+    let killed = Instant::now();
+    while !exited(pid) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(2),
+            "the CLI ({transport}) is still running 2 s after its SDK was SIGKILLed mid-call"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn cli_exits_within_2s_when_its_sdk_is_sigkilled_mid_call_over_stdio() {
+    cli_exits_when_its_sdk_is_killed("stdio");
+}
+
+#[test]
+fn cli_exits_within_2s_when_its_sdk_is_sigkilled_mid_call_over_tcp() {
+    cli_exits_when_its_sdk_is_killed("tcp");
+}
+
+#[test]
+fn cli_transport_reads_its_arguments() {
+    let parse = |args: &[&str]| CliTransport::from_args(args.iter().copied());
+    assert_eq!(parse(&[]).expect("no args"), (CliTransport::Stdio, vec![]));
+    assert_eq!(
+        parse(&["--port", "7000", "x"]).expect("--port"),
+        (CliTransport::Tcp("127.0.0.1:7000".into()), vec!["x".to_owned()])
+    );
+    assert_eq!(parse(&["--listen=[::1]:0"]).expect("--listen=").0, CliTransport::Tcp("[::1]:0".into()));
+    for bad in [&["--port"][..], &["--port", "seventy"], &["--port", "70000"], &["--listen="]] {
+        let e = parse(bad).expect_err("a bad value");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{bad:?}");
+        assert!(e.to_string().contains("--"), "{e}");
+    }
+}
+
+#[test]
+fn cli_on_tcp_prints_its_address_and_ends_with_stdin() {
+    let mut child = Command::new(cli())
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the CLI starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("the address line");
+    let addr = line.trim().strip_prefix(ADDRESS_LINE_PREFIX).unwrap_or_else(|| panic!("{line:?}"));
+    // It answers there (a hand-written client: one Content-Length frame each way).
+    let mut socket = std::net::TcpStream::connect(addr).expect("connect to the address line's address");
+    socket.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"session/ping"}"#;
+    socket.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).expect("write");
+    socket.write_all(body).expect("write");
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 256];
+    while !answer.ends_with(b"}") {
+        let n = std::io::Read::read(&mut socket, &mut buf).expect("the answer");
+        assert!(n > 0, "the CLI closed without answering");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&answer).ends_with(r#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#));
+    drop(child.stdin.take());
+    let closed = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(closed.elapsed() < Duration::from_secs(2), "the CLI still runs 2 s after its stdin closed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
