@@ -36,6 +36,8 @@ pub mod openrpc;
 #[cfg(feature = "openrpc")]
 pub mod typescript;
 #[cfg(feature = "openrpc")]
+pub mod golang;
+#[cfg(feature = "openrpc")]
 pub mod python;
 
 pub use jsonrpc_duplex_core::*;

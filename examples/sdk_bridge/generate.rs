@@ -1,11 +1,11 @@
 //! What `sdk_bridge_codegen` writes (and what the tests compare with the committed files): the
-//! SDKs of `Session` (served by the CLI) and `Tools` (served by each SDK), in Python and
+//! SDKs of `Session` (served by the CLI) and `Tools` (served by each SDK), in Python, Go and
 //! TypeScript, and the OpenRPC document of `Session`.
 
 use std::path::{Path, PathBuf};
 
 use jsonrpc_duplex::openrpc::Document;
-use jsonrpc_duplex::{python, typescript};
+use jsonrpc_duplex::{golang, python, typescript};
 
 use super::protocol::{ToolsApi, SessionApi};
 
@@ -15,11 +15,14 @@ pub(crate) fn outputs() -> Vec<(PathBuf, String)> {
     let header = "cargo run --features openrpc --example sdk_bridge_codegen";
     let openrpc = Document::new("sdk_bridge", "0.1.0").service::<SessionApi>().to_json_string();
     let python = python::Module::new().header(header).client::<SessionApi>().server::<ToolsApi>().render();
+    let go = golang::Module::new("bridge").header(header).client::<SessionApi>().server::<ToolsApi>();
     let typescript = typescript::Module::new().header(header).client::<SessionApi>().server::<ToolsApi>().render();
     vec![
         (dir.join("openrpc.json"), openrpc),
         (dir.join("python").join("bridge.py"), python),
         (dir.join("python").join(format!("{}.py", python::RUNTIME_MODULE)), python::RUNTIME.to_owned()),
         (dir.join("ts").join("bridge.ts"), typescript),
+        (dir.join("go").join("bridge").join("bridge.go"), go.render()),
+        (dir.join("go").join("bridge").join(golang::RUNTIME_FILE), go.runtime()),
     ]
 }

@@ -1,0 +1,3 @@
+module sdkbridge
+
+go 1.19
