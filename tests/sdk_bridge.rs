@@ -5,15 +5,17 @@
 //! - the generated Python (the bridge's, and one of `examples/files/` with stream arguments,
 //!   object params and aliases) passes `mypy --strict` (mypy pinned in
 //!   `tests/interop/sdk/requirements.txt`, installed into a venv under `target/`);
-//! - `examples/sdk_bridge/python/drive.py`, on plain `python3`, drives the CLI over stdio and
-//!   over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
+//! - the generated Go package and `examples/sdk_bridge/go/drive` pass `go vet` (Go 1.19, Debian's
+//!   golang-go, installed with `apt-get` when missing);
+//! - `examples/sdk_bridge/python/drive.py` (on plain `python3`) and the Go drive program each
+//!   drive the CLI over stdio and over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
 //!   stream pulled, a cancel answered `-32800` within 1 s, the typed error with its data, 64-bit
 //!   integers whole, `stop()` returning the exit status;
 //! - the CLI exits by itself within 2 s when its SDK is SIGKILLed in the middle of a call, over
 //!   stdio and over TCP;
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
-//! Needs `python3` (>= 3.11) with `venv`. Every wait is bounded.
+//! Needs `python3` (>= 3.11) with `venv`, and `go` or root for `apt-get`. Every wait is bounded.
 #![cfg(all(feature = "openrpc", unix))]
 
 #[path = "../examples/files/protocol.rs"]
@@ -85,13 +87,59 @@ fn generated_python_passes_mypy_strict() {
     }
 }
 
-/// Run `drive.py` with `args`; its one JSON line.
-fn drive(args: &[&str]) -> Value {
-    let mut child = Command::new("python3")
-        .arg("drive.py")
-        .arg(cli())
-        .args(args)
-        .current_dir(bridge_dir().join("python"))
+/// A language's drive program.
+#[derive(Clone, Copy, Debug)]
+enum Lang {
+    Python,
+    Go,
+}
+
+/// The Go program, built once (after `go vet`) into `target/`.
+fn go_drive() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let go = interop::go();
+            let dir = bridge_dir().join("go");
+            let out = interop::profile_dir().join("sdk-bridge-go-drive");
+            for args in [vec!["vet", "./..."], vec!["build", "-o", out.to_str().expect("a UTF-8 path"), "./drive"]] {
+                let run = Command::new(&go).args(&args).current_dir(&dir).stdin(Stdio::null()).output().expect("go runs");
+                assert!(
+                    run.status.success(),
+                    "go {args:?} failed:\n{}{}",
+                    String::from_utf8_lossy(&run.stdout),
+                    String::from_utf8_lossy(&run.stderr)
+                );
+            }
+            out
+        })
+        .clone()
+}
+
+/// The command that runs `lang`'s drive program with `args`, the CLI last.
+fn drive_command(lang: Lang, args: &[&str]) -> Command {
+    match lang {
+        Lang::Python => {
+            let mut cmd = Command::new("python3");
+            cmd.arg("drive.py").arg(cli()).args(args).current_dir(bridge_dir().join("python"));
+            cmd
+        }
+        Lang::Go => {
+            let mut cmd = Command::new(go_drive());
+            // Go's flags come before the CLI.
+            for pair in args.chunks(2) {
+                cmd.arg(pair[0].replacen("--", "-", 1));
+                cmd.args(&pair[1..]);
+            }
+            cmd.arg(cli());
+            cmd
+        }
+    }
+}
+
+/// Run `lang`'s drive program with `args`; its one JSON line.
+fn drive(lang: Lang, args: &[&str]) -> Value {
+    let mut child = drive_command(lang, args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -101,7 +149,7 @@ fn drive(args: &[&str]) -> Value {
     while child.try_wait().expect("wait").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("drive.py {args:?} did not finish within 60 s");
+            panic!("{lang:?} drive {args:?} did not finish within 60 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -109,7 +157,7 @@ fn drive(args: &[&str]) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|e| {
-        panic!("drive.py {args:?} printed {stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr))
+        panic!("{lang:?} drive {args:?} printed {stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr))
     })
 }
 
@@ -123,12 +171,22 @@ fn assert_checks(report: &Value) {
 
 #[test]
 fn python_program_drives_the_cli_over_stdio() {
-    assert_checks(&drive(&["--transport", "stdio"]));
+    assert_checks(&drive(Lang::Python, &["--transport", "stdio"]));
 }
 
 #[test]
 fn python_program_drives_the_cli_over_tcp() {
-    assert_checks(&drive(&["--transport", "tcp"]));
+    assert_checks(&drive(Lang::Python, &["--transport", "tcp"]));
+}
+
+#[test]
+fn go_program_drives_the_cli_over_stdio() {
+    assert_checks(&drive(Lang::Go, &["--transport", "stdio"]));
+}
+
+#[test]
+fn go_program_drives_the_cli_over_tcp() {
+    assert_checks(&drive(Lang::Go, &["--transport", "tcp"]));
 }
 
 /// Whether process `pid` has exited (gone, or a zombie waiting for its new parent to reap it).
@@ -140,12 +198,8 @@ fn exited(pid: u32) -> bool {
     }
 }
 
-fn cli_exits_when_its_sdk_is_killed(transport: &str) {
-    let mut sdk = Command::new("python3")
-        .arg("drive.py")
-        .arg(cli())
-        .args(["--mode", "hang", "--transport", transport])
-        .current_dir(bridge_dir().join("python"))
+fn cli_exits_when_its_sdk_is_killed(lang: Lang, transport: &str) {
+    let mut sdk = drive_command(lang, &["--mode", "hang", "--transport", transport])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -161,11 +215,11 @@ fn cli_exits_when_its_sdk_is_killed(transport: &str) {
         }
     });
     let mut next = || {
-        let line = rx.recv_timeout(Duration::from_secs(20));
+        let line = rx.recv_timeout(Duration::from_secs(60));
         if line.is_err() {
             let _ = sdk.kill();
         }
-        serde_json::from_str::<Value>(&line.expect("a line from drive.py within 20 s")).expect("JSON")
+        serde_json::from_str::<Value>(&line.expect("a line from the drive program within 60 s")).expect("JSON")
     };
     let pid = next()["cli_pid"].as_u64().expect("the CLI's pid") as u32;
     assert_eq!(next()["in_call"], true);
@@ -176,20 +230,30 @@ fn cli_exits_when_its_sdk_is_killed(transport: &str) {
     while !exited(pid) {
         assert!(
             killed.elapsed() < Duration::from_secs(2),
-            "the CLI ({transport}) is still running 2 s after its SDK was SIGKILLed mid-call"
+            "the CLI ({lang:?}, {transport}) is still running 2 s after its SDK was SIGKILLed mid-call"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 #[test]
-fn cli_exits_within_2s_when_its_sdk_is_sigkilled_mid_call_over_stdio() {
-    cli_exits_when_its_sdk_is_killed("stdio");
+fn cli_exits_within_2s_when_its_python_sdk_is_sigkilled_mid_call_over_stdio() {
+    cli_exits_when_its_sdk_is_killed(Lang::Python, "stdio");
 }
 
 #[test]
-fn cli_exits_within_2s_when_its_sdk_is_sigkilled_mid_call_over_tcp() {
-    cli_exits_when_its_sdk_is_killed("tcp");
+fn cli_exits_within_2s_when_its_python_sdk_is_sigkilled_mid_call_over_tcp() {
+    cli_exits_when_its_sdk_is_killed(Lang::Python, "tcp");
+}
+
+#[test]
+fn cli_exits_within_2s_when_its_go_sdk_is_sigkilled_mid_call_over_stdio() {
+    cli_exits_when_its_sdk_is_killed(Lang::Go, "stdio");
+}
+
+#[test]
+fn cli_exits_within_2s_when_its_go_sdk_is_sigkilled_mid_call_over_tcp() {
+    cli_exits_when_its_sdk_is_killed(Lang::Go, "tcp");
 }
 
 #[test]

@@ -217,3 +217,30 @@ pub(crate) fn python_venv(name: &str, requirements: &Path) -> PathBuf {
         Ok(bin)
     })
 }
+
+/// `go` (Debian's golang-go, Go 1.19 or later), installed with `apt-get` when missing.
+pub(crate) fn go() -> PathBuf {
+    once("go", || {
+        let found = |path: &Path| std::process::Command::new(path).arg("version").output().is_ok_and(|o| o.status.success());
+        for candidate in ["go", "/usr/bin/go", "/usr/lib/go/bin/go"] {
+            if found(Path::new(candidate)) {
+                return Ok(PathBuf::from(candidate));
+            }
+        }
+        let how = "install Go (`apt-get install -y golang-go`) or run the tests as root on Debian";
+        run_bounded(
+            std::process::Command::new("apt-get").arg("update").arg("-qq"),
+            &format!("`apt-get update` (to install golang-go for the Go SDK tests; {how})"),
+            Duration::from_secs(300),
+        )?;
+        run_bounded(
+            std::process::Command::new("apt-get")
+                .args(["install", "-y", "-qq", "--no-install-recommends", "golang-go"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+            &format!("`apt-get install golang-go` ({how})"),
+            Duration::from_secs(600),
+        )?;
+        let go = PathBuf::from("/usr/bin/go");
+        if found(&go) { Ok(go) } else { Err(format!("no runnable {} after apt-get install golang-go; {how}", go.display())) }
+    })
+}
