@@ -7,15 +7,17 @@
 //!   `tests/interop/sdk/requirements.txt`, installed into a venv under `target/`);
 //! - the generated Go package and `examples/sdk_bridge/go/drive` pass `go vet` (Go 1.19, Debian's
 //!   golang-go, installed with `apt-get` when missing);
-//! - `examples/sdk_bridge/python/drive.py` (on plain `python3`) and the Go drive program each
-//!   drive the CLI over stdio and over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
-//!   stream pulled, a cancel answered `-32800` within 1 s, the typed error with its data, 64-bit
-//!   integers whole, `stop()` returning the exit status;
+//! - `examples/sdk_bridge/python/drive.py` (on plain `python3`), the Go drive program and the
+//!   TypeScript one (`ts/drive.ts`, compiled with `tsc --strict`; on the generated `bridge.ts` and
+//!   spawn runtime, vscode-jsonrpc beneath) each drive the CLI over stdio and over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
+//!   stream pulled, a cancel answered `-32800` within 1 s (TypeScript: from a
+//!   `CancellationTokenSource`), the typed error with its data, 64-bit integers whole (TypeScript:
+//!   exact to 2^53 - 1, an answer beyond refused), `stop()` returning the exit status;
 //! - the CLI exits by itself within 2 s when its SDK is SIGKILLed in the middle of a call, over
 //!   stdio and over TCP;
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
-//! Needs `python3` (>= 3.11) with `venv`, and `go` or root for `apt-get`. Every wait is bounded.
+//! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
 #![cfg(all(feature = "openrpc", unix))]
 
 #[path = "../examples/files/protocol.rs"]
@@ -62,10 +64,8 @@ fn generated_python_passes_mypy_strict() {
     // A second module, generated here: the file service's client and the editor to serve.
     let dir = interop::profile_dir().join("sdk-python-files");
     std::fs::create_dir_all(&dir).expect("a directory for the generated module");
-    let files = python::Module::new()
-        .client::<files_protocol::FilesApi>()
-        .server::<files_protocol::EditorApi>()
-        .render();
+    let files =
+        python::Module::new().client::<files_protocol::FilesApi>().server::<files_protocol::EditorApi>().render();
     std::fs::write(dir.join("files.py"), files).expect("files.py written");
     std::fs::write(dir.join(format!("{}.py", python::RUNTIME_MODULE)), python::RUNTIME).expect("runtime written");
     let cache = interop::profile_dir().join("sdk-mypy-cache");
@@ -92,6 +92,33 @@ fn generated_python_passes_mypy_strict() {
 enum Lang {
     Python,
     Go,
+    TypeScript,
+}
+
+/// The TypeScript program, compiled once (`tsc --strict`, after `npm ci` when needed).
+fn ts_drive() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = bridge_dir().join("ts");
+            interop::npm_ready_at(&dir, &["vscode-jsonrpc", "typescript", "@types/node"]);
+            let tsc = dir.join("node_modules").join("typescript").join("bin").join("tsc");
+            let run = Command::new("node")
+                .arg(tsc)
+                .args(["-p", "."])
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .output()
+                .expect("node runs");
+            assert!(
+                run.status.success(),
+                "tsc -p examples/sdk_bridge/ts failed:\n{}{}",
+                String::from_utf8_lossy(&run.stdout),
+                String::from_utf8_lossy(&run.stderr)
+            );
+            dir.join("out").join("drive.js")
+        })
+        .clone()
 }
 
 /// The Go program, built once (after `go vet`) into `target/`.
@@ -103,7 +130,8 @@ fn go_drive() -> PathBuf {
             let dir = bridge_dir().join("go");
             let out = interop::profile_dir().join("sdk-bridge-go-drive");
             for args in [vec!["vet", "./..."], vec!["build", "-o", out.to_str().expect("a UTF-8 path"), "./drive"]] {
-                let run = Command::new(&go).args(&args).current_dir(&dir).stdin(Stdio::null()).output().expect("go runs");
+                let run =
+                    Command::new(&go).args(&args).current_dir(&dir).stdin(Stdio::null()).output().expect("go runs");
                 assert!(
                     run.status.success(),
                     "go {args:?} failed:\n{}{}",
@@ -122,6 +150,11 @@ fn drive_command(lang: Lang, args: &[&str]) -> Command {
         Lang::Python => {
             let mut cmd = Command::new("python3");
             cmd.arg("drive.py").arg(cli()).args(args).current_dir(bridge_dir().join("python"));
+            cmd
+        }
+        Lang::TypeScript => {
+            let mut cmd = Command::new("node");
+            cmd.arg(ts_drive()).arg(cli()).args(args);
             cmd
         }
         Lang::Go => {
@@ -177,6 +210,16 @@ fn python_program_drives_the_cli_over_stdio() {
 #[test]
 fn python_program_drives_the_cli_over_tcp() {
     assert_checks(&drive(Lang::Python, &["--transport", "tcp"]));
+}
+
+#[test]
+fn typescript_program_drives_the_cli_over_stdio() {
+    assert_checks(&drive(Lang::TypeScript, &["--transport", "stdio"]));
+}
+
+#[test]
+fn typescript_program_drives_the_cli_over_tcp() {
+    assert_checks(&drive(Lang::TypeScript, &["--transport", "tcp"]));
 }
 
 #[test]
@@ -244,6 +287,16 @@ fn cli_exits_within_2s_when_its_python_sdk_is_sigkilled_mid_call_over_stdio() {
 #[test]
 fn cli_exits_within_2s_when_its_python_sdk_is_sigkilled_mid_call_over_tcp() {
     cli_exits_when_its_sdk_is_killed(Lang::Python, "tcp");
+}
+
+#[test]
+fn cli_exits_within_2s_when_its_typescript_sdk_is_sigkilled_mid_call_over_stdio() {
+    cli_exits_when_its_sdk_is_killed(Lang::TypeScript, "stdio");
+}
+
+#[test]
+fn cli_exits_within_2s_when_its_typescript_sdk_is_sigkilled_mid_call_over_tcp() {
+    cli_exits_when_its_sdk_is_killed(Lang::TypeScript, "tcp");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use jsonrpc_duplex::openrpc::Document;
 use jsonrpc_duplex::{golang, python, typescript};
 
-use super::protocol::{ToolsApi, SessionApi};
+use super::protocol::{SessionApi, ToolsApi};
 
 /// Each generated file with its contents.
 pub(crate) fn outputs() -> Vec<(PathBuf, String)> {
@@ -22,6 +22,7 @@ pub(crate) fn outputs() -> Vec<(PathBuf, String)> {
         (dir.join("python").join("bridge.py"), python),
         (dir.join("python").join(format!("{}.py", python::RUNTIME_MODULE)), python::RUNTIME.to_owned()),
         (dir.join("ts").join("bridge.ts"), typescript),
+        (dir.join("ts").join(typescript::SPAWN_RUNTIME_FILE), typescript::SPAWN_RUNTIME.to_owned()),
         (dir.join("go").join("bridge").join("bridge.go"), go.render()),
         (dir.join("go").join("bridge").join(golang::RUNTIME_FILE), go.runtime()),
     ]

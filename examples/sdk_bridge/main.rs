@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use jsonrpc_duplex::{CliTransport, Connection, Progress};
-use protocol::{BridgeError, ToolsClient, Session, SessionServer, Step, TurnEvent, TurnSummary};
+use protocol::{BridgeError, Session, SessionServer, Step, ToolsClient, TurnEvent, TurnSummary};
 
 /// The session: how many turns ran, and the events of the last one.
 #[derive(Clone, Default)]
@@ -47,7 +47,8 @@ impl Session for Agent {
             tools.event(event.clone()).await.map_err(failed)?;
         }
         let output = tools.call_tool("echo".into(), prompt.clone()).await.map_err(failed)?;
-        let rest = [TurnEvent::ToolOutput { name: "echo".into(), output: output.clone() }, TurnEvent::Finished { turn }];
+        let rest =
+            [TurnEvent::ToolOutput { name: "echo".into(), output: output.clone() }, TurnEvent::Finished { turn }];
         for event in rest {
             tools.event(event.clone()).await.map_err(failed)?;
             events.push(event);
@@ -92,7 +93,10 @@ async fn main() -> std::process::ExitCode {
     };
     if !rest.is_empty() {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "sdk_bridge: unknown arguments {rest:?} (usage: sdk_bridge [--port N | --listen ADDR])");
+        let _ = writeln!(
+            std::io::stderr(),
+            "sdk_bridge: unknown arguments {rest:?} (usage: sdk_bridge [--port N | --listen ADDR])"
+        );
         return std::process::ExitCode::from(2);
     }
     let builder = Connection::builder().serve(SessionServer::new(Agent::default()).into_router());

@@ -63,11 +63,23 @@ pub(super) struct Field {
 /// A declaration of the package's types.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Decl {
-    Struct { name: String, docs: String, fields: Vec<Field> },
+    Struct {
+        name: String,
+        docs: String,
+        fields: Vec<Field>,
+    },
     /// `type Name string` and a constant per value.
-    StringEnum { name: String, docs: String, values: Vec<(String, String)> },
+    StringEnum {
+        name: String,
+        docs: String,
+        values: Vec<(String, String)>,
+    },
     /// `type Name T`.
-    Named { name: String, docs: String, ty: GoTy },
+    Named {
+        name: String,
+        docs: String,
+        ty: GoTy,
+    },
 }
 
 impl Decl {
@@ -156,7 +168,13 @@ impl<'a> Types<'a> {
                 if !required {
                     ty = ty.optional();
                 }
-                Field { name: pascal(key), key: key.clone(), ty, omitempty: !required, docs: description(schema).to_owned() }
+                Field {
+                    name: pascal(key),
+                    key: key.clone(),
+                    ty,
+                    omitempty: !required,
+                    docs: description(schema).to_owned(),
+                }
             })
             .collect()
     }
@@ -224,8 +242,11 @@ impl<'a> Types<'a> {
             Some(_) => return GoTy::Any,
             None if object.contains_key("properties") => vec!["object"],
             None => {
-                if let Some(alternatives) = object.get("anyOf").or_else(|| object.get("oneOf")).and_then(Value::as_array) {
-                    let non_null: Vec<&Value> = alternatives.iter().filter(|a| a.get("type") != Some(&Value::from("null"))).collect();
+                if let Some(alternatives) =
+                    object.get("anyOf").or_else(|| object.get("oneOf")).and_then(Value::as_array)
+                {
+                    let non_null: Vec<&Value> =
+                        alternatives.iter().filter(|a| a.get("type") != Some(&Value::from("null"))).collect();
                     if non_null.len() == 1 && alternatives.len() == 2 {
                         return self.ty(non_null[0], hint).optional();
                     }
@@ -251,7 +272,7 @@ impl<'a> Types<'a> {
     }
 
     fn object(&mut self, object: &Map<String, Value>, hint: &str) -> GoTy {
-        if !object.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
+        if object.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty()) {
             return match object.get("additionalProperties") {
                 Some(value @ Value::Object(_)) => {
                     let value = value.clone();
@@ -342,9 +363,43 @@ pub(super) fn pascal(name: &str) -> String {
 
 /// Go's keywords and predeclared names a parameter must not take.
 const RESERVED: &[&str] = &[
-    "break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go",
-    "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type",
-    "var", "ctx", "err", "p", "c", "params", "peer", "service", "any", "string", "error", "len", "copy",
+    "break",
+    "case",
+    "chan",
+    "const",
+    "continue",
+    "default",
+    "defer",
+    "else",
+    "fallthrough",
+    "for",
+    "func",
+    "go",
+    "goto",
+    "if",
+    "import",
+    "interface",
+    "map",
+    "package",
+    "range",
+    "return",
+    "select",
+    "struct",
+    "switch",
+    "type",
+    "var",
+    "ctx",
+    "err",
+    "p",
+    "c",
+    "params",
+    "peer",
+    "service",
+    "any",
+    "string",
+    "error",
+    "len",
+    "copy",
 ];
 
 /// A Rust name as a Go parameter (`tool_name` → `toolName`).

@@ -52,7 +52,9 @@ mod types;
 
 use std::collections::BTreeMap;
 
-use crate::openrpc::{Describe, ErrorDoc, Method, MethodKind, Param, ParamKind, ParamStructure, Returns, Schemas, Service};
+use crate::openrpc::{
+    Describe, ErrorDoc, Method, MethodKind, Param, ParamKind, ParamStructure, Returns, Schemas, Service,
+};
 use types::{Ty, Types, docstring, pascal, snake, string_literal};
 
 /// The runtime every generated module imports (`import jsonrpc_duplex_runtime as rt`): framing,
@@ -142,7 +144,12 @@ impl Module {
         for (s, text) in self.servers.iter().zip(servers) {
             section(
                 &mut body,
-                &format!("{}: served by this side; implement {} and register it with serve_{}", s.name, s.name, snake_of(&s.name)),
+                &format!(
+                    "{}: served by this side; implement {} and register it with serve_{}",
+                    s.name,
+                    s.name,
+                    snake_of(&s.name)
+                ),
             );
             body.push_str(&text);
         }
@@ -181,7 +188,9 @@ impl Module {
         }
         out.push_str("\nfrom __future__ import annotations\n\n");
         out.push_str("from collections.abc import AsyncIterable, Callable, Iterable, Sequence\n");
-        out.push_str("from typing import Any, ClassVar, Literal, NotRequired, Protocol, TypeAlias, TypedDict, cast\n\n");
+        out.push_str(
+            "from typing import Any, ClassVar, Literal, NotRequired, Protocol, TypeAlias, TypedDict, cast\n\n",
+        );
         match &self.runtime_import {
             Some(statement) => out.push_str(statement),
             None => out.push_str(&format!("import {RUNTIME_MODULE} as rt")),
@@ -363,9 +372,7 @@ fn param_ty(p: &Param, side: Side, types: &mut Types<'_>, hint: &str) -> Ty {
     let item = types.ty(&p.schema, hint);
     match (&p.kind, side) {
         (ParamKind::Value, _) => item,
-        (ParamKind::Stream, Side::Client) => {
-            Ty::Named(format!("AsyncIterable[{0}] | Iterable[{0}]", item.render()))
-        }
+        (ParamKind::Stream, Side::Client) => Ty::Named(format!("AsyncIterable[{0}] | Iterable[{0}]", item.render())),
         (ParamKind::Stream, Side::Server) => Ty::Named(format!("rt.Pull[{}]", item.render())),
         (ParamKind::Progress, Side::Client) => Ty::Named(format!("Callable[[{}], None] | None", item.render())),
         (ParamKind::Progress, Side::Server) => Ty::Named(format!("Callable[[{}], None]", item.render())),
@@ -390,7 +397,8 @@ fn parameters(service: &Service, m: &Method, side: Side, types: &mut Types<'_>) 
                 ty = ty.optional();
             }
             let default = side == Side::Client
-                && (p.kind == ParamKind::Progress || (optional && (i >= optional_from || m.params != ParamStructure::ByPosition)));
+                && (p.kind == ParamKind::Progress
+                    || (optional && (i >= optional_from || m.params != ParamStructure::ByPosition)));
             PyParam { name: snake(&p.rust_name), ty: ty.render(), default }
         })
         .collect()
@@ -408,8 +416,6 @@ fn signature(params: &[PyParam], extra: &[&str]) -> String {
         }
         if p.default {
             out.push(format!("{}: {} = None", p.name, p.ty));
-        } else if keyword_only {
-            out.push(format!("{}: {}", p.name, p.ty));
         } else {
             out.push(format!("{}: {}", p.name, p.ty));
         }
@@ -480,10 +486,7 @@ fn client_method(service: &Service, m: &Method, types: &mut Types<'_>, errors: &
         match p.kind {
             ParamKind::Value => values.push(py.name.clone()),
             ParamKind::Progress => {
-                setup.push_str(&format!(
-                    "        {0}_token, release_{0} = self.peer.progress_token({0})\n",
-                    py.name
-                ));
+                setup.push_str(&format!("        {0}_token, release_{0} = self.peer.progress_token({0})\n", py.name));
                 releases.push(format!("release_{}()", py.name));
                 values.push(format!("{}_token", py.name));
             }

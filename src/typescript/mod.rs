@@ -68,6 +68,21 @@ use types::{Member, Types, doc_comment, object_literal, pascal, string_literal, 
 /// `rpc` / `Rpc` so that they do not meet the names of types.
 const RUNTIME: &str = include_str!("runtime.ts");
 
+/// The spawn runtime, a TypeScript file of its own to check in beside the generated module
+/// ([`SPAWN_RUNTIME_FILE`]): `spawnCli(command, args, { transport, stderr })` starts a CLI on
+/// this crate (stdio, or TCP at the address line it prints) and returns its vscode-jsonrpc
+/// connection with `stop()`, which ends the CLI and resolves with its exit status;
+/// `connectCli(host, port)` connects to one. The CLI's stdin stays the SDK's, so it ends when the
+/// SDK's process does.
+///
+/// Integers are TypeScript `number`s: exact up to 2^53 - 1. The connections `spawnCli` and
+/// `connectCli` make refuse a message carrying a larger integer rather than round it (an
+/// answer becomes the error `-32603` naming it; a request is answered `-32601`).
+pub const SPAWN_RUNTIME: &str = include_str!("spawn.ts");
+
+/// The spawn runtime's file name.
+pub const SPAWN_RUNTIME_FILE: &str = "jsonrpc_duplex_spawn.ts";
+
 /// What the module imports from vscode-jsonrpc, each only when its code uses it.
 const IMPORTS: &[&str] =
     &["CancellationToken", "Disposable", "MessageConnection", "ParameterStructures", "ProgressType", "ResponseError"];

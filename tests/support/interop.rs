@@ -221,7 +221,8 @@ pub(crate) fn python_venv(name: &str, requirements: &Path) -> PathBuf {
 /// `go` (Debian's golang-go, Go 1.19 or later), installed with `apt-get` when missing.
 pub(crate) fn go() -> PathBuf {
     once("go", || {
-        let found = |path: &Path| std::process::Command::new(path).arg("version").output().is_ok_and(|o| o.status.success());
+        let found =
+            |path: &Path| std::process::Command::new(path).arg("version").output().is_ok_and(|o| o.status.success());
         for candidate in ["go", "/usr/bin/go", "/usr/lib/go/bin/go"] {
             if found(Path::new(candidate)) {
                 return Ok(PathBuf::from(candidate));
@@ -241,6 +242,10 @@ pub(crate) fn go() -> PathBuf {
             Duration::from_secs(600),
         )?;
         let go = PathBuf::from("/usr/bin/go");
-        if found(&go) { Ok(go) } else { Err(format!("no runnable {} after apt-get install golang-go; {how}", go.display())) }
+        if found(&go) {
+            Ok(go)
+        } else {
+            Err(format!("no runnable {} after apt-get install golang-go; {how}", go.display()))
+        }
     })
 }

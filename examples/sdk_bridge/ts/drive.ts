@@ -1,0 +1,177 @@
+// The TypeScript side of examples/sdk_bridge/: spawns the Rust CLI with the generated spawn
+// runtime, drives it through the generated `SessionClient`, and serves `Tools` for its calls
+// back. Nothing but the generated files and vscode-jsonrpc.
+//
+//   npm ci && npx tsc -p . && node out/drive.js CLI [--transport stdio|tcp] [--mode check|hang|bench]
+//
+// `check` prints one JSON line, {"ok":true,"checks":[..]}, and exits 0 (or {"ok":false,..} and
+// exits 1). `hang` prints {"cli_pid":N}, then {"in_call":true} once a long call is under way, and
+// waits (for a test to SIGKILL it). `bench` prints p50 latencies. Every wait is bounded.
+
+import * as assert from "node:assert/strict";
+import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
+import { SessionClient, serveTools, Step, ToolFailedError, Tools, TurnEvent } from "./bridge";
+import { spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
+
+const STEP_MS = 10_000;
+
+function within<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${STEP_MS} ms`)), STEP_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** What this side serves: the `echo` tool, and a log of the turn's events. */
+class EchoTools implements Tools {
+  readonly log: string[] = [];
+  readonly events: TurnEvent[] = [];
+
+  callTool(params: { name: string; input: string }): string {
+    this.log.push(`tool ${params.name}`);
+    return params.input.toUpperCase();
+  }
+
+  event(params: { event: TurnEvent }): void {
+    this.log.push(`event ${params.event.kind}`);
+    this.events.push(params.event);
+  }
+}
+
+async function start(cli: string, transport: "stdio" | "tcp", tools: EchoTools): Promise<[Cli, SessionClient]> {
+  const child = await within("spawn", spawnCli(cli, [], { transport, stderr: "capture" }));
+  serveTools(child.connection, tools);
+  child.connection.listen();
+  return [child, new SessionClient(child.connection)];
+}
+
+async function check(cli: string, transport: "stdio" | "tcp"): Promise<string[]> {
+  const checks: string[] = [];
+  const tools = new EchoTools();
+  const [child, session] = await start(cli, transport, tools);
+  try {
+    assert.equal(await within("ping", session.ping()), "pong");
+    checks.push("ping");
+
+    const summary = await within("turn", session.turn({ prompt: "hello big world" }));
+    tools.log.push("answer");
+    assert.deepEqual(tools.log, [
+      "event started", "event text", "event text", "event text",
+      "tool echo", "event toolOutput", "event finished", "answer",
+    ]);
+    assert.deepEqual(summary, { turn: 1, events: 6, tool_output: "HELLO BIG WORLD" });
+    checks.push("turn: every event before the answer, the tool call answered");
+
+    const pulled: TurnEvent[] = [];
+    for await (const event of session.history()) {
+      pulled.push(event);
+    }
+    assert.deepEqual(pulled, tools.events);
+    checks.push("history: a stream pulled to its end");
+
+    const source = new CancellationTokenSource();
+    let first: (step: Step) => void = () => undefined;
+    const reported = new Promise<Step>((resolve) => {
+      first = resolve;
+    });
+    const call = session.longTask({ steps: 100_000, progress: (step) => first(step) }, source.token);
+    assert.deepEqual(await within("the first progress report", reported), { done: 1, total: 100_000 });
+    const started = performance.now();
+    source.cancel();
+    const error = await within("the cancelled call's answer", call.then(() => undefined, (e: unknown) => e));
+    const elapsed = performance.now() - started;
+    assert.ok(error instanceof ResponseError && error.code === -32800, `the cancel was answered ${String(error)}`);
+    assert.ok(elapsed < 1000, `the cancel was answered after ${elapsed} ms`);
+    checks.push(`cancel: answered -32800 after ${elapsed.toFixed(1)} ms`);
+    checks.push("task cancel");
+
+    const failed = await within("fail", session.fail({ tool: "grep" }).then(() => undefined, (e: unknown) => e));
+    assert.ok(failed instanceof ToolFailedError, `fail: ${String(failed)}`);
+    assert.equal(failed.code, -32050);
+    assert.deepEqual(failed.data, { tool: "grep", reason: "it was asked to fail" });
+    checks.push("typed error with its data");
+
+    // 2^53 - 1 travels whole; an answer beyond it is refused rather than rounded.
+    assert.equal(await within("add", session.add(Number.MAX_SAFE_INTEGER - 1, 1)), Number.MAX_SAFE_INTEGER);
+    const beyond = await within("add beyond 2^53", session.add(Number.MAX_SAFE_INTEGER, 2).then((n) => n, (e: unknown) => e));
+    assert.ok(beyond instanceof ResponseError && beyond.code === -32603, `add beyond 2^53: ${String(beyond)}`);
+    assert.match(beyond.message, /9007199254740993/);
+    checks.push("64-bit integers: exact to 2^53 - 1, refused beyond");
+  } finally {
+    const status = await within("stop", child.stop());
+    assert.equal(status, 0, `the CLI exited with ${status}: ${child.stderr()}`);
+  }
+  checks.push("stop: exit status 0");
+  return checks;
+}
+
+async function hang(cli: string, transport: "stdio" | "tcp"): Promise<void> {
+  const [child, session] = await start(cli, transport, new EchoTools());
+  console.log(JSON.stringify({ cli_pid: child.child.pid }));
+  let first: () => void = () => undefined;
+  const reported = new Promise<void>((resolve) => {
+    first = resolve;
+  });
+  void session.longTask({ steps: 1_000_000, progress: () => first() }).catch(() => undefined);
+  await within("the first progress report", reported);
+  console.log(JSON.stringify({ in_call: true }));
+  await new Promise((resolve) => setTimeout(resolve, 60_000));
+}
+
+function p50(samples: number[]): number {
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)] * 1000;
+}
+
+async function bench(cli: string, pings: number, turns: number): Promise<Record<string, number>> {
+  const tools = new EchoTools();
+  const [child, session] = await start(cli, "stdio", tools);
+  const ping: number[] = [];
+  for (let i = 0; i < pings; i++) {
+    const t = performance.now();
+    await session.ping();
+    ping.push(performance.now() - t);
+  }
+  const turn: number[] = [];
+  for (let i = 0; i < turns; i++) {
+    tools.log.length = 0;
+    tools.events.length = 0;
+    const t = performance.now();
+    await session.turn({ prompt: "hello big world" });
+    turn.push(performance.now() - t);
+  }
+  await child.stop();
+  return { ping_p50_us: p50(ping), turn_p50_us: p50(turn) };
+}
+
+async function main(): Promise<number> {
+  const [cli, ...rest] = process.argv.slice(2);
+  const option = (name: string, fallback: string): string => {
+    const at = rest.indexOf(name);
+    return at >= 0 && rest[at + 1] !== undefined ? rest[at + 1] : fallback;
+  };
+  if (cli === undefined) {
+    process.stderr.write("usage: node out/drive.js CLI [--transport stdio|tcp] [--mode check|hang|bench]\n");
+    return 2;
+  }
+  const transport = option("--transport", "stdio") === "tcp" ? "tcp" : "stdio";
+  const mode = option("--mode", "check");
+  if (mode === "hang") {
+    await hang(cli, transport);
+    return 0;
+  }
+  if (mode === "bench") {
+    console.log(JSON.stringify(await bench(cli, Number(option("--pings", "1000")), Number(option("--turns", "200")))));
+    return 0;
+  }
+  try {
+    console.log(JSON.stringify({ ok: true, checks: await check(cli, transport) }));
+    return 0;
+  } catch (error) {
+    console.log(JSON.stringify({ ok: false, failed: String(error instanceof Error ? error.stack : error) }));
+    return 1;
+  }
+}
+
+void main().then((code) => process.exit(code));
