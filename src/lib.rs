@@ -32,13 +32,13 @@ mod params;
 mod rpc_stream;
 
 #[cfg(feature = "openrpc")]
-pub mod openrpc;
-#[cfg(feature = "openrpc")]
-pub mod typescript;
-#[cfg(feature = "openrpc")]
 pub mod golang;
 #[cfg(feature = "openrpc")]
+pub mod openrpc;
+#[cfg(feature = "openrpc")]
 pub mod python;
+#[cfg(feature = "openrpc")]
+pub mod typescript;
 
 pub use jsonrpc_duplex_core::*;
 

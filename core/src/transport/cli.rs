@@ -56,7 +56,9 @@ impl CliTransport {
         let bad = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
         while let Some(arg) = args.next() {
             let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) if flag == "--port" || flag == "--listen" => (flag.to_owned(), Some(value.to_owned())),
+                Some((flag, value)) if flag == "--port" || flag == "--listen" => {
+                    (flag.to_owned(), Some(value.to_owned()))
+                }
                 _ => (arg.clone(), None),
             };
             if flag != "--port" && flag != "--listen" {
