@@ -208,6 +208,11 @@ fn python_program_drives_the_cli_over_stdio() {
 }
 
 #[test]
+fn python_program_drives_the_cli_over_stdio_with_newline_framing() {
+    assert_checks(&drive(Lang::Python, &["--transport", "stdio", "--framing", "newline"]));
+}
+
+#[test]
 fn python_program_drives_the_cli_over_tcp() {
     assert_checks(&drive(Lang::Python, &["--transport", "tcp"]));
 }
@@ -225,6 +230,11 @@ fn typescript_program_drives_the_cli_over_tcp() {
 #[test]
 fn go_program_drives_the_cli_over_stdio() {
     assert_checks(&drive(Lang::Go, &["--transport", "stdio"]));
+}
+
+#[test]
+fn go_program_drives_the_cli_over_tcp_with_newline_framing() {
+    assert_checks(&drive(Lang::Go, &["--transport", "tcp", "--framing", "newline"]));
 }
 
 #[test]
@@ -360,5 +370,25 @@ fn cli_on_tcp_prints_its_address_and_ends_with_stdin() {
         }
         assert!(closed.elapsed() < Duration::from_secs(2), "the CLI still runs 2 s after its stdin closed");
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Each SDK's `ping` p50 over 1,000 calls and its full-turn p50 over 200 turns, next to the same
+/// client written by hand on the language's raw pipes (stdio, Content-Length). Numbers only, no
+/// assertion on them (a shared machine is noisy):
+/// `cargo test --release --features openrpc --test sdk_bridge -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run it on a quiet machine"]
+fn latency_of_each_sdk_next_to_a_hand_written_client() {
+    for lang in [Lang::Python, Lang::Go, Lang::TypeScript] {
+        let numbers = drive(lang, &["--mode", "bench", "--pings", "1000", "--turns", "200"]);
+        let get = |key: &str| numbers[key].as_f64().unwrap_or(f64::NAN);
+        let (ping, raw_ping, turn, raw_turn) =
+            (get("ping_p50_us"), get("raw_ping_p50_us"), get("turn_p50_us"), get("raw_turn_p50_us"));
+        println!(
+            "{lang:?}: ping p50 {ping:.1} µs (by hand {raw_ping:.1} µs, {:+.0}%), turn p50 {turn:.1} µs (by hand {raw_turn:.1} µs, {:+.0}%)",
+            (ping / raw_ping - 1.0) * 100.0,
+            (turn / raw_turn - 1.0) * 100.0
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The Rust CLI of `examples/sdk_bridge/`: a session served to the one SDK that spawned it, on
 //! stdio, or on TCP with `--port N` / `--listen ADDR` (it prints the address line the SDKs
-//! read). It exits when its stdin ends, so it never outlives its SDK.
+//! read), with Content-Length framing or `--framing newline`. It exits when its stdin ends, so it
+//! never outlives its SDK.
 //!
 //! ```text
 //! cargo build --example sdk_bridge
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::Stream;
-use jsonrpc_duplex::{CliTransport, Connection, Progress};
+use jsonrpc_duplex::{CliTransport, Connection, Framing, Progress};
 use protocol::{BridgeError, Session, SessionServer, Step, ToolsClient, TurnEvent, TurnSummary};
 
 /// The session: how many turns ran, and the events of the last one.
@@ -91,15 +92,25 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    if !rest.is_empty() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "sdk_bridge: unknown arguments {rest:?} (usage: sdk_bridge [--port N | --listen ADDR])"
-        );
-        return std::process::ExitCode::from(2);
-    }
-    let builder = Connection::builder().serve(SessionServer::new(Agent::default()).into_router());
+    // `--framing newline` (the SDKs speak either framing); Content-Length by default.
+    let framing = match rest.as_slice() {
+        [] => Framing::ContentLength,
+        [flag, value] if flag == "--framing" => match value.parse::<Framing>() {
+            Ok(framing) => framing,
+            Err(e) => {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "sdk_bridge: --framing {value}: {e}");
+                return std::process::ExitCode::from(2);
+            }
+        },
+        _ => {
+            use std::io::Write;
+            let usage = "usage: sdk_bridge [--port N | --listen ADDR] [--framing content-length|newline]";
+            let _ = writeln!(std::io::stderr(), "sdk_bridge: unknown arguments {rest:?} ({usage})");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let builder = Connection::builder().framing(framing).serve(SessionServer::new(Agent::default()).into_router());
     match transport.serve(builder).await {
         Ok(_) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -1,7 +1,7 @@
 """The Python side of `examples/sdk_bridge/`: spawns the Rust CLI through the generated `bridge`
 module and drives it. Nothing but the standard library, `bridge.py` and its runtime.
 
-    python3 drive.py CLI [--transport stdio|tcp] [--mode check|hang|bench]
+    python3 drive.py CLI [--transport stdio|tcp] [--framing content-length|newline] [--mode check|hang|bench]
 
 `check` prints one JSON line, {"ok": true, "checks": [..]}, and exits 0 (or {"ok": false, ..}
 and exits 1). `hang` prints {"cli_pid": N} and then {"in_call": true} once a long call is under
@@ -52,10 +52,13 @@ class Tools:
         self.events.append(event)
 
 
-async def check(cli: str, transport: Literal["stdio", "tcp"]) -> list[str]:
+async def check(cli: str, transport: Literal["stdio", "tcp"], framing: rt.Framing) -> list[str]:
     tools = Tools()
     checks: list[str] = []
-    sdk = await within("spawn", bridge.spawn(cli, tools=tools, transport=transport, stderr="capture"))
+    args = ["--framing", framing]
+    sdk = await within(
+        "spawn", bridge.spawn(cli, args, tools=tools, transport=transport, framing=framing, stderr="capture")
+    )
     async with sdk:
         session = sdk.session
         assert await within("ping", session.ping()) == "pong"
@@ -242,6 +245,7 @@ def main() -> int:
     parser.add_argument("cli")
     parser.add_argument("--transport", choices=["stdio", "tcp"], default="stdio")
     parser.add_argument("--mode", choices=["check", "hang", "bench"], default="check")
+    parser.add_argument("--framing", choices=["content-length", "newline"], default="content-length")
     parser.add_argument("--pings", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=200)
     options = parser.parse_args()
@@ -252,7 +256,7 @@ def main() -> int:
         print(json.dumps(asyncio.run(bench(options.cli, options.pings, options.turns))))
         return 0
     try:
-        checks = asyncio.run(check(options.cli, options.transport))
+        checks = asyncio.run(check(options.cli, options.transport, options.framing))
     except Exception as e:  # noqa: BLE001 - the report says what failed
         print(json.dumps({"ok": False, "failed": f"{type(e).__name__}: {e}"}))
         return 1

@@ -9,6 +9,7 @@
 // waits (for a test to SIGKILL it). `bench` prints p50 latencies. Every wait is bounded.
 
 import * as assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
 import { SessionClient, serveTools, Step, ToolFailedError, Tools, TurnEvent } from "./bridge";
 import { spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
@@ -124,6 +125,66 @@ function p50(samples: number[]): number {
   return samples[Math.floor(samples.length / 2)] * 1000;
 }
 
+/** The same client written by hand on the child's pipes: Content-Length frames, no library. */
+class RawClient {
+  private buffer = Buffer.alloc(0);
+  private waiting: ((message: Record<string, unknown>) => void) | undefined;
+  private readonly queue: Array<Record<string, unknown>> = [];
+  private nextId = 0;
+
+  constructor(private readonly write: (bytes: Buffer) => void, readable: NodeJS.ReadableStream) {
+    readable.on("data", (chunk: Buffer) => {
+      this.buffer = Buffer.concat([this.buffer, chunk]);
+      for (;;) {
+        const end = this.buffer.indexOf("\r\n\r\n");
+        if (end < 0) {
+          return;
+        }
+        const length = Number(/content-length:\s*(\d+)/i.exec(this.buffer.subarray(0, end).toString())?.[1]);
+        if (this.buffer.length < end + 4 + length) {
+          return;
+        }
+        const message = JSON.parse(this.buffer.subarray(end + 4, end + 4 + length).toString()) as Record<string, unknown>;
+        this.buffer = this.buffer.subarray(end + 4 + length);
+        const waiting = this.waiting;
+        this.waiting = undefined;
+        if (waiting === undefined) {
+          this.queue.push(message);
+        } else {
+          waiting(message);
+        }
+      }
+    });
+  }
+
+  private send(message: unknown): void {
+    const body = Buffer.from(JSON.stringify(message));
+    this.write(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]));
+  }
+
+  private next(): Promise<Record<string, unknown>> {
+    const queued = this.queue.shift();
+    return queued !== undefined ? Promise.resolve(queued) : new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  async call(method: string, params: unknown): Promise<unknown> {
+    this.nextId += 1;
+    const id = this.nextId;
+    this.send({ jsonrpc: "2.0", id, method, params });
+    for (;;) {
+      const message = await this.next();
+      if (typeof message.method === "string") {
+        if (message.id !== undefined) {
+          const input = (message.params as { input: string }).input;
+          this.send({ jsonrpc: "2.0", id: message.id, result: input.toUpperCase() });
+        }
+      } else if (message.id === id) {
+        return message.result;
+      }
+    }
+  }
+}
+
 async function bench(cli: string, pings: number, turns: number): Promise<Record<string, number>> {
   const tools = new EchoTools();
   const [child, session] = await start(cli, "stdio", tools);
@@ -142,7 +203,25 @@ async function bench(cli: string, pings: number, turns: number): Promise<Record<
     turn.push(performance.now() - t);
   }
   await child.stop();
-  return { ping_p50_us: p50(ping), turn_p50_us: p50(turn) };
+
+  const process_ = spawn(cli, [], { stdio: ["pipe", "pipe", "inherit"] });
+  const raw = new RawClient((bytes) => process_.stdin.write(bytes), process_.stdout);
+  const rawPing: number[] = [];
+  for (let i = 0; i < pings; i++) {
+    const t = performance.now();
+    await raw.call("session/ping", null);
+    rawPing.push(performance.now() - t);
+  }
+  const rawTurn: number[] = [];
+  for (let i = 0; i < turns; i++) {
+    const t = performance.now();
+    await raw.call("session/turn", { prompt: "hello big world" });
+    rawTurn.push(performance.now() - t);
+  }
+  const exited = new Promise((resolve) => process_.once("exit", resolve));
+  process_.stdin.end();
+  await within("the raw client's CLI exit", exited);
+  return { ping_p50_us: p50(ping), raw_ping_p50_us: p50(rawPing), turn_p50_us: p50(turn), raw_turn_p50_us: p50(rawTurn) };
 }
 
 async function main(): Promise<number> {

@@ -1,7 +1,7 @@
 // The Go side of examples/sdk_bridge/: spawns the Rust CLI through the generated package
 // `bridge` and drives it. Nothing but the standard library and that package.
 //
-//	go run ./drive CLI [-transport stdio|tcp] [-mode check|hang|bench]
+//	go run ./drive [-transport stdio|tcp] [-framing content-length|newline] [-mode check|hang|bench] CLI
 //
 // `check` prints one JSON line, {"ok":true,"checks":[..]}, and exits 0 (or {"ok":false,..} and
 // exits 1). `hang` prints {"cli_pid":N}, then {"in_call":true} once a long call is under way,
@@ -59,20 +59,23 @@ func bounded() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), step)
 }
 
-func options(transport string) bridge.SpawnOptions {
+func options(transport string, framing string) bridge.SpawnOptions {
 	o := bridge.SpawnOptions{Stderr: os.Stderr}
+	if framing == "newline" {
+		o.Framing = bridge.Newline
+	}
 	if transport == "tcp" {
 		o.Transport = bridge.TCP
 	}
 	return o
 }
 
-func check(cli string, transport string) ([]string, error) {
+func check(cli string, transport string, framing string) ([]string, error) {
 	var checks []string
 	t := &tools{}
 	ctx, cancel := bounded()
 	defer cancel()
-	sdk, err := bridge.Spawn(ctx, cli, nil, options(transport), t)
+	sdk, err := bridge.Spawn(ctx, cli, []string{"--framing", framing}, options(transport, framing), t)
 	if err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
@@ -187,7 +190,7 @@ func check(cli string, transport string) ([]string, error) {
 func hang(cli string, transport string) error {
 	ctx, cancel := bounded()
 	defer cancel()
-	sdk, err := bridge.Spawn(ctx, cli, nil, options(transport), &tools{})
+	sdk, err := bridge.Spawn(ctx, cli, nil, options(transport, "content-length"), &tools{})
 	if err != nil {
 		return err
 	}
@@ -319,6 +322,7 @@ func bench(cli string, pings int, turns int) (map[string]float64, error) {
 func main() {
 	transport := flag.String("transport", "stdio", "stdio or tcp")
 	mode := flag.String("mode", "check", "check, hang or bench")
+	framing := flag.String("framing", "content-length", "content-length or newline")
 	pings := flag.Int("pings", 1000, "pings to time")
 	turns := flag.Int("turns", 200, "turns to time")
 	flag.Parse()
@@ -342,7 +346,7 @@ func main() {
 		out, _ := json.Marshal(numbers)
 		fmt.Println(string(out))
 	default:
-		checks, err := check(cli, *transport)
+		checks, err := check(cli, *transport, *framing)
 		if err != nil {
 			out, _ := json.Marshal(map[string]any{"ok": false, "failed": err.Error()})
 			fmt.Println(string(out))
