@@ -437,6 +437,7 @@ async fn a_typescript_client_talks_both_ways_to_the_rust_service() {
             "a stream: list is pulled with $/enumerator/next",
             "a stream left early is aborted with $/enumerator/abort",
             "a stream argument: append pulls the lines from TypeScript",
+            "a synchronous stream argument is pulled in batches",
             "a stream served by TypeScript: saveAll pulls editor/openDocuments",
             "exit 0 on EOF",
         ]

@@ -25,8 +25,12 @@
 //! | `#[notification]` | returns the `Promise<void>` of the send | returns `void` or a `Promise`; a failure is logged (there is no answer) |
 //! | a typed error (`DescribeErrors`) | rejects with its error class (else with vscode-jsonrpc's `ResponseError`) | throw the class: its code, message and data are the answer |
 //! | `Progress<T>` | a callback `(report: T) => void`, called for each report before the promise settles; leave it out for none | a function that reports (a no-op when the caller asked for none) |
-//! | returns a stream | an `AsyncGenerator<T>`: the request goes out when it is first pulled, each item is a `$/enumerator/next`, leaving the loop early sends `$/enumerator/abort` | return an `AsyncIterable<T>` or `Iterable<T>` (or a `Promise` of one); it is pulled one item per `next` |
+//! | returns a stream | an `AsyncGenerator<T>`: the request goes out when it is first pulled, each item is a `$/enumerator/next`, leaving the loop early sends `$/enumerator/abort` | return an `AsyncIterable<T>` (pulled one item per `next`) or an `Iterable<T>` (answered in batches of up to 64), or a `Promise` of one |
 //! | `RpcStream<T>` param | an `AsyncIterable<T>` or `Iterable<T>`, pulled by the peer until the answer | an `AsyncGenerator<T>` to pull before answering |
+//!
+//! Integers are `number`s, exact up to 2^53 - 1 (`Number.MAX_SAFE_INTEGER`): vscode-jsonrpc's
+//! `JSON.parse` rounds larger ones. The connections of the spawn runtime ([`SPAWN_RUNTIME`])
+//! refuse a message that carries one instead of rounding it.
 //!
 //! Method and param names are the Rust names in camelCase (keywords get a trailing `_`). The
 //! generated helpers (one `$/enumerator/next` handler per connection, shared by every generated

@@ -166,6 +166,15 @@ async function main(): Promise<void> {
       assert.equal(await within("read back", files.readTextFile({ path: "new.txt" })), "second\none\ntwo\nthree\n");
     });
 
+    await check("a synchronous stream argument is pulled in batches", async () => {
+      const pulls = (): number => sent.filter((line) => line.includes("Received request '$/enumerator/next")).length;
+      const before = pulls();
+      assert.equal(await within("append", files.append({ path: "new.txt", lines: ["four", "five", "six"] })), 3);
+      // One `$/enumerator/next` answered all three (and that it finished), where an async generator takes four.
+      assert.equal(pulls(), before + 1, `sent: ${JSON.stringify(sent.slice(-8))}`);
+      assert.equal(await within("read back", files.readTextFile({ path: "new.txt" })), "second\none\ntwo\nthree\nfour\nfive\nsix\n");
+    });
+
     await check("a stream served by TypeScript: saveAll pulls editor/openDocuments", async () => {
       assert.equal(await within("saveAll", files.saveAll()), 2);
       assert.equal(await within("read back", files.readTextFile({ path: "notes.md" })), "unsaved notes\n");

@@ -371,6 +371,7 @@ async function* rpcPull<T>(
 class RpcGenerators {
   private nextToken = 1;
   private readonly offered = new Map<number, AsyncIterator<unknown> | Iterator<unknown>>();
+  private readonly asynchronous = new Set<number>();
 
   constructor(connection: MessageConnection) {
     connection.onRequest("$/enumerator/next", async (...args: unknown[]) => {
@@ -383,11 +384,27 @@ class RpcGenerators {
         const item = await iterator.next();
         if (item.done === true) {
           this.offered.delete(token);
+          this.asynchronous.delete(token);
           return { values: [], finished: true };
         }
-        return { values: [item.value], finished: false };
+        const values: unknown[] = [item.value];
+        // A synchronous iterable is answered in batches: what it has, up to RPC_BATCH a time.
+        if (!this.asynchronous.has(token)) {
+          const sync = iterator as Iterator<unknown>;
+          while (values.length < RPC_BATCH) {
+            const more = sync.next();
+            if (more.done === true) {
+              this.offered.delete(token);
+              this.asynchronous.delete(token);
+              return { values, finished: true };
+            }
+            values.push(more.value);
+          }
+        }
+        return { values, finished: false };
       } catch (error) {
         this.offered.delete(token);
+        this.asynchronous.delete(token);
         if (error instanceof ResponseError) {
           return error;
         }
@@ -406,13 +423,18 @@ class RpcGenerators {
   offer(items: AsyncIterable<unknown> | Iterable<unknown>): { token: number; release: () => void } {
     const token = this.nextToken;
     this.nextToken += 1;
-    const iterator = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
+    const asynchronous = Symbol.asyncIterator in items;
+    const iterator = asynchronous ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
     this.offered.set(token, iterator);
+    if (asynchronous) {
+      this.asynchronous.add(token);
+    }
     return { token, release: () => this.release(token) };
   }
 
   private release(token: number): void {
     const iterator = this.offered.get(token);
+    this.asynchronous.delete(token);
     if (iterator !== undefined) {
       this.offered.delete(token);
       void Promise.resolve(iterator.return?.()).catch(() => undefined);
@@ -426,6 +448,9 @@ function rpcEnumeratorToken(args: unknown[]): number | undefined {
   const token = typeof first === "object" && first !== null && "token" in first ? first.token : first;
   return typeof token === "number" ? token : undefined;
 }
+
+/** The most values one `$/enumerator/next` answer carries from a synchronous iterable. */
+const RPC_BATCH = 64;
 
 const RPC_GENERATORS = Symbol.for("jsonrpc-duplex/generators");
 
