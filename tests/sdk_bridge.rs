@@ -15,6 +15,10 @@
 //!   exact to 2^53 - 1, an answer beyond refused), `stop()` returning the exit status;
 //! - the CLI exits by itself within 2 s when its SDK is SIGKILLed in the middle of a call, over
 //!   stdio and over TCP;
+//! - the Python runtime against a peer written by hand on raw bytes
+//!   (`tests/interop/sdk/runtime_test.py`): bad JSON, unknown methods, bad params, a handler's
+//!   exception, cancels (before and while a handler runs), unknown stream tokens, stray and
+//!   malformed answers, framing errors, EOF, newline framing;
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
 //! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
@@ -317,6 +321,22 @@ fn cli_exits_within_2s_when_its_go_sdk_is_sigkilled_mid_call_over_stdio() {
 #[test]
 fn cli_exits_within_2s_when_its_go_sdk_is_sigkilled_mid_call_over_tcp() {
     cli_exits_when_its_sdk_is_killed(Lang::Go, "tcp");
+}
+
+#[test]
+fn python_runtime_answers_bad_input_from_a_raw_peer() {
+    let script = interop::interop_dir("sdk").join("runtime_test.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(bridge_dir().join("python"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["ok"], true, "{report}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
 }
 
 #[test]

@@ -499,6 +499,15 @@ class Peer:
         task = asyncio.get_running_loop().create_task(self._run_request(request_id, method, params))
         self._running[request_id] = task
 
+        def cancelled_before_it_ran(done: asyncio.Task[None]) -> None:
+            # A task cancelled before its first step never runs its body: answer for it.
+            if done.cancelled() and self._running.get(request_id) is done:
+                del self._running[request_id]
+                if not self._closed.done():
+                    asyncio.get_running_loop().create_task(self._answer(request_id, error=RequestCancelled()))
+
+        task.add_done_callback(cancelled_before_it_ran)
+
     async def _run_request(self, request_id: Any, method: str, params: Any) -> None:
         try:
             if method == self.profile.enumerator_next:
