@@ -30,6 +30,8 @@ Stderr = Literal["inherit", "capture", "discard"]
 MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 #: The largest header block of a Content-Length frame, in bytes.
 MAX_HEADER_SIZE = 8 * 1024
+#: How many of the peer's requests may run at once; a further one is answered `-32000` at once.
+MAX_RUNNING_REQUESTS = 1024
 #: Captured stderr keeps its last this many bytes.
 MAX_CAPTURED_STDERR = 64 * 1024
 
@@ -492,9 +494,15 @@ class Peer:
             print(f"notification {method} failed: {e!r}", file=sys.stderr)
 
     def _start_request(self, request_id: Any, method: str, params: Any) -> None:
-        if request_id in self._running:
-            error = RpcError(-32600, f"a request with id {request_id!r} is already running")
+        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+            error = RpcError(-32600, f"a request id must be a number or a string, not {request_id!r}")
             asyncio.get_running_loop().create_task(self._answer(request_id, error=error))
+            return
+        if request_id in self._running or len(self._running) >= MAX_RUNNING_REQUESTS:
+            why = f"a request with id {request_id!r} is already running"
+            if request_id not in self._running:
+                why = f"too many requests running at once (at most {MAX_RUNNING_REQUESTS})"
+            asyncio.get_running_loop().create_task(self._answer(request_id, error=RpcError(-32000, why)))
             return
         task = asyncio.get_running_loop().create_task(self._run_request(request_id, method, params))
         self._running[request_id] = task
@@ -678,6 +686,7 @@ class Child:
         self.process = process
         self.peer = peer
         self._stderr_task = stderr_task
+        self._stdout_task: asyncio.Task[None] | None = None
         self._stderr = bytearray()
 
     @property
@@ -711,6 +720,11 @@ class Child:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._stderr_task, grace)
         return status
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
 
 
 async def _drain_stderr(stream: asyncio.StreamReader, child: Child) -> None:
@@ -773,6 +787,9 @@ async def spawn(
         reader, writer = process.stdout, process.stdin
     peer = Peer(reader, writer, framing=framing, profile=profile)
     child = Child(process, peer, None)
+    if transport == "tcp":
+        # Whatever else it prints on stdout is read and dropped, so that it never blocks on it.
+        child._stdout_task = asyncio.get_running_loop().create_task(_drain(process.stdout))
     if process.stderr is not None:
         child._stderr_task = asyncio.get_running_loop().create_task(_drain_stderr(process.stderr, child))
     return child

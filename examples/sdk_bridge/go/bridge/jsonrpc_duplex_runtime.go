@@ -463,10 +463,15 @@ func ArgumentStream[T any](p *Peer, raw json.RawMessage) *Pull[T] {
 
 func (p *Peer) readFrame() ([]byte, error) {
 	if p.framing == Newline {
+		var line []byte
 		for {
-			line, err := p.reader.ReadSlice('\n')
+			chunk, err := p.reader.ReadSlice('\n')
+			if len(line)+len(chunk) > MaxMessageSize+2 {
+				return nil, fmt.Errorf("a message line is longer than %d bytes", MaxMessageSize)
+			}
+			line = append(line, chunk...)
 			if err == bufio.ErrBufferFull {
-				return nil, errors.New("a message line is longer than the read buffer")
+				continue
 			}
 			if err != nil {
 				if len(bytes.TrimSpace(line)) > 0 {
@@ -475,8 +480,9 @@ func (p *Peer) readFrame() ([]byte, error) {
 				return nil, err
 			}
 			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-				return append([]byte(nil), trimmed...), nil
+				return trimmed, nil
 			}
+			line = line[:0]
 		}
 	}
 	length := -1
@@ -607,10 +613,25 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 	}
 }
 
+// MaxRunningRequests is how many of the peer's requests may run at once; a further one is
+// answered -32000 at once (a peer cannot make this side hold unbounded work).
+const MaxRunningRequests = 1024
+
 func (p *Peer) startRequest(id json.RawMessage, method string, params json.RawMessage) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	key := string(id)
 	p.mu.Lock()
+	if _, dup := p.running[key]; dup || len(p.running) >= MaxRunningRequests {
+		p.mu.Unlock()
+		cancel()
+		why := fmt.Sprintf("too many requests running at once (at most %d)", MaxRunningRequests)
+		if dup {
+			why = "a request with id " + key + " is already running"
+		}
+		raw := json.RawMessage(id)
+		_ = p.send(map[string]any{"jsonrpc": "2.0", "id": raw, "error": wireError{Code: -32000, Message: why}})
+		return
+	}
 	p.running[key] = cancel
 	handler := p.requests[method]
 	p.mu.Unlock()
