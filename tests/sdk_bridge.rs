@@ -148,6 +148,29 @@ fn go_drive() -> PathBuf {
         .clone()
 }
 
+#[test]
+fn generated_go_for_the_files_example_passes_go_vet() {
+    // Stream arguments, object params, aliases, progress and an enum: what the bridge lacks.
+    let go = interop::go();
+    let dir = interop::profile_dir().join("sdk-go-files");
+    let package = dir.join("files");
+    std::fs::create_dir_all(&package).expect("a directory for the generated package");
+    std::fs::write(dir.join("go.mod"), "module filesexample\n\ngo 1.19\n").expect("go.mod written");
+    let module = jsonrpc_duplex::golang::Module::new("files")
+        .client::<files_protocol::FilesApi>()
+        .server::<files_protocol::EditorApi>();
+    std::fs::write(package.join("files.go"), module.render()).expect("files.go written");
+    std::fs::write(package.join(jsonrpc_duplex::golang::RUNTIME_FILE), module.runtime()).expect("runtime written");
+    let run =
+        Command::new(&go).args(["vet", "./..."]).current_dir(&dir).stdin(Stdio::null()).output().expect("go runs");
+    assert!(
+        run.status.success(),
+        "go vet on the files example's package failed:\n{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
 /// The command that runs `lang`'s drive program with `args`, the CLI last.
 fn drive_command(lang: Lang, args: &[&str]) -> Command {
     match lang {

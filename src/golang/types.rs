@@ -432,3 +432,51 @@ pub(super) fn comment_lines(text: &str, indent: &str) -> String {
         .map(|l| if l.trim().is_empty() { format!("{indent}//\n") } else { format!("{indent}// {l}\n") })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn schemas_become_go_types() {
+        let definitions = BTreeMap::from([("Point".to_owned(), json!({"type": "object"}))]);
+        let mut types = Types::new(&definitions, &[]);
+        let mut ty = |schema: Value| types.ty(&schema, "Hint").render();
+        assert_eq!(ty(json!({"type": "string"})), "string");
+        assert_eq!(ty(json!({"type": ["integer", "null"], "format": "uint64"})), "*uint64");
+        assert_eq!(ty(json!({"type": "integer"})), "int64");
+        assert_eq!(ty(json!({"type": "array", "items": {"type": "number"}})), "[]float64");
+        assert_eq!(ty(json!({"$ref": "#/components/schemas/Point"})), "Point");
+        assert_eq!(ty(json!({"$ref": "#/components/schemas/Missing"})), "any");
+        assert_eq!(ty(json!({"type": "object", "additionalProperties": {"type": "boolean"}})), "map[string]bool");
+        assert_eq!(ty(json!({"anyOf": [{"type": "string"}, {"type": "null"}]})), "*string");
+        assert_eq!(ty(json!({})), "any");
+        assert_eq!(ty(json!({"enum": ["a", "b"]})), "Hint");
+        let hoisted = types.decls.last().expect("a hoisted enum").render();
+        assert!(hoisted.contains("type Hint string") && hoisted.contains("HintA Hint = \"a\""), "{hoisted}");
+    }
+
+    #[test]
+    fn a_union_of_objects_is_one_struct() {
+        let definitions = BTreeMap::new();
+        let mut types = Types::new(&definitions, &[]);
+        let union = json!({"oneOf": [
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "a"}, "n": {"type": "integer"}}, "required": ["kind", "n"]},
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "b"}}, "required": ["kind"]}
+        ]});
+        assert_eq!(types.ty(&union, "Event").render(), "Event");
+        let decl = types.decls.last().expect("the struct").render();
+        assert!(decl.contains("Kind string `json:\"kind\"`"), "{decl}");
+        assert!(decl.contains("N *int64 `json:\"n,omitempty\"`"), "{decl}");
+    }
+
+    #[test]
+    fn names_are_valid_go() {
+        assert_eq!(type_name("Page<String>"), "PageString");
+        assert_eq!(pascal("tool_output"), "ToolOutput");
+        assert_eq!(param_name("type"), "type_");
+        assert_eq!(param_name("read_text_file"), "readTextFile");
+    }
+}
