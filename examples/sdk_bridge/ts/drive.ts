@@ -185,43 +185,34 @@ class RawClient {
   }
 }
 
+/** Both clients at once, each on a CLI of its own, timed in alternating rounds. */
 async function bench(cli: string, pings: number, turns: number): Promise<Record<string, number>> {
   const tools = new EchoTools();
   const [child, session] = await start(cli, "stdio", tools);
-  const ping: number[] = [];
-  for (let i = 0; i < pings; i++) {
-    const t = performance.now();
-    await session.ping();
-    ping.push(performance.now() - t);
-  }
-  const turn: number[] = [];
-  for (let i = 0; i < turns; i++) {
-    tools.log.length = 0;
-    tools.events.length = 0;
-    const t = performance.now();
-    await session.turn({ prompt: "hello big world" });
-    turn.push(performance.now() - t);
-  }
-  await child.stop();
-
   const process_ = spawn(cli, [], { stdio: ["pipe", "pipe", "inherit"] });
   const raw = new RawClient((bytes) => process_.stdin.write(bytes), process_.stdout);
-  const rawPing: number[] = [];
-  for (let i = 0; i < pings; i++) {
-    const t = performance.now();
-    await raw.call("session/ping", null);
-    rawPing.push(performance.now() - t);
+  const samples: Record<string, number[]> = { ping: [], raw_ping: [], turn: [], raw_turn: [] };
+  const time = async (name: string, count: number, call: () => Promise<unknown>): Promise<void> => {
+    for (let i = 0; i < count; i++) {
+      const t = performance.now();
+      await call();
+      samples[name].push(performance.now() - t);
+    }
+  };
+  const rounds = 10;
+  for (let r = 0; r < rounds; r++) {
+    await time("ping", pings / rounds, () => session.ping());
+    await time("raw_ping", pings / rounds, () => raw.call("session/ping", null));
+    tools.log.length = 0;
+    tools.events.length = 0;
+    await time("turn", turns / rounds, () => session.turn({ prompt: "hello big world" }));
+    await time("raw_turn", turns / rounds, () => raw.call("session/turn", { prompt: "hello big world" }));
   }
-  const rawTurn: number[] = [];
-  for (let i = 0; i < turns; i++) {
-    const t = performance.now();
-    await raw.call("session/turn", { prompt: "hello big world" });
-    rawTurn.push(performance.now() - t);
-  }
+  await child.stop();
   const exited = new Promise((resolve) => process_.once("exit", resolve));
   process_.stdin.end();
   await within("the raw client's CLI exit", exited);
-  return { ping_p50_us: p50(ping), raw_ping_p50_us: p50(rawPing), turn_p50_us: p50(turn), raw_turn_p50_us: p50(rawTurn) };
+  return Object.fromEntries(Object.entries(samples).map(([name, values]) => [`${name}_p50_us`, p50(values)]));
 }
 
 async function main(): Promise<number> {

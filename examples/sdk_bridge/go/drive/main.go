@@ -267,6 +267,8 @@ func (c *raw) call(method string, params any) any {
 	}
 }
 
+// bench times both clients, each on a CLI of its own, in alternating rounds (so that the
+// machine's load falls on both alike).
 func bench(cli string, pings int, turns int) (map[string]float64, error) {
 	ctx := context.Background()
 	t := &tools{}
@@ -274,26 +276,7 @@ func bench(cli string, pings int, turns int) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ping, turn, rawPing, rawTurn []time.Duration
-	for i := 0; i < pings; i++ {
-		start := time.Now()
-		if _, err := sdk.Session.Ping(ctx); err != nil {
-			return nil, err
-		}
-		ping = append(ping, time.Since(start))
-	}
-	for i := 0; i < turns; i++ {
-		t.mu.Lock()
-		t.log, t.events = nil, nil
-		t.mu.Unlock()
-		start := time.Now()
-		if _, err := sdk.Session.Turn(ctx, "hello big world"); err != nil {
-			return nil, err
-		}
-		turn = append(turn, time.Since(start))
-	}
-	_, _ = sdk.Stop()
-
+	defer sdk.Stop()
 	cmd := exec.Command(cli)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -301,15 +284,36 @@ func bench(cli string, pings int, turns int) (map[string]float64, error) {
 		return nil, err
 	}
 	c := &raw{r: bufio.NewReader(stdout), w: stdin}
-	for i := 0; i < pings; i++ {
-		start := time.Now()
-		c.call("session/ping", nil)
-		rawPing = append(rawPing, time.Since(start))
-	}
-	for i := 0; i < turns; i++ {
-		start := time.Now()
-		c.call("session/turn", map[string]any{"prompt": "hello big world"})
-		rawTurn = append(rawTurn, time.Since(start))
+	var ping, turn, rawPing, rawTurn []time.Duration
+	const rounds = 10
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < pings/rounds; i++ {
+			start := time.Now()
+			if _, err := sdk.Session.Ping(ctx); err != nil {
+				return nil, err
+			}
+			ping = append(ping, time.Since(start))
+		}
+		for i := 0; i < pings/rounds; i++ {
+			start := time.Now()
+			c.call("session/ping", nil)
+			rawPing = append(rawPing, time.Since(start))
+		}
+		for i := 0; i < turns/rounds; i++ {
+			t.mu.Lock()
+			t.log, t.events = nil, nil
+			t.mu.Unlock()
+			start := time.Now()
+			if _, err := sdk.Session.Turn(ctx, "hello big world"); err != nil {
+				return nil, err
+			}
+			turn = append(turn, time.Since(start))
+		}
+		for i := 0; i < turns/rounds; i++ {
+			start := time.Now()
+			c.call("session/turn", map[string]any{"prompt": "hello big world"})
+			rawTurn = append(rawTurn, time.Since(start))
+		}
 	}
 	_ = stdin.Close()
 	_ = cmd.Wait()
