@@ -30,6 +30,8 @@ Stderr = Literal["inherit", "capture", "discard"]
 MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 #: The largest header block of a Content-Length frame, in bytes.
 MAX_HEADER_SIZE = 8 * 1024
+#: Queued output past which a sender waits for the peer to read.
+WRITE_HIGH_WATER = 256 * 1024
 #: How many of the peer's requests may run at once; a further one is answered `-32000` at once.
 MAX_RUNNING_REQUESTS = 1024
 #: Captured stderr keeps its last this many bytes.
@@ -399,13 +401,18 @@ class Peer:
 
     async def _send(self, message: dict[str, Any]) -> None:
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        async with self._write_lock:
-            try:
-                self._writer.write(self._framer.frame(body))
-                await self._writer.drain()
-            except (ConnectionError, RuntimeError, OSError) as e:
-                self._finish(f"the write side failed: {e}")
-                raise ConnectionClosed(f"the write side failed: {e}") from e
+        try:
+            # One `write` per message keeps messages whole; waiting for the peer to read is
+            # needed only once what is queued passes the high-water mark (one waiter at a time).
+            self._writer.write(self._framer.frame(body))
+            if self._writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+                async with self._write_lock:
+                    await self._writer.drain()
+            elif self._writer.transport.is_closing():
+                raise ConnectionResetError("the transport is closed")
+        except (ConnectionError, RuntimeError, OSError) as e:
+            self._finish(f"the write side failed: {e}")
+            raise ConnectionClosed(f"the write side failed: {e}") from e
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionClosed):
