@@ -19,6 +19,7 @@
 //!   (`tests/interop/sdk/runtime_test.py`): bad JSON, unknown methods, bad params, a handler's
 //!   exception, cancels (before and while a handler runs), unknown stream tokens, stray and
 //!   malformed answers, framing errors, EOF, newline framing;
+//! - the Go runtime the same way (`go/bridge/runtime_test.go`, `go test`);
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
 //! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
@@ -360,6 +361,24 @@ fn python_runtime_answers_bad_input_from_a_raw_peer() {
         .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(report["ok"], true, "{report}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+}
+
+#[test]
+fn go_runtime_answers_bad_input_from_a_raw_peer() {
+    // `examples/sdk_bridge/go/bridge/runtime_test.go`, on net.Pipe.
+    let go = interop::go();
+    let run = Command::new(&go)
+        .args(["test", "-count=1", "./bridge/"])
+        .current_dir(bridge_dir().join("go"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("go runs");
+    assert!(
+        run.status.success(),
+        "go test ./bridge/ failed:\n{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 #[test]
