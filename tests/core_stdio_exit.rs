@@ -323,3 +323,30 @@ async fn node_spawns_the_peer_over_socketpairs() {
     // Nothing in flight: EOF ends it at once (the EOF grace is for running handlers).
     assert!(summary["exitMs"].as_f64().unwrap() < 1000.0, "{summary:#}");
 }
+
+/// Its parent gone, a stdio program's stderr fails with `EPIPE`: the `files_server` example still
+/// ends as it means to (exit 0), where `eprintln!` of its last line would panic (exit 101).
+#[cfg(unix)]
+#[tokio::test]
+async fn an_example_whose_stderr_is_closed_still_exits_0() {
+    let (stderr_tx, stderr_rx) = tokio::net::unix::pipe::pipe().unwrap();
+    // Nobody reads its stderr any more.
+    drop(stderr_rx);
+    let mut child = Command::new(interop::example("files_server"))
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr_tx.into_blocking_fd().unwrap()))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut peer = RawPeer::new(stdout, stdin, Framing::ContentLength);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#).await;
+    let answer = peer.recv().await;
+    assert_eq!(answer["error"]["code"], json!(-32601), "{answer}");
+    // EOF: it writes its last line to stderr and returns from `main`.
+    drop(peer);
+    exits_within(&mut child, Duration::from_secs(5), "files_server with its stderr closed").await;
+}

@@ -42,7 +42,11 @@ use crate::{Builder, Connection};
 
 impl Builder {
     /// Start over this process's stdin and stdout (a server launched by its client, an agent
-    /// launched by its editor). Nothing else may write to stdout: log to stderr.
+    /// launched by its editor). Nothing else may write to stdout: log to stderr, and not with
+    /// `eprintln!`: it panics when the write fails, which it does once the parent holding our
+    /// stderr has exited (`EPIPE`), so a last "connection ended" line turns a clean exit into
+    /// exit code 101. Write with `let _ = writeln!(std::io::stderr(), ..)`, or a logger that
+    /// ignores write errors (tracing-subscriber's `fmt` does).
     ///
     /// The process exits when `main` returns, whatever the peer does with the pipes: a peer
     /// that keeps our stdin open, or never reads our stdout, cannot keep it alive (see the close
