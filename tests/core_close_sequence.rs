@@ -148,7 +148,10 @@ impl tokio::io::AsyncWrite for Broken {
     ) -> std::task::Poll<std::io::Result<usize>> {
         std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
     }
-    fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
         std::task::Poll::Ready(Ok(()))
     }
     fn poll_shutdown(
