@@ -38,6 +38,10 @@
 //! `serde_json::value::RawValue`: raw JSON is a typed argument like any other, so no hand-written
 //! route is needed.
 
+// Not `eprintln!`: it panics once our parent, which holds stderr, is gone.
+#[path = "common/stderr.rs"]
+mod stderr;
+
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +54,7 @@ use jsonrpc_duplex::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use stderr::log_line;
 
 /// Raw JSON, kept byte for byte as it came.
 pub type Json = Box<RawValue>;
@@ -297,7 +302,7 @@ async fn main() -> ExitCode {
     let framing = match parse_args() {
         Ok(f) => f,
         Err(message) => {
-            eprintln!("{message}");
+            log_line!("{message}");
             return ExitCode::from(2);
         }
     };
@@ -316,7 +321,7 @@ async fn main() -> ExitCode {
     if matches!(ended.kind, CloseKind::RemoteClosed | CloseKind::LocallyClosed) {
         ExitCode::SUCCESS
     } else {
-        eprintln!("conformance_peer: the connection ended abnormally: {reason}");
+        log_line!("conformance_peer: the connection ended abnormally: {reason}");
         ExitCode::FAILURE
     }
 }

@@ -13,10 +13,16 @@
 //! cargo run --example demo
 //! ```
 
+// Not `eprintln!`: it panics once our parent, which holds stderr, is gone.
+#[path = "common/stderr.rs"]
+mod stderr;
+
 use std::process::ExitCode;
 use std::sync::Mutex;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use stderr::log_line;
 
 use futures::{Stream, StreamExt};
 use jsonrpc_duplex::{
@@ -286,7 +292,7 @@ async fn run_server() -> ExitCode {
     let conn = Connection::builder().serve(BackendServer::new(BackendImpl::default())).stdio();
     let reason = conn.closed().await;
     conn.close().await; // flush what is queued
-    eprintln!("[server] connection ended: {reason}");
+    log_line!("[server] connection ended: {reason}");
     // Tokio's stdin read runs on a blocking thread that cannot be cancelled: exit rather than
     // wait for it in the runtime's shutdown.
     std::process::exit(0);
@@ -608,7 +614,7 @@ async fn main() -> ExitCode {
     match run_client().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("demo failed: {message}");
+            log_line!("demo failed: {message}");
             ExitCode::FAILURE
         }
     }

@@ -14,6 +14,9 @@
 
 #[path = "files/protocol.rs"]
 mod protocol;
+// Not `eprintln!`: it panics once our parent, which holds stderr, is gone.
+#[path = "common/stderr.rs"]
+mod stderr;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,6 +26,7 @@ use jsonrpc_duplex::{Connection, Progress, Router, RpcError, RpcStream};
 use protocol::{
     EditorClient, Entry, Files, FilesError, FilesServer, Indexed, LogLine, MessageLevel, ReadTextFile, WriteTextFile,
 };
+use stderr::log_line;
 
 /// The workspace: paths and texts, in memory.
 #[derive(Clone, Default)]
@@ -131,5 +135,5 @@ async fn main() {
     let conn = Connection::builder().serve(routes(workspace)).stdio();
     let reason = conn.closed().await;
     conn.close().await;
-    eprintln!("files_server: {reason}");
+    log_line!("files_server: {reason}");
 }

@@ -15,6 +15,44 @@ use serde::Serialize;
 /// `-32601` from a peer that lacks the method); the client then reports it as
 /// [`ClientError::Call`] with [`Error::Remote`] instead of [`ClientError::Method`].
 ///
+/// Write an error enum once with `#[derive(RpcErrorType)]`: each variant says its code and
+/// message, the value itself is the `data`, and with the `openrpc` feature the same attributes
+/// (and each variant's doc comment) describe the method's errors in OpenRPC documents and
+/// TypeScript error classes ([`DescribeErrors`](crate::openrpc::DescribeErrors)):
+///
+/// ```
+/// use jsonrpc_duplex::{ErrorObject, RpcErrorType};
+///
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, RpcErrorType)]
+/// # #[cfg_attr(feature = "openrpc", derive(schemars::JsonSchema))]
+/// #[serde(tag = "kind", rename_all = "camelCase")]
+/// enum FsError {
+///     /// There is no such file.
+///     #[rpc_error(code = -32002, message = "file not found", name = "FileNotFound")]
+///     NotFound { path: String },
+///     /// The user said no.
+///     #[rpc_error(code = -32003, message = "permission denied")]
+///     Denied,
+/// }
+///
+/// let object = FsError::NotFound { path: "a.txt".into() }.into_error_object();
+/// assert_eq!((object.code, object.message.as_str()), (-32002, "file not found"));
+/// assert_eq!(object.data_as::<serde_json::Value>().unwrap().unwrap(), serde_json::json!({"kind": "notFound", "path": "a.txt"}));
+/// assert_eq!(FsError::from_error_object(object), Ok(FsError::NotFound { path: "a.txt".into() }));
+/// // Not one of its errors: the object comes back (so does one whose code is not its variant's).
+/// assert!(FsError::from_error_object(ErrorObject::method_not_found("x")).is_err());
+/// let mismatched = ErrorObject::new(-32003, "permission denied").with_data(FsError::NotFound { path: "a".into() });
+/// assert!(FsError::from_error_object(mismatched).is_err());
+/// # #[cfg(feature = "openrpc")] {
+/// use jsonrpc_duplex::openrpc::{DescribeErrors, schema_generator};
+/// let errors = FsError::describe_errors(&mut schema_generator());
+/// assert_eq!((errors[0].name.as_str(), errors[0].code, errors[0].docs.as_str()), ("FileNotFound", -32002, "There is no such file."));
+/// assert_eq!((errors[1].name.as_str(), errors[1].message.as_str()), ("Denied", "permission denied"));
+/// # }
+/// ```
+///
+/// By hand, the same mapping reads:
+///
 /// ```
 /// use jsonrpc_duplex::{ErrorObject, RpcErrorType};
 ///

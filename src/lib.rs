@@ -47,6 +47,9 @@ pub use jsonrpc_duplex_macros::rpc;
 
 pub use context::{FromNotificationContext, FromRequestContext};
 pub use error::{ClientError, RpcError, RpcErrorType};
+/// `#[derive(RpcErrorType)]`: an error enum written once (codes, messages, data, OpenRPC errors);
+/// see [`RpcErrorType`](trait@RpcErrorType).
+pub use jsonrpc_duplex_macros::RpcErrorType;
 pub use rpc_stream::RpcStream;
 
 #[doc(hidden)]

@@ -112,3 +112,72 @@ async fn a_peer_that_never_reads_holds_a_closing_connection_no_longer_than_the_f
         assert!(took >= flush && took < flush + Duration::from_secs(1), "eof {eof}: closed after {took:?} ({reason})");
     }
 }
+
+/// The peer is gone (its process killed: EOF, and every write fails): once a write has failed,
+/// nothing a handler answers can be read, so the handlers still running are cancelled at once,
+/// not after the EOF grace.
+#[tokio::test(start_paused = true)]
+async fn a_failed_write_cancels_the_running_handlers_at_once_not_after_the_eof_grace() {
+    let (tx, mut fired) = mpsc::unbounded_channel();
+    let grace = Duration::from_secs(30);
+    let (conn, mut peer) = pair(server(tx).eof_grace(grace), Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"hang"}"#).await;
+    peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"sleep","params":[100]}"#).await;
+    // Both handlers are running before the peer goes.
+    peer.send(r#"{"jsonrpc":"2.0","id":3,"method":"sleep","params":[0]}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":3,"result":0})).await;
+    let gone = Instant::now();
+    drop(peer);
+    // EOF, then the answer to `sleep` 100 ms later cannot be written.
+    let at = within(fired.recv()).await.expect("the hanging handler's token fired");
+    let took = at - gone;
+    assert!(took < Duration::from_secs(1), "cancelled {took:?} after the peer went (the grace is {grace:?})");
+    let reason = within(conn.closed()).await;
+    assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
+}
+
+/// A write side that has failed, and whose shutdown never ends (a closing handshake the gone peer
+/// will not finish, a stuck flush).
+struct Broken;
+
+impl tokio::io::AsyncWrite for Broken {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Pending
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_write_cancels_the_running_handlers_before_the_write_side_is_shut() {
+    use tokio::io::AsyncWriteExt;
+    let (tx, mut fired) = mpsc::unbounded_channel();
+    let (ours, mut theirs) = tokio::io::duplex(64 * 1024);
+    let conn = server(tx).eof_grace(Duration::from_secs(30)).framing(Framing::NewlineDelimited).connect(ours, Broken);
+    theirs.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hang\"}\n").await.unwrap();
+    theirs.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"sleep\",\"params\":[100]}\n").await.unwrap();
+    let start = Instant::now();
+    // The peer is gone: EOF (the grace begins), and the answer to `sleep` cannot be written:
+    // `hang` is cancelled then, not after the grace, nor once the write side's shutdown has timed
+    // out.
+    drop(theirs);
+    let at = within(fired.recv()).await.expect("the hanging handler's token fired");
+    let took = at - start;
+    assert!(took < Duration::from_millis(300), "cancelled {took:?} after the start (the write failed at 100 ms)");
+    let reason = within(conn.closed()).await;
+    assert_eq!(reason.kind, CloseKind::RemoteClosed, "{reason}");
+}

@@ -314,6 +314,29 @@ mod os {
     }
 
     #[tokio::test(flavor = "current_thread")]
+    async fn a_child_that_writes_while_it_shuts_down_exits_by_itself_not_of_a_broken_pipe() {
+        let (_guard, logs) = support::logs::capture_logs();
+        let mut cmd = tokio::process::Command::new("sh");
+        // After EOF on stdin it writes ~90 KB (more than a pipe holds) before it exits 0: a pipe
+        // closed under it kills it with SIGPIPE, one nobody reads blocks it until it is killed.
+        cmd.args([
+            "-c",
+            "cat > /dev/null; i=0; while [ $i -lt 3000 ]; do echo \"shutting down, step $i of 3000\"; i=$((i+1)); done; exit 0",
+        ]);
+        let options = ChildOptions::new().exit_grace(Duration::from_secs(5));
+        let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
+        let reason = within(conn.close()).await;
+        match reason.child() {
+            Some(ChildExit::Exited(status)) => assert_eq!(status.code(), Some(0), "{reason}"),
+            other => panic!("{other:?} ({reason})"),
+        }
+        let logs = logs.text();
+        // All of it read (and discarded) after the connection stopped reading.
+        let written: usize = (0..3000).map(|i| format!("shutting down, step {i} of 3000\n").len()).sum();
+        assert!(logs.contains("DEBUG") && logs.contains(&format!("discarded={written}")), "{logs}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
     async fn closing_says_the_child_was_killed_after_its_grace_and_warns() {
         let (_guard, logs) = support::logs::capture_logs();
         let mut cmd = tokio::process::Command::new("sh");

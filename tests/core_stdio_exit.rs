@@ -2,8 +2,9 @@
 //! (`examples/conformance_peer.rs`, served with `Builder::stdio`) exits when `main` returns
 //! while its parent keeps the pipes open, exits after EOF even if nobody reads its stdout, and
 //! exits within 2 s of EOF with a 30 s request and an unanswerable call in flight, in both
-//! framings, every time. Pipes take the non-blocking path; a Unix socket as stdin/stdout takes
-//! the thread path (as a terminal would).
+//! framings, every time. Pipes and sockets (Node's `child_process.spawn` hands a child one
+//! socketpair per stream: `node_spawns_the_peer_over_socketpairs`) take the non-blocking path on
+//! the reactor, non-blocking only while the connection lives.
 
 mod support;
 
@@ -103,7 +104,7 @@ async fn the_peer_exits_when_main_returns_while_its_stdin_stays_open() {
 #[cfg(unix)]
 #[tokio::test]
 async fn the_peer_exits_when_main_returns_with_a_socket_for_stdio() {
-    // Not a pipe: served by threads the runtime does not wait for (as a terminal would be).
+    // One socket for both stdin and stdout (as inetd gives it): on the reactor too.
     let (mut child, ours) = peer_on_socket();
     let (r, w) = ours.into_split();
     let mut peer = RawPeer::new(r, w, Framing::ContentLength);
@@ -232,4 +233,120 @@ async fn stdio_pipes_are_non_blocking_only_while_the_connection_lives() {
         assert!(!non_blocking(&stdin_copy), "stdin left non-blocking");
         assert!(!non_blocking(&stdout_copy), "stdout left non-blocking");
     }
+}
+
+/// A stdio program spawned the way Node's `child_process.spawn` does it (`stdio: 'pipe'`): one
+/// Unix socketpair for each of stdin, stdout and stderr, the parent keeping the other ends.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn socketpairs_as_node_gives_them_are_served_on_the_reactor_and_non_blocking_only_while_the_connection_lives() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream as StdUnixStream;
+    use tokio::io::AsyncReadExt;
+    let (their_stdin, to_peer) = StdUnixStream::pair().unwrap();
+    let (their_stdout, from_peer) = StdUnixStream::pair().unwrap();
+    let (their_stderr, peer_log) = StdUnixStream::pair().unwrap();
+    // Our copies share the child's open file descriptions, as a parent that keeps them does.
+    let stdin_copy = OwnedFd::from(their_stdin.try_clone().unwrap());
+    let stdout_copy = OwnedFd::from(their_stdout.try_clone().unwrap());
+    let mut child = Command::new(interop::example("conformance_peer"))
+        .env("RUST_LOG", "jsonrpc_duplex=debug")
+        .stdin(Stdio::from(OwnedFd::from(their_stdin)))
+        .stdout(Stdio::from(OwnedFd::from(their_stdout)))
+        .stderr(Stdio::from(OwnedFd::from(their_stderr)))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let nonblocking = |s: StdUnixStream| {
+        s.set_nonblocking(true).unwrap();
+        tokio::net::UnixStream::from_std(s).unwrap()
+    };
+    let (to_peer, from_peer, mut peer_log) = (nonblocking(to_peer), nonblocking(from_peer), nonblocking(peer_log));
+    let mut peer = RawPeer::new(from_peer, to_peer, Framing::ContentLength);
+    round_trip(&mut peer).await;
+    peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"add","params":{"a":40,"b":2}}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":2,"result":42})).await;
+    assert!(non_blocking(&stdin_copy), "stdin is served on the reactor");
+    assert!(non_blocking(&stdout_copy), "stdout is served on the reactor");
+    // As Node ends its child: close its stdin (the socket's sending side), and wait.
+    drop(peer);
+    exits_within(&mut child, Duration::from_secs(3), "after EOF on a socketpair").await;
+    assert!(!non_blocking(&stdin_copy), "stdin left non-blocking");
+    assert!(!non_blocking(&stdout_copy), "stdout left non-blocking");
+    let mut log = String::new();
+    within(peer_log.read_to_string(&mut log)).await.unwrap();
+    assert!(log.contains("stdin is a socket: served on the reactor"), "{log}");
+    assert!(log.contains("stdout is a socket: served on the reactor"), "{log}");
+}
+
+/// One socket as both stdin and stdout: non-blocking while the connection lives, and blocking
+/// again only once both sides have let go.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn one_socket_for_stdin_and_stdout_is_non_blocking_only_while_the_connection_lives() {
+    use std::os::fd::OwnedFd;
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let copy = OwnedFd::from(theirs.try_clone().unwrap());
+    let mut child = Command::new(interop::example("conformance_peer"))
+        .stdin(Stdio::from(OwnedFd::from(theirs.try_clone().unwrap())))
+        .stdout(Stdio::from(OwnedFd::from(theirs)))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    ours.set_nonblocking(true).unwrap();
+    let (r, w) = tokio::net::UnixStream::from_std(ours).unwrap().into_split();
+    let mut peer = RawPeer::new(r, w, Framing::ContentLength);
+    round_trip(&mut peer).await;
+    assert!(non_blocking(&copy), "served on the reactor");
+    peer.send(r#"{"jsonrpc":"2.0","method":"exit"}"#).await;
+    exits_within(&mut child, Duration::from_secs(1), "exit").await;
+    assert!(!non_blocking(&copy), "left non-blocking");
+}
+
+/// Node itself spawns the peer (`child_process.spawn`, socketpairs), talks to it by hand, closes
+/// its stdin and sees it exit 0 (`tests/interop/node/stdio_spawn.js`).
+#[tokio::test]
+async fn node_spawns_the_peer_over_socketpairs() {
+    let script = interop::interop_dir("node").join("stdio_spawn.js");
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).arg(interop::example("conformance_peer")).stdin(Stdio::null()).kill_on_drop(true);
+    let out = within(cmd.output()).await.expect("node runs (the interop tests need node on the PATH)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let summary: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("no summary ({e}):\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success() && summary["ok"] == json!(true), "{summary:#}");
+    assert_eq!(summary["answers"][0], json!({"jsonrpc":"2.0","id":1,"result":{"hello":"node"}}));
+    assert_eq!(summary["answers"][1], json!({"jsonrpc":"2.0","id":2,"result":42}));
+    assert_eq!(summary["answers"][2]["error"]["code"], json!(-32601));
+    assert_eq!(summary["exit"], json!({"code": 0, "signal": null}));
+    // Nothing in flight: EOF ends it at once (the EOF grace is for running handlers).
+    assert!(summary["exitMs"].as_f64().unwrap() < 1000.0, "{summary:#}");
+}
+
+/// Its parent gone, a stdio program's stderr fails with `EPIPE`: the `files_server` example still
+/// ends as it means to (exit 0), where `eprintln!` of its last line would panic (exit 101).
+#[cfg(unix)]
+#[tokio::test]
+async fn an_example_whose_stderr_is_closed_still_exits_0() {
+    let (stderr_tx, stderr_rx) = tokio::net::unix::pipe::pipe().unwrap();
+    // Nobody reads its stderr any more.
+    drop(stderr_rx);
+    let mut child = Command::new(interop::example("files_server"))
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr_tx.into_blocking_fd().unwrap()))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut peer = RawPeer::new(stdout, stdin, Framing::ContentLength);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#).await;
+    let answer = peer.recv().await;
+    assert_eq!(answer["error"]["code"], json!(-32601), "{answer}");
+    // EOF: it writes its last line to stderr and returns from `main`.
+    drop(peer);
+    exits_within(&mut child, Duration::from_secs(5), "files_server with its stderr closed").await;
 }

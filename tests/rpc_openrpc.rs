@@ -157,6 +157,22 @@ fn shapes_document() -> Document {
     Document::new("shapes", "1.2.3").service::<ShapesApi>()
 }
 
+/// Where a `format` is, outside members named `x-…`.
+fn formats_outside_extensions(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(object) => object
+            .iter()
+            .filter(|(k, _)| !k.starts_with("x-"))
+            .flat_map(|(k, v)| {
+                let here = (k == "format").then(|| v.to_string());
+                here.into_iter().chain(formats_outside_extensions(v))
+            })
+            .collect(),
+        Value::Array(items) => items.iter().flat_map(formats_outside_extensions).collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn method<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["methods"].as_array().and_then(|ms| ms.iter().find(|m| m["name"] == name)).unwrap_or_else(|| {
         panic!("no method {name} in {doc:#}");
@@ -222,8 +238,9 @@ fn a_document_describes_every_shape() {
         .iter()
         .map(|p| (p["name"].as_str().unwrap(), p["required"].as_bool().unwrap()))
         .collect();
-    assert_eq!(members, [("label", false), ("x", true), ("y", true)]);
-    assert_eq!(object["params"][1]["description"], "Across.");
+    // Required members first (tools want them so), each group in the schema's order.
+    assert_eq!(members, [("x", true), ("y", true), ("label", false)]);
+    assert_eq!(object["params"][0]["description"], "Across.");
     assert_eq!(object["result"]["schema"], json!({"type": "null"}), "Result<(), E> answers null");
     assert_eq!(
         object["errors"],
@@ -236,14 +253,20 @@ fn a_document_describes_every_shape() {
     assert!(ping.get("result").is_none(), "a notification has no result");
     assert_eq!(ping["params"], json!([]));
 
-    for (name, item, errors) in [
-        ("shapes/items", json!({"$ref": "#/components/schemas/Point"}), false),
-        ("shapes/fallible", json!({"type": "integer", "format": "uint32", "minimum": 0}), true),
-        ("shapes/maybe", json!({"type": "string"}), true),
+    // `x-stream` keeps schemars' formats; the schema validators read has the bounds they mean.
+    for (name, item, checked, errors) in [
+        ("shapes/items", json!({"$ref": "#/components/schemas/Point"}), None, false),
+        (
+            "shapes/fallible",
+            json!({"type": "integer", "format": "uint32", "minimum": 0}),
+            Some(json!({"type": "integer", "minimum": 0, "maximum": 4294967295u32})),
+            true,
+        ),
+        ("shapes/maybe", json!({"type": "string"}), None, true),
     ] {
         let m = method(&doc, name);
         assert_eq!(m["result"]["x-stream"], item, "{name}");
-        assert_eq!(m["result"]["schema"]["properties"]["values"]["items"], item, "{name}");
+        assert_eq!(m["result"]["schema"]["properties"]["values"]["items"], checked.unwrap_or(item), "{name}");
         assert_eq!(m.get("errors").is_some(), errors, "{name}");
     }
 
@@ -267,10 +290,47 @@ fn a_document_describes_every_shape() {
 
     let schemas: Vec<&str> = doc["components"]["schemas"].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(schemas, ["Kind", "Percent", "Point", "ShapeError"]);
+    // Titled, so that `@open-rpc/typings` names its types after them (by hash without).
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        assert_eq!(schema["title"], json!(name), "{name}");
+    }
+    // No `format` anywhere validators look (Ajv refuses `int32`, `uint64`, … unless told to
+    // ignore formats); our own `x-` extensions keep them.
+    assert_eq!(formats_outside_extensions(&doc), Vec::<String>::new());
+    assert_eq!(
+        doc["components"]["schemas"]["Percent"],
+        json!({"title": "Percent", "description": "Percent done.", "type": "integer", "minimum": 0, "maximum": 255})
+    );
     let kinds: Vec<&Value> =
         doc["components"]["schemas"]["Kind"]["oneOf"].as_array().unwrap().iter().map(|v| &v["const"]).collect();
     assert_eq!(kinds, [&json!("circle"), &json!("square")]);
     assert_eq!(doc["components"]["tags"]["Shapes"]["name"], "Shapes");
+}
+
+/// Params in an order tools would otherwise get wrong.
+#[rpc(namespace = "order")]
+pub trait Order {
+    /// Lines `from` to `to`: `from` may be `null`, but it must be sent, since `to` follows it
+    /// in the array; `step` may be left out.
+    async fn window(&self, from: Option<u32>, to: u32, step: Option<u32>) -> Vec<u32>;
+}
+
+#[test]
+fn an_option_before_a_required_positional_param_is_required_and_one_paragraph_has_no_summary() {
+    let doc = Document::new("order", "1.0.0").service::<OrderApi>().to_value();
+    let window = method(&doc, "order/window");
+    let required: Vec<(&str, bool)> = window["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["required"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(required, [("from", true), ("to", true), ("step", false)]);
+    // The schema still says `null` is fine.
+    assert_eq!(window["params"][0]["schema"]["type"], json!(["integer", "null"]));
+    // One paragraph (wrapped): a description and no summary repeating it.
+    assert!(window.get("summary").is_none(), "{window:#}");
+    assert!(window["description"].as_str().unwrap().starts_with("Lines `from` to `to`"));
 }
 
 #[test]
@@ -369,6 +429,53 @@ async fn documents_validate_against_the_openrpc_meta_schema() {
     let files = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/files/openrpc.json");
     let summary = node(&dir, &["validate.js".as_ref(), shapes.as_os_str(), files.as_os_str()]).await;
     assert_eq!(summary["documents"], 2);
+}
+
+/// The OpenRPC project's own tools, at their defaults (`tests/interop/openrpc/tools.js`):
+/// `@open-rpc/schema-utils-js`'s `MethodCallValidator` compiles every param schema with a plain
+/// `new Ajv()` (an integer `format` such as `uint32` throws), and `@open-rpc/typings` names each
+/// component schema's type after its `title`.
+#[tokio::test]
+async fn documents_work_with_the_openrpc_projects_tools_at_their_defaults() {
+    let dir = interop::npm_ready("openrpc", &["@open-rpc/schema-utils-js", "@open-rpc/typings"]);
+    let shapes = scratch_dir("tools").join("shapes.openrpc.json");
+    std::fs::write(&shapes, shapes_document().to_json_string()).unwrap();
+    let files = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/files/openrpc.json");
+    let summary = node(&dir, &["tools.js".as_ref(), shapes.as_os_str(), files.as_os_str()]).await;
+    assert_eq!(summary["documents"], 2);
+    let types = &summary["types"][files.to_str().unwrap()];
+    assert!(types.as_array().unwrap().contains(&json!("Entry")), "{types}");
+    assert!(summary["types"][shapes.to_str().unwrap()].as_array().unwrap().contains(&json!("Point")), "{summary}");
+}
+
+/// The generated modules under the tsconfig a new user has: the one `tsc --init` writes
+/// (TypeScript 5.9: `module: nodenext`, `verbatimModuleSyntax`, `exactOptionalPropertyTypes`,
+/// `noUncheckedIndexedAccess`), in an ES module package.
+#[cfg(unix)]
+#[tokio::test]
+async fn typescript_modules_compile_under_the_tsconfig_tsc_init_writes() {
+    let ts_dir = files_ts_ready();
+    let dir = scratch_dir("tsc-init");
+    let _ = std::fs::remove_file(dir.join("tsconfig.json"));
+    let tsc_js = ts_dir.join("node_modules/typescript/bin/tsc");
+    let init = bounded(
+        "tsc --init",
+        tokio::process::Command::new("node").arg(&tsc_js).arg("--init").current_dir(&dir),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(init.status.success(), "tsc --init failed: {}", String::from_utf8_lossy(&init.stdout));
+    let config = std::fs::read_to_string(dir.join("tsconfig.json")).unwrap();
+    assert!(config.contains("\"verbatimModuleSyntax\": true"), "{config}");
+    std::fs::write(dir.join("package.json"), r#"{"type": "module", "private": true}"#).unwrap();
+    // vscode-jsonrpc (and @types/node) from the example's install.
+    let modules = dir.join("node_modules");
+    if !modules.exists() {
+        std::os::unix::fs::symlink(ts_dir.join("node_modules"), &modules).unwrap();
+    }
+    std::fs::write(dir.join("shapes.ts"), Module::new().client::<ShapesApi>().server::<ShapesApi>().render()).unwrap();
+    std::fs::copy(ts_dir.join("files.ts"), dir.join("files.ts")).unwrap();
+    tsc(&ts_dir, &dir, &["--noEmit"]).await;
 }
 
 #[tokio::test]

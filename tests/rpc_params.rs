@@ -259,3 +259,63 @@ impl RecvAfter for RawPeer {
         self.recv().await
     }
 }
+
+/// A protocol whose every method takes one params object (MCP's style), with methods that take
+/// none: MCP's `ping`, LSP's `shutdown`.
+#[rpc(params = "object")]
+pub trait ObjectStyle {
+    /// No params: absent params, `{}` (with members such as MCP's `_meta`), `[]` or `null`.
+    async fn ping(&self) -> String;
+    /// No params, and nothing to answer but `null`.
+    async fn shutdown(&self);
+    /// One params object.
+    #[method(name = "calc/sum")]
+    async fn sum(&self, request: SumRequest) -> SumResponse;
+}
+
+struct ObjectService;
+
+impl ObjectStyle for ObjectService {
+    async fn ping(&self) -> String {
+        "pong".into()
+    }
+    async fn shutdown(&self) {}
+    async fn sum(&self, request: SumRequest) -> SumResponse {
+        SumResponse { total: request.terms.iter().sum() }
+    }
+}
+
+#[tokio::test]
+async fn an_object_method_without_params_sends_none_and_accepts_absent_or_empty_params() {
+    let (_conn, mut peer) =
+        pair(Connection::builder().serve(ObjectStyleServer::new(ObjectService)), Framing::ContentLength);
+    for params in
+        ["", r#","params":{}"#, r#","params":{"_meta":{"progressToken":1}}"#, r#","params":[]"#, r#","params":null"#]
+    {
+        let answer = peer.call(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping"{params}}}"#)).await;
+        assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#, "params {params:?}");
+        let answer = peer.call(&format!(r#"{{"jsonrpc":"2.0","id":2,"method":"shutdown"{params}}}"#)).await;
+        assert_eq!(answer, r#"{"jsonrpc":"2.0","id":2,"result":null}"#, "params {params:?}");
+    }
+    let answer = peer.recv_after(r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":[1]}"#).await;
+    assert_eq!(answer["error"]["code"], -32602);
+
+    let (_conn, mut peer) = pair(Connection::builder(), Framing::ContentLength);
+    let client = ObjectStyleClient::new(_conn.handle());
+    let call = tokio::spawn(async move { (client.ping().await, client.shutdown().await) });
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#);
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":"pong"}"#).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await;
+    let (ping, shutdown) = within(call).await.unwrap();
+    assert_eq!(ping.unwrap(), "pong");
+    shutdown.unwrap();
+    // In the OpenRPC document: by-name, without params.
+    #[cfg(feature = "openrpc")]
+    {
+        let doc = jsonrpc_duplex::openrpc::Document::new("object", "1.0.0").service::<ObjectStyleApi>().to_value();
+        let ping = doc["methods"].as_array().unwrap().iter().find(|m| m["name"] == "ping").unwrap();
+        assert_eq!(ping["params"], serde_json::json!([]));
+        assert_eq!(ping["paramStructure"], "by-name");
+    }
+}

@@ -10,7 +10,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use futures::Stream;
-use jsonrpc_duplex::{ErrorObject, Progress, RpcError, RpcErrorType, RpcStream, rpc};
+use jsonrpc_duplex::{Progress, RpcError, RpcErrorType, RpcStream, rpc};
 use serde::{Deserialize, Serialize};
 
 /// Files in a workspace, served by the Rust side.
@@ -130,17 +130,21 @@ pub struct OpenDocument {
     pub text: String,
 }
 
+// Written once: each variant's code and message make the error object, its doc comment the
+// OpenRPC description (`#[derive(RpcErrorType)]`).
 /// Why a file operation failed; the error's `data`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, RpcErrorType)]
 #[cfg_attr(feature = "openrpc", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum FilesError {
     /// There is no such file.
+    #[rpc_error(code = FilesError::NOT_FOUND, message = "file not found", name = "FileNotFound")]
     NotFound {
         /// The file asked for.
         path: String,
     },
     /// The user said no.
+    #[rpc_error(code = FilesError::DENIED, message = "the user declined")]
     Denied {
         /// The file that was not written.
         path: String,
@@ -152,40 +156,4 @@ impl FilesError {
     pub const NOT_FOUND: i64 = -32010;
     /// `-32011`: the user said no.
     pub const DENIED: i64 = -32011;
-}
-
-impl RpcErrorType for FilesError {
-    fn into_error_object(self) -> ErrorObject {
-        let (code, message) = match &self {
-            FilesError::NotFound { .. } => (FilesError::NOT_FOUND, "file not found"),
-            FilesError::Denied { .. } => (FilesError::DENIED, "the user declined"),
-        };
-        ErrorObject::new(code, message).with_data(&self)
-    }
-
-    fn from_error_object(error: ErrorObject) -> Result<Self, ErrorObject> {
-        match (error.code, error.data_as::<FilesError>()) {
-            (FilesError::NOT_FOUND | FilesError::DENIED, Some(Ok(e))) => Ok(e),
-            _ => Err(error),
-        }
-    }
-}
-
-/// The codes and data of [`FilesError`], for the OpenRPC document and the TypeScript error
-/// classes.
-#[cfg(feature = "openrpc")]
-impl jsonrpc_duplex::openrpc::DescribeErrors for FilesError {
-    fn describe_errors(
-        generator: &mut jsonrpc_duplex::openrpc::SchemaGenerator,
-    ) -> Vec<jsonrpc_duplex::openrpc::ErrorDoc> {
-        use jsonrpc_duplex::openrpc::ErrorDoc;
-        vec![
-            ErrorDoc::new("FileNotFound", FilesError::NOT_FOUND, "file not found")
-                .docs("There is no such file.")
-                .data::<FilesError>(generator),
-            ErrorDoc::new("Denied", FilesError::DENIED, "the user declined")
-                .docs("The user said no.")
-                .data::<FilesError>(generator),
-        ]
-    }
 }

@@ -99,12 +99,27 @@ pub(crate) fn check(t: &RpcTrait, errors: &mut Errors) -> Vec<bool> {
         if m.params == ParamStyle::Object {
             // A `Progress` travels inside the object, where the connection's profile puts a
             // request's token (MCP's `_meta.progressToken`).
+            // No argument at all is a method without params (MCP's `ping`, LSP's `shutdown`): it
+            // accepts absent params, `{}` or `[]`.
             let n = m.wire_args().filter(|(a, _, _)| !matches!(a.special, Special::Progress(_))).count();
-            if n != 1 {
+            let progress = m.wire_args().any(|(a, _, _)| matches!(a.special, Special::Progress(_)));
+            if n > 1 {
                 errors.spanned(
                     &m.ident,
                     format_args!(
-                        "`params = \"object\"` needs exactly one argument, the params object itself; `{}` has {n}",
+                        "`params = \"object\"` takes one argument, the params object itself; `{}` has {n}: put them \
+                         in one struct (deriving `Serialize` and `Deserialize`) and take that, or use \
+                         `params = \"named\"` on this method to send each argument as a member of the object",
+                        m.ident
+                    ),
+                );
+            } else if n == 0 && progress {
+                errors.spanned(
+                    &m.ident,
+                    format_args!(
+                        "`params = \"object\"` carries a `Progress` token inside the params object, and `{}` has \
+                         none: take the params object as an argument too (a struct, or `Option<serde_json::Value>`), \
+                         or use `params = \"named\"` on this method",
                         m.ident
                     ),
                 );

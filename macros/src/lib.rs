@@ -11,6 +11,7 @@ mod attr;
 mod case;
 mod check;
 mod ctxt;
+mod error_derive;
 mod expand;
 mod model;
 
@@ -38,4 +39,26 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn rpc(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::rpc(args.into(), input.into()).into()
+}
+
+/// `#[derive(RpcErrorType)]`: an error enum whose variants each say their code and message;
+/// the value itself travels as the error object's `data`. It implements `RpcErrorType` (a client
+/// gets the variant back from an error object with that variant's code and data) and, with the
+/// facade's `openrpc` feature, `DescribeErrors` (the OpenRPC `errors`, each variant's doc comment
+/// its description; the TypeScript error classes).
+///
+/// ```text
+/// #[derive(Serialize, Deserialize, JsonSchema, RpcErrorType)]
+/// #[rpc_error(crate = "::jsonrpc_duplex")]                                    // optional
+/// enum E {
+///     /// What it means (the OpenRPC description).
+///     #[rpc_error(code = -32010, message = "file not found", name = "FileNotFound")] // name: optional
+///     NotFound { path: String },
+/// }
+/// ```
+///
+/// The crate docs of `jsonrpc-duplex` (`RpcErrorType`) show it in use.
+#[proc_macro_derive(RpcErrorType, attributes(rpc_error))]
+pub fn derive_rpc_error_type(input: TokenStream) -> TokenStream {
+    error_derive::expand(input.into()).into()
 }

@@ -88,7 +88,24 @@ impl Document {
     }
 
     fn render(&self) -> Doc<'_> {
-        let definitions = &self.schemas.definitions;
+        // What the tools people use with their defaults accept: a title on every component
+        // schema (`@open-rpc/typings` names its types by them, by hash without), and no integer
+        // formats (Ajv refuses the ones it does not know, and it knows none of schemars').
+        let definitions: BTreeMap<String, Value> = self
+            .schemas
+            .definitions
+            .iter()
+            .map(|(name, schema)| {
+                let mut schema = schema.clone();
+                for_tools(&mut schema);
+                if let Some(object) = schema.as_object_mut()
+                    && !object.contains_key("title")
+                {
+                    object.insert("title".into(), Value::String(name.clone()));
+                }
+                (name.clone(), schema)
+            })
+            .collect();
         let description = self.description.clone().or_else(|| match self.services.as_slice() {
             [only] if !only.docs.is_empty() => Some(only.docs.clone()),
             _ => None,
@@ -96,13 +113,9 @@ impl Document {
         Doc {
             openrpc: OPENRPC_VERSION,
             info: Info { title: &self.title, version: &self.version, description },
-            methods: self
-                .services
-                .iter()
-                .flat_map(|s| s.methods.iter().map(move |m| method(s, m, definitions)))
-                .collect(),
+            methods: self.services.iter().flat_map(|s| s.methods.iter().map(|m| method(s, m, &definitions))).collect(),
             components: Components {
-                schemas: definitions,
+                schemas: definitions.clone(),
                 tags: self
                     .services
                     .iter()
@@ -146,7 +159,7 @@ struct Info<'a> {
 #[derive(Serialize)]
 struct Components<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    schemas: &'a BTreeMap<String, Value>,
+    schemas: BTreeMap<String, Value>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     tags: BTreeMap<&'a str, Tag<'a>>,
 }
@@ -185,9 +198,9 @@ struct MethodObject<'a> {
 
 #[derive(Serialize)]
 struct ContentDescriptor<'a> {
-    name: &'a str,
+    name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<&'a str>,
+    description: Option<String>,
     schema: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     required: Option<bool>,
@@ -207,9 +220,21 @@ fn non_empty(text: &str) -> Option<&str> {
     (!text.is_empty()).then_some(text)
 }
 
-fn method<'a>(service: &'a Service, m: &'a Method, definitions: &'a BTreeMap<String, Value>) -> MethodObject<'a> {
-    let (param_structure, params, params_object) = match m.params {
-        ParamStructure::ByPosition => ("by-position", m.args.iter().map(param).collect(), None),
+fn method<'a>(service: &'a Service, m: &'a Method, definitions: &BTreeMap<String, Value>) -> MethodObject<'a> {
+    let (param_structure, mut params, params_object): (_, Vec<_>, _) = match m.params {
+        ParamStructure::ByPosition => {
+            let mut params: Vec<_> = m.args.iter().map(param).collect();
+            // A param left out of an array can only be one at its end: an optional one before a
+            // required one must be sent (as `null`), so it is required in the document.
+            let mut later_required = false;
+            for p in params.iter_mut().rev() {
+                later_required |= p.required == Some(true);
+                if later_required {
+                    p.required = Some(true);
+                }
+            }
+            ("by-position", params, None)
+        }
         ParamStructure::ByName => ("by-name", m.args.iter().map(param).collect(), None),
         ParamStructure::Object => {
             let object = m.args.first();
@@ -218,6 +243,11 @@ fn method<'a>(service: &'a Service, m: &'a Method, definitions: &'a BTreeMap<Str
             ("by-name", params, object.map(|p| &p.schema))
         }
     };
+    // By name, order does not matter on the wire, but tools (OpenRPC's, Redocly) want the
+    // required params first: a stable partition keeps each group in its order.
+    if param_structure == "by-name" {
+        params.sort_by_key(|p| p.required != Some(true));
+    }
     let result = match &m.returns {
         Returns::Nothing => None,
         Returns::Unit => Some(result(json!({ "type": "null" }), None)),
@@ -226,7 +256,8 @@ fn method<'a>(service: &'a Service, m: &'a Method, definitions: &'a BTreeMap<Str
     };
     MethodObject {
         name: &m.name,
-        summary: non_empty(&m.docs).map(summary).filter(|s| *s != m.docs),
+        // Only a first paragraph of several: a summary that repeats the description is noise.
+        summary: m.docs.trim().contains("\n\n").then(|| summary(&m.docs)),
         description: non_empty(&m.docs),
         tags: [Tag { name: &service.name, description: None }],
         param_structure,
@@ -240,8 +271,53 @@ fn method<'a>(service: &'a Service, m: &'a Method, definitions: &'a BTreeMap<Str
     }
 }
 
-fn result(schema: Value, stream: Option<&Value>) -> ContentDescriptor<'_> {
-    ContentDescriptor { name: "result", description: None, schema, required: None, stream, progress: None }
+fn result(mut schema: Value, stream: Option<&Value>) -> ContentDescriptor<'_> {
+    for_tools(&mut schema);
+    ContentDescriptor { name: "result".into(), description: None, schema, required: None, stream, progress: None }
+}
+
+/// The JSON Schema formats schemars gives numbers, and the bounds they stand for (those a JSON
+/// number holds exactly).
+const NUMBER_FORMATS: &[(&str, Option<(i64, i64)>)] = &[
+    ("int8", Some((i8::MIN as i64, i8::MAX as i64))),
+    ("int16", Some((i16::MIN as i64, i16::MAX as i64))),
+    ("int32", Some((i32::MIN as i64, i32::MAX as i64))),
+    ("uint8", Some((0, u8::MAX as i64))),
+    ("uint16", Some((0, u16::MAX as i64))),
+    ("uint32", Some((0, u32::MAX as i64))),
+    ("int64", None),
+    ("uint64", None),
+    ("int", None),
+    ("uint", None),
+    ("float", None),
+    ("double", None),
+];
+
+/// `schema` as validators with their default settings take it: a number's `format` (which Ajv
+/// refuses unless told to ignore formats: `unknown format "int32"`) becomes the bounds it means.
+fn for_tools(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            let numeric = |t: &Value| matches!(t.as_str(), Some("integer" | "number"));
+            let is_number =
+                object.get("type").is_some_and(|t| numeric(t) || t.as_array().is_some_and(|a| a.iter().any(numeric)));
+            if is_number
+                && let Some(format) = object.get("format").and_then(Value::as_str)
+                && let Some((_, bounds)) = NUMBER_FORMATS.iter().find(|(f, _)| *f == format)
+            {
+                object.remove("format");
+                if let Some((min, max)) = bounds {
+                    object.entry("minimum").or_insert(json!(min));
+                    object.entry("maximum").or_insert(json!(max));
+                }
+            }
+            for value in object.values_mut() {
+                for_tools(value);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(for_tools),
+        _ => {}
+    }
 }
 
 /// The first paragraph, on one line.
@@ -256,7 +332,9 @@ fn param(p: &Param) -> ContentDescriptor<'_> {
         ParamKind::Stream => (enumerable(&p.schema), Some(&p.schema), None),
         ParamKind::Progress => (json!({ "type": ["integer", "string", "null"] }), None, Some(&p.schema)),
     };
-    ContentDescriptor { name: &p.key, description: None, schema, required: Some(p.required), stream, progress }
+    let mut schema = schema;
+    for_tools(&mut schema);
+    ContentDescriptor { name: p.key.clone(), description: None, schema, required: Some(p.required), stream, progress }
 }
 
 /// StreamJsonRpc's enumerable object: a token to pull with (absent when every value is here)
@@ -275,7 +353,7 @@ fn enumerable(item: &Value) -> Value {
 /// OpenRPC client that knows no extension sends the right object.
 fn object_properties<'a>(
     schema: &'a Value,
-    definitions: &'a BTreeMap<String, Value>,
+    definitions: &BTreeMap<String, Value>,
 ) -> Option<Vec<ContentDescriptor<'a>>> {
     let schema = match schema.get("$ref").and_then(Value::as_str) {
         Some(r) => definitions.get(r.strip_prefix("#/components/schemas/")?)?,
@@ -296,8 +374,8 @@ fn object_properties<'a>(
         properties
             .iter()
             .map(|(name, schema)| ContentDescriptor {
-                name,
-                description: schema.get("description").and_then(Value::as_str),
+                name: name.clone(),
+                description: schema.get("description").and_then(Value::as_str).map(str::to_owned),
                 schema: schema.clone(),
                 required: Some(required.contains(&name.as_str())),
                 stream: None,

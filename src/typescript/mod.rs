@@ -91,6 +91,9 @@ pub const SPAWN_RUNTIME_FILE: &str = "jsonrpc_duplex_spawn.ts";
 const IMPORTS: &[&str] =
     &["CancellationToken", "Disposable", "MessageConnection", "ParameterStructures", "ProgressType", "ResponseError"];
 
+/// The imports that are only types in vscode-jsonrpc (the others are values too).
+const TYPE_ONLY: &[&str] = &["MessageConnection"];
+
 /// `body` (the generated declarations) followed by the runtime parts it needs, with the imports
 /// it uses before them.
 fn link(header: &str, body: &str) -> String {
@@ -114,9 +117,14 @@ fn link(header: &str, body: &str) -> String {
     }
     let imports: Vec<&str> = IMPORTS.iter().copied().filter(|name| refers_to(&code, name)).collect();
     let mut out = String::from(header);
+    // An interface is imported as a type: under `verbatimModuleSyntax` (on in the tsconfig
+    // `tsc --init` writes) a value import of it is an error.
     out.push_str(&format!(
         "import {{\n{}}} from \"vscode-jsonrpc\";\n",
-        imports.iter().map(|i| format!("  {i},\n")).collect::<String>()
+        imports
+            .iter()
+            .map(|i| if TYPE_ONLY.contains(i) { format!("  type {i},\n") } else { format!("  {i},\n") })
+            .collect::<String>()
     ));
     out.push_str(body);
     out.push('\n');

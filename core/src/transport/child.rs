@@ -7,8 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStderr, Command};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader, ReadBuf};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +25,9 @@ use crate::{Builder, ChildExit, CloseKind, CloseReason, Connection};
 pub struct ChildOptions {
     /// After the connection closes (and the child's stdin with it), how long the child may take
     /// to exit by itself before it is killed (logged at WARN; the close reason then says
-    /// [`ChildExit::Killed`](crate::ChildExit::Killed)).
+    /// [`ChildExit::Killed`](crate::ChildExit::Killed)). Its stdout is still read meanwhile
+    /// (and discarded, logged at DEBUG): a child that writes while it shuts down is not killed by
+    /// `EPIPE`/`SIGPIPE`.
     pub exit_grace: Duration,
     /// After the child exits, how long its stdout may stay open (held by a grandchild) before the
     /// connection is closed anyway.
@@ -75,6 +80,9 @@ impl Builder {
     ///
     /// Dropping or closing the connection closes the child's stdin and kills it if it has not
     /// exited within the grace period (logged at WARN); the child exiting ends the connection.
+    /// Until the child has exited (or been killed), its stdout is still read once the connection
+    /// has stopped reading messages, and what it writes is discarded (logged at DEBUG): a child
+    /// that logs or answers while it shuts down exits as it means to, not of a broken pipe.
     /// [`Connection::close`] and [`Connection::closed`] resolve once the child has been reaped,
     /// with a reason that says how it ended ([`CloseReason::child`]: by itself, with its exit
     /// status, or killed after the grace).
@@ -119,15 +127,77 @@ impl Builder {
             tokio::time::timeout(Duration::from_secs(2), status_rx).await.ok().and_then(Result::ok)
         }
         .boxed();
+        let (handoff, handed) = oneshot::channel();
+        let stdout = HandedBack { stdout: Some(stdout), handoff: Some(handoff) };
         let (mut conn, shared) = self.start(stdout, stdin, Some(eof_reason));
         let exited = CancellationToken::new();
         conn.set_transport_done(exited.clone());
+        let reaped = CancellationToken::new();
+        tokio::spawn(discard_stdout(handed, reaped.clone(), pid));
         tokio::spawn(async move {
             let exit = watch_child(child, &shared, status_tx, options).await;
+            reaped.cancel();
             shared.note_child_exit(exit);
             exited.cancel();
         });
         Ok(conn)
+    }
+}
+
+/// The child's stdout as the connection reads it: when the connection lets go of it (it stopped
+/// reading: closing, or a broken message), it goes to [`discard_stdout`] rather than being
+/// closed under a child that may still write.
+struct HandedBack {
+    stdout: Option<ChildStdout>,
+    handoff: Option<oneshot::Sender<ChildStdout>>,
+}
+
+impl AsyncRead for HandedBack {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().stdout {
+            Some(stdout) => Pin::new(stdout).poll_read(cx, buf),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl Drop for HandedBack {
+    fn drop(&mut self) {
+        if let (Some(stdout), Some(handoff)) = (self.stdout.take(), self.handoff.take()) {
+            // No receiver: the child is reaped already, and the pipe may close.
+            let _ = handoff.send(stdout);
+        }
+    }
+}
+
+/// Read what the child still writes after the connection stopped reading, until it closes its
+/// stdout or has been reaped (a grandchild may hold the pipe: that is no reason to wait).
+async fn discard_stdout(handed: oneshot::Receiver<ChildStdout>, reaped: CancellationToken, pid: u32) {
+    let mut stdout = tokio::select! {
+        stdout = handed => match stdout { Ok(stdout) => stdout, Err(_) => return },
+        _ = reaped.cancelled() => return,
+    };
+    let mut buf = vec![0; 8 * 1024];
+    let mut discarded = 0u64;
+    loop {
+        let n = tokio::select! {
+            read = stdout.read(&mut buf) => read.unwrap_or(0),
+            _ = reaped.cancelled() => 0,
+        };
+        if n == 0 {
+            break;
+        }
+        discarded += n as u64;
+        tracing::debug!(
+            target: crate::LOG_TARGET,
+            pid,
+            bytes = n,
+            start = %String::from_utf8_lossy(&buf[..n.min(120)]),
+            "discarded what the child wrote to stdout after the connection stopped reading",
+        );
+    }
+    if discarded > 0 {
+        tracing::debug!(target: crate::LOG_TARGET, pid, discarded, "the child's stdout is no longer read");
     }
 }
 

@@ -6,22 +6,27 @@
 //! peer keeping the pipe open (an editor waiting for its language server to exit) or a write to
 //! a peer that never reads would keep the process alive after `main` returned. Instead:
 //!
-//! - **A pipe or FIFO** (an editor, an agent host, `printf … | server`; the usual case) is made
-//!   non-blocking and registered with tokio's reactor ([`tokio::net::unix::pipe`]): nothing
-//!   ever blocks, and closing the connection really stops reading. `O_NONBLOCK` is a flag of the
-//!   open file description, which every process holding the same pipe end shares (a sibling in
-//!   `(server; other) < fifo`, a parent that keeps its copy): it is cleared again when the
-//!   connection lets go of the pipe (when it closes, or when the runtime drops it at shutdown,
-//!   so also when `main` returns with the connection still open). Only a process that is killed
-//!   or calls `std::process::exit` with the connection open leaves it set. Stdout stays blocking
-//!   when stderr is the same pipe (`2>&1`): a non-blocking stderr makes `eprintln!` panic on a
-//!   full pipe.
+//! - **A pipe or FIFO** (a shell pipeline, `printf … | server`, most editors) and **a socket**
+//!   (a Unix socketpair: how Node's `child_process.spawn` hands a child its stdio, and so how VS
+//!   Code, Electron apps and most agent hosts start one; a TCP socket from inetd) are made
+//!   non-blocking and registered with tokio's reactor ([`tokio::net::unix::pipe`],
+//!   [`tokio::net::UnixStream`], [`tokio::net::TcpStream`]): nothing ever blocks, and closing the
+//!   connection really stops reading. `O_NONBLOCK` is a flag of the open file description, which
+//!   every process holding the same pipe or socket shares (a sibling in `(server; other) < fifo`,
+//!   a parent that keeps its copy): it is cleared again when the connection lets go of it (when
+//!   it closes, or when the runtime drops it at shutdown, so also when `main` returns with the
+//!   connection still open; a socket that is both stdin and stdout, when both have let go). Only
+//!   a process that is killed or calls `std::process::exit` with the connection open leaves it
+//!   set. Stdout stays blocking when stderr is the same pipe or socket (`2>&1`): a non-blocking
+//!   stderr makes `eprintln!` panic when it is full.
 //! - **Anything else** (a terminal, which the process shares with its shell and whose flags must
-//!   not change under it; a socket; a file; every stream on Windows) is read and written by a
+//!   not change under it; a file; `/dev/null`; every stream on Windows) is read and written by a
 //!   thread of its own, a plain thread that the runtime does not wait for: when `main` returns,
 //!   the process exits and takes the thread with it. Such a reader stays blocked in its last read
 //!   after the connection has closed, and takes the next bytes of input: a process that serves
 //!   stdio over a terminal and then goes on reading stdin itself should not do that.
+//!
+//! Which one was chosen is logged at DEBUG (target `jsonrpc_duplex`).
 
 mod thread;
 #[cfg(unix)]
@@ -37,14 +42,19 @@ use crate::{Builder, Connection};
 
 impl Builder {
     /// Start over this process's stdin and stdout (a server launched by its client, an agent
-    /// launched by its editor). Nothing else may write to stdout: log to stderr.
+    /// launched by its editor). Nothing else may write to stdout: log to stderr, and not with
+    /// `eprintln!`: it panics when the write fails, which it does once the parent holding our
+    /// stderr has exited (`EPIPE`), so a last "connection ended" line turns a clean exit into
+    /// exit code 101. Write with `let _ = writeln!(std::io::stderr(), ..)`, or a logger that
+    /// ignores write errors (tracing-subscriber's `fmt` does).
     ///
     /// The process exits when `main` returns, whatever the peer does with the pipes: a peer
     /// that keeps our stdin open, or never reads our stdout, cannot keep it alive (see the close
     /// sequence on [`Connection`] for how long a closing connection waits for the peer). On
-    /// Unix, pipes are made non-blocking for the connection's life and restored afterwards;
-    /// terminals, sockets and files (and everything on Windows) are served by threads the
-    /// runtime does not wait for. Needs a tokio runtime with I/O enabled (`#[tokio::main]`).
+    /// Unix, pipes and sockets (Node's `child_process.spawn` gives a child socketpairs) are made
+    /// non-blocking for the connection's life, served on the reactor, and restored afterwards;
+    /// terminals and files (and everything on Windows) are served by threads the runtime does
+    /// not wait for. Needs a tokio runtime with I/O enabled (`#[tokio::main]`).
     ///
     /// ```no_run
     /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router};
@@ -68,6 +78,8 @@ impl Builder {
 enum Stdin {
     #[cfg(unix)]
     Pipe(unix::PipeReader),
+    #[cfg(unix)]
+    Socket(unix::SocketReader),
     Thread(thread::ThreadReader),
 }
 
@@ -75,8 +87,15 @@ impl Stdin {
     fn open() -> Self {
         #[cfg(unix)]
         if let Some(pipe) = unix::PipeReader::stdin() {
+            tracing::debug!(target: crate::LOG_TARGET, "stdin is a pipe: served on the reactor");
             return Stdin::Pipe(pipe);
         }
+        #[cfg(unix)]
+        if let Some(socket) = unix::SocketReader::stdin() {
+            tracing::debug!(target: crate::LOG_TARGET, "stdin is a socket: served on the reactor");
+            return Stdin::Socket(socket);
+        }
+        tracing::debug!(target: crate::LOG_TARGET, "stdin is served by a thread");
         Stdin::Thread(thread::ThreadReader::stdin())
     }
 }
@@ -86,6 +105,8 @@ impl AsyncRead for Stdin {
         match self.get_mut() {
             #[cfg(unix)]
             Stdin::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            #[cfg(unix)]
+            Stdin::Socket(socket) => Pin::new(socket).poll_read(cx, buf),
             Stdin::Thread(thread) => Pin::new(thread).poll_read(cx, buf),
         }
     }
@@ -95,6 +116,8 @@ impl AsyncRead for Stdin {
 enum Stdout {
     #[cfg(unix)]
     Pipe(unix::PipeWriter),
+    #[cfg(unix)]
+    Socket(unix::SocketWriter),
     Thread(thread::ThreadWriter),
 }
 
@@ -102,8 +125,15 @@ impl Stdout {
     fn open() -> Self {
         #[cfg(unix)]
         if let Some(pipe) = unix::PipeWriter::stdout() {
+            tracing::debug!(target: crate::LOG_TARGET, "stdout is a pipe: served on the reactor");
             return Stdout::Pipe(pipe);
         }
+        #[cfg(unix)]
+        if let Some(socket) = unix::SocketWriter::stdout() {
+            tracing::debug!(target: crate::LOG_TARGET, "stdout is a socket: served on the reactor");
+            return Stdout::Socket(socket);
+        }
+        tracing::debug!(target: crate::LOG_TARGET, "stdout is served by a thread");
         Stdout::Thread(thread::ThreadWriter::stdout())
     }
 }
@@ -113,6 +143,8 @@ impl AsyncWrite for Stdout {
         match self.get_mut() {
             #[cfg(unix)]
             Stdout::Pipe(pipe) => Pin::new(pipe).poll_write(cx, buf),
+            #[cfg(unix)]
+            Stdout::Socket(socket) => Pin::new(socket).poll_write(cx, buf),
             Stdout::Thread(thread) => Pin::new(thread).poll_write(cx, buf),
         }
     }
@@ -121,6 +153,8 @@ impl AsyncWrite for Stdout {
         match self.get_mut() {
             #[cfg(unix)]
             Stdout::Pipe(pipe) => Pin::new(pipe).poll_flush(cx),
+            #[cfg(unix)]
+            Stdout::Socket(socket) => Pin::new(socket).poll_flush(cx),
             Stdout::Thread(thread) => Pin::new(thread).poll_flush(cx),
         }
     }
@@ -129,6 +163,8 @@ impl AsyncWrite for Stdout {
         match self.get_mut() {
             #[cfg(unix)]
             Stdout::Pipe(pipe) => Pin::new(pipe).poll_shutdown(cx),
+            #[cfg(unix)]
+            Stdout::Socket(socket) => Pin::new(socket).poll_shutdown(cx),
             Stdout::Thread(thread) => Pin::new(thread).poll_shutdown(cx),
         }
     }

@@ -58,6 +58,8 @@ fn method(t: &RpcTrait, m: &Method) -> TokenStream {
     };
     let structure = match m.params {
         ParamStyle::Positional => quote!(ByPosition),
+        // An object method without params is a named one without params.
+        ParamStyle::Object if m.wire_args().next().is_none() => quote!(ByName),
         ParamStyle::Named => quote!(ByName),
         ParamStyle::Object => quote!(Object),
     };

@@ -97,6 +97,10 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
             None => break,
             Some(Err(e)) => {
                 shared.close(CloseReason::new(CloseKind::StreamError, format!("writing to the peer failed: {e}")));
+                // Nothing a handler answers can reach the peer any more (after its EOF too, when
+                // the close above changed nothing): cancel them now, not after the EOF grace or
+                // the write side's shutdown.
+                shared.cancel_handlers();
                 break;
             }
             Some(Ok(())) => {}

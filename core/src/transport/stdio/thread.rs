@@ -79,10 +79,23 @@ impl AsyncRead for ThreadReader {
 struct Progress {
     /// Bytes written and flushed.
     written: AtomicU64,
-    /// The write that failed (the thread has stopped).
-    error: Mutex<Option<io::Error>>,
+    /// The write that failed (the thread has stopped): kept, so that every flush after it fails
+    /// (the first flush of a closing connection may not be its last).
+    error: Mutex<Option<(io::ErrorKind, String)>>,
     /// The connection's writer, waiting for a flush.
     waker: AtomicWaker,
+}
+
+impl Progress {
+    fn fail(&self, e: &io::Error) {
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some((e.kind(), e.to_string()));
+    }
+
+    /// The failure, if the thread has stopped on one.
+    fn failed(&self) -> Option<io::Error> {
+        let kept = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        kept.as_ref().map(|(kind, message)| io::Error::new(*kind, message.clone()))
+    }
 }
 
 /// Stdout written by a thread.
@@ -95,28 +108,35 @@ pub(super) struct ThreadWriter {
 
 impl ThreadWriter {
     pub(super) fn stdout() -> Self {
+        ThreadWriter::spawn(io::stdout())
+    }
+
+    /// `out` written by a thread of its own.
+    fn spawn(out: impl Write + Send + 'static) -> Self {
         let (tx, rx) = mpsc::channel(AHEAD);
         let progress = Arc::new(Progress::default());
         let theirs = progress.clone();
         let spawned =
-            std::thread::Builder::new().name("jsonrpc-duplex stdout".into()).spawn(move || write_stdout(rx, &theirs));
+            std::thread::Builder::new().name("jsonrpc-duplex stdout".into()).spawn(move || write_to(rx, &theirs, out));
         if let Err(e) = spawned {
-            *progress.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            progress.fail(&e);
         }
         ThreadWriter { tx: PollSender::new(tx), progress, sent: 0 }
     }
 
     fn error(&self) -> io::Error {
-        let kept = self.progress.error.lock().unwrap_or_else(|p| p.into_inner()).take();
-        kept.unwrap_or_else(|| io::ErrorKind::BrokenPipe.into())
+        self.progress.failed().unwrap_or_else(|| io::ErrorKind::BrokenPipe.into())
     }
 }
 
-fn write_stdout(mut rx: mpsc::Receiver<Vec<u8>>, progress: &Progress) {
-    let mut stdout = io::stdout();
+fn write_to(mut rx: mpsc::Receiver<Vec<u8>>, progress: &Progress, mut out: impl Write) {
     while let Some(bytes) = rx.blocking_recv() {
-        if let Err(e) = stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
-            *progress.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
+            // In this order: the channel is closed and the error kept before the writer is woken,
+            // so that a flush, whenever it looks, finds the thread stopped (the error stays for
+            // every flush after it, and `out`, which may take its time to drop, is not waited for).
+            rx.close();
+            progress.fail(&e);
             progress.waker.wake();
             return;
         }
@@ -148,8 +168,7 @@ impl AsyncWrite for ThreadWriter {
         }
         // The thread stopped on a failed write (it keeps the error before it wakes us), or
         // never started.
-        let failed = this.progress.error.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match failed {
+        match this.progress.failed() {
             Some(e) => Poll::Ready(Err(e)),
             None if this.tx.get_ref().is_none_or(mpsc::Sender::is_closed) => Poll::Ready(Err(this.error())),
             None => Poll::Pending,
@@ -158,5 +177,57 @@ impl AsyncWrite for ThreadWriter {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll_flush(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc as std_mpsc;
+    use std::time::Duration;
+
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// A stdout whose writes fail, and whose drop waits until the test lets it go (as a thread
+    /// may be descheduled between its last wake-up and the end of its function).
+    struct Broken(Option<std_mpsc::Receiver<()>>);
+
+    impl Write for Broken {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Drop for Broken {
+        fn drop(&mut self) {
+            if let Some(gate) = self.0.take() {
+                let _ = gate.recv_timeout(Duration::from_secs(10));
+            }
+        }
+    }
+
+    async fn bounded<T>(what: impl Future<Output = T>) -> Result<T, tokio::time::error::Elapsed> {
+        tokio::time::timeout(Duration::from_secs(2), what).await
+    }
+
+    #[tokio::test]
+    async fn every_flush_after_a_failed_write_fails_at_once() {
+        let (release, gate) = std_mpsc::channel();
+        let mut writer = ThreadWriter::spawn(Broken(Some(gate)));
+        writer.write_all(b"{}\n").await.unwrap();
+        // The first flush (the writer's own) sees the failure …
+        let first = bounded(writer.flush()).await.expect("the first flush returned");
+        assert_eq!(first.unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        // … and so does the shutdown's, while the thread has not finished yet: it did not wait
+        // out a timeout for a wake-up that never comes.
+        let second = bounded(writer.shutdown()).await.expect("the shutdown's flush returned");
+        assert_eq!(second.unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        let write = bounded(writer.write_all(b"more")).await.expect("a write after it returned");
+        assert_eq!(write.unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        release.send(()).unwrap();
     }
 }
