@@ -10,6 +10,8 @@
 #[cfg(feature = "process")]
 mod child;
 mod listener;
+#[cfg(feature = "mcp-http")]
+pub mod mcp_http;
 pub mod memory;
 #[cfg(feature = "stdio")]
 mod stdio;
