@@ -7,11 +7,13 @@
 //! [`Profile::mcp()`](crate::Profile::mcp) on the [`Builder`](crate::Builder) you give it, as
 //! over stdio.
 
+mod client;
 mod serve;
 mod server;
 mod session;
 pub mod sse;
 
+pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, McpHttpClient};
 pub use serve::{HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS};
 pub use server::{
     AuthRejection, BoundMcpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BACKLOG, DEFAULT_MAX_BODY,

@@ -828,7 +828,11 @@ impl Inner {
             Some(last) => match last.split_once('-').and_then(|(s, q)| Some((s.parse().ok()?, q.parse().ok()?))) {
                 Some(position) => Some(position),
                 None => {
-                    return rpc_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: a Last-Event-ID of another server");
+                    return rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        -32000,
+                        "Bad Request: a Last-Event-ID of another server",
+                    );
                 }
             },
         };
