@@ -5,6 +5,10 @@
 //!
 //! - `conformance_server_scenarios_all_pass`: `conformance server --url …` against the
 //!   `mcp_http_server` example; every active server scenario runs and passes.
+//! - `conformance_client_scenarios_pass`: `conformance client --command "mcp_client …"` for the
+//!   scenarios `initialize`, `tools_call`, `sse-retry` (the POST stream closes before the
+//!   answer: the client must wait the `retry:` and resume with `Last-Event-ID`) and
+//!   `elicitation-sep1034-client-defaults`; the suite appends its mock server's URL.
 //!
 //! Needs `node` and `npm` on the `PATH` (for `npm ci`); Linux x64 (the Node 22 package).
 #![cfg(feature = "mcp-http")]
@@ -145,4 +149,39 @@ async fn conformance_server_scenarios_all_pass() {
     let failed: Vec<_> = results.iter().filter(|(_, passed, failed)| *failed > 0 || *passed == 0).collect();
     assert!(failed.is_empty(), "scenarios failed: {failed:?}\n{output}");
     assert!(status.success(), "the suite exited with {status}:\n{output}");
+}
+
+/// The client scenarios and the `mcp_client` arguments each needs (the suite runs the command
+/// through a shell and appends its URL).
+const CLIENT_SCENARIOS: &[(&str, &str)] = &[
+    ("initialize", "--"),
+    ("tools_call", r#"--call add_numbers '{"a":5,"b":3}' --"#),
+    ("sse-retry", "--call test_reconnection '{}' --"),
+    ("elicitation-sep1034-client-defaults", "--elicit accept --call test_client_elicitation_defaults '{}' --"),
+];
+
+/// `Passed: N/M, F failed` of a client run.
+fn client_counts(output: &str) -> Option<(u32, u32, u32)> {
+    let line = output.lines().find(|l| l.starts_with("Passed: "))?;
+    let mut numbers = line.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
+    Some((numbers.next()?.parse().ok()?, numbers.next()?.parse().ok()?, numbers.next()?.parse().ok()?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_client_scenarios_pass() {
+    let client = example("mcp_client");
+    // The scenarios run at once: each has its own mock server and client process.
+    let runs = CLIENT_SCENARIOS.iter().map(|(scenario, args)| {
+        let command = format!("{} {args}", client.display());
+        async move {
+            let (status, output) = run_suite(&["client", "--command", &command, "--scenario", scenario]).await;
+            (*scenario, status, output)
+        }
+    });
+    for (scenario, status, output) in futures::future::join_all(runs).await {
+        let counts = client_counts(&output);
+        let passed = counts.is_some_and(|(passed, of, failed)| passed == of && of > 0 && failed == 0);
+        assert!(passed && status.success(), "client scenario {scenario} failed ({status}, {counts:?}):\n{output}");
+        assert!(output.contains("OVERALL: PASSED"), "client scenario {scenario}:\n{output}");
+    }
 }

@@ -115,6 +115,7 @@ impl McpHttpClient {
             reinit: AtomicU64::new(0),
             get_started: AtomicBool::new(false),
             get_task: Mutex::new(None),
+            pending: Mutex::new(std::collections::HashSet::new()),
         });
         tokio::spawn(worker(shared, outbound_rx));
         let sink = outbound_tx.sink_map_err(std::io::Error::other);
@@ -136,6 +137,8 @@ struct ClientShared {
     reinit: AtomicU64,
     get_started: AtomicBool,
     get_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Our requests not answered yet (id JSON text): an answer may come on any stream.
+    pending: Mutex<std::collections::HashSet<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -163,13 +166,27 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
         {
             *lock(&shared.initialize) = Some((message.clone(), key.clone()));
         }
+        if let Some((key, _)) = &request {
+            lock(&shared.pending).insert(key.clone());
+        }
         let posted = Posted { request, method };
+        if posted.request.is_some() {
+            // A request's answer may wait on ours to the server's own requests: it must not
+            // hold up the messages after it.
+            let shared = shared.clone();
+            tokio::spawn(async move { post(&shared, Bytes::from(body), &posted, true).await });
+            continue;
+        }
         post(&shared, Bytes::from(body), &posted, true).await;
         if posted.method.as_deref() == Some("notifications/initialized")
             && !shared.get_started.swap(true, Ordering::AcqRel)
         {
-            let task = tokio::spawn(standalone_stream(shared.clone()));
+            // The GET stream is open (or refused) before the next message goes: what the
+            // server sends on it then is not mistaken for a resumption.
+            let (opened, is_open) = futures::channel::oneshot::channel();
+            let task = tokio::spawn(standalone_stream(shared.clone(), opened));
             *lock(&shared.get_task) = Some(task);
+            let _ = is_open.await;
         }
     }
     // The connection closed its side: the session ends.
@@ -212,6 +229,12 @@ impl ClientShared {
     /// `initialize` answer).
     async fn deliver(&self, data: &[u8]) {
         if let Ok(message) = serde_json::from_slice::<Value>(data)
+            && message.get("method").is_none()
+            && let Some(id) = message.get("id")
+        {
+            lock(&self.pending).remove(&id.to_string());
+        }
+        if let Ok(message) = serde_json::from_slice::<Value>(data)
             && let Some(version) = message.get("result").and_then(|r| r.get("protocolVersion")).and_then(Value::as_str)
         {
             let is_init = lock(&self.initialize)
@@ -226,6 +249,10 @@ impl ClientShared {
 
     /// Answer `id` (JSON value) with an error of ours: the request cannot be answered.
     async fn fail(&self, id: &Value, message: String) {
+        if !lock(&self.pending).contains(&id.to_string()) {
+            // Answered on another stream meanwhile.
+            return;
+        }
         tracing::warn!(%id, %message, "MCP HTTP request failed");
         let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
         self.deliver(error.to_string().as_bytes()).await;
@@ -300,7 +327,10 @@ fn post<'a>(
             });
         } else {
             match read_limited(response.into_body(), shared.limit).await {
-                Ok(bytes) => shared.deliver(&bytes).await,
+                Ok(bytes) => {
+                    shared.deliver(&bytes).await;
+                    shared.fail(&id, "the MCP server's JSON answer was not the answer to this request".into()).await;
+                }
                 Err(why) => shared.fail(&id, why).await,
             }
         }
@@ -405,7 +435,11 @@ async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&
                 failures = 0;
             }
         }
-        // The stream ended early: resume it as the server said, if it gave us a place.
+        // The stream ended early: resume it as the server said, if it gave us a place (unless
+        // the answer came on another stream).
+        if want.is_some_and(|want| !lock(&shared.pending).contains(want)) {
+            return true;
+        }
         failures += 1;
         let Some(resume_at) = last_id.clone().or_else(|| want.is_none().then(String::new)) else { return false };
         if failures > shared.max_reconnects {
@@ -427,9 +461,11 @@ async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&
 }
 
 /// The GET stream: opened once the session is initialized; none if the server offers none.
-async fn standalone_stream(shared: Arc<ClientShared>) {
+async fn standalone_stream(shared: Arc<ClientShared>, opened: futures::channel::oneshot::Sender<()>) {
     let request = shared.request(Method::GET, Bytes::new(), None);
-    let response = match shared.http.request(request).await {
+    let response = shared.http.request(request).await;
+    let _ = opened.send(());
+    let response = match response {
         Ok(response) => response,
         Err(e) => return tracing::debug!(error = %e, "the MCP GET stream could not be opened"),
     };
