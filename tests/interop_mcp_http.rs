@@ -9,6 +9,13 @@
 //!   scenarios `initialize`, `tools_call`, `sse-retry` (the POST stream closes before the
 //!   answer: the client must wait the `retry:` and resume with `Last-Event-ID`) and
 //!   `elicitation-sep1034-client-defaults`; the suite appends its mock server's URL.
+//! - `sdk_http_client_drives_the_mcp_server_example`: the official TypeScript SDK's
+//!   `StreamableHTTPClientTransport` (`tests/interop/mcp/sdk_http_client.mjs`, SDK 1.32.2)
+//!   against `mcp_server --http`: tools, progress, a cancellation the server sees, a
+//!   `roots/list` call back in the middle of a call, resources, a prompt, DELETE then `404`.
+//! - `mcp_client_drives_server_everything`: our `mcp_client` against
+//!   `@modelcontextprotocol/server-everything` started as `streamableHttp` (on loopback: a
+//!   preload, `loopback.mjs`, gives its bare-port `listen` the host 127.0.0.1).
 //!
 //! Needs `node` and `npm` on the `PATH` (for `npm ci`); Linux x64 (the Node 22 package).
 #![cfg(feature = "mcp-http")]
@@ -19,6 +26,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use serde_json::{Value, json};
 use support::interop;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -183,5 +191,114 @@ async fn conformance_client_scenarios_pass() {
         let passed = counts.is_some_and(|(passed, of, failed)| passed == of && of > 0 && failed == 0);
         assert!(passed && status.success(), "client scenario {scenario} failed ({status}, {counts:?}):\n{output}");
         assert!(output.contains("OVERALL: PASSED"), "client scenario {scenario}:\n{output}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_http_client_drives_the_mcp_server_example() {
+    let dir = interop::npm_ready("mcp", &["@modelcontextprotocol/sdk", "zod"]);
+    let mut server = Command::new(example("mcp_server"))
+        .args(["--http", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the mcp_server example starts");
+    let mut lines = BufReader::new(server.stdout.take().expect("piped")).lines();
+    let line =
+        tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.expect("in time").unwrap().unwrap();
+    let url = line.strip_prefix("listening on ").expect("listening on URL").to_owned();
+    // The server's log, to see the cancellation arrive.
+    let mut log = BufReader::new(server.stderr.take().expect("piped")).lines();
+
+    let mut cmd = Command::new("node");
+    cmd.arg("sdk_http_client.mjs").arg(&url).current_dir(&dir).stdin(Stdio::null()).kill_on_drop(true);
+    let out = tokio::time::timeout(RUN, cmd.output()).await.expect("sdk_http_client.mjs finishes").expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let s: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success() && s["ok"] == json!(true), "sdk_http_client.mjs failed: {s:#}");
+    assert_eq!(s["server"], "jsonrpc-duplex-mcp-server");
+    assert_eq!(s["sessionId"].as_str().map(str::len), Some(32), "{s:#}");
+    assert_eq!(s["tools"], json!(["add", "greet", "count", "list_roots"]));
+    assert_eq!(s["add"], "42");
+    assert_eq!(s["count"], json!({"result": "counted to 3", "reports": [1, 2, 3]}), "{s:#}");
+    assert_eq!(s["cancel"], json!({"rejected": true, "reports": 1}), "{s:#}");
+    assert_eq!(s["roots"], json!({"text": "project: file:///work/project", "asked": 1}));
+    assert_eq!(s["resources"], json!(["demo://readme", "demo://stats"]));
+    assert_eq!(s["prompt"], 1);
+    assert_eq!(s["afterDelete"], 404, "a deleted session's id must be refused: {s:#}");
+    let cancelled = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(line)) = log.next_line().await {
+            if line.contains("count cancelled by the client") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(cancelled, Ok(true), "the server did not log the cancellation");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_client_drives_server_everything() {
+    let (node, _) = suite();
+    let dir = suite_dir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(node)
+        .args(["--import", "./loopback.mjs", "node_modules/@modelcontextprotocol/server-everything/dist/index.js"])
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("server-everything starts");
+    let mut err = BufReader::new(server.stderr.take().expect("piped")).lines();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = err.next_line().await.expect("its stderr") {
+            if line.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("server-everything ended before it listened");
+    })
+    .await
+    .expect("server-everything listens within 30 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = err.next_line().await {} });
+
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut client = Command::new(example("mcp_client"));
+    client
+        .args(["--call", "echo", r#"{"message":"hi"}"#])
+        .args(["--call", "get-sum", r#"{"a":2,"b":40}"#])
+        .args(["--call", "trigger-long-running-operation", r#"{"duration":1,"steps":2}"#])
+        .args(["--call", "get-roots-list", "{}", "--root", "file:///work/project"])
+        .args(["--read", "demo://resource/static/document/architecture.md"])
+        .args(["--", &url])
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(RUN, client.output()).await.expect("mcp_client finishes").expect("it runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mcp_client failed ({}):\n{stdout}\n{stderr}", out.status);
+    for expected in [
+        "client ◂ server mcp-servers/everything",
+        "client ◂ echo: Echo: hi",
+        "client ◂ get-sum: The sum of 2 and 40 is 42.",
+        "progress 1/2",
+        "progress 2/2",
+        "client ◂ trigger-long-running-operation: Long running operation completed",
+        "server ▸ roots/list → file:///work/project",
+        "URI: file:///work/project",
+        "client ◂ demo://resource/static/document/architecture.md (text/markdown)",
+        "session closed",
+    ] {
+        assert!(stdout.contains(expected), "no {expected:?} in the client's output:\n{stdout}\n{stderr}");
     }
 }
