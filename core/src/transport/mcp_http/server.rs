@@ -275,6 +275,14 @@ impl McpHttpServer {
         self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// Outbound bytes of all sessions that no reader has taken yet (each session's share is
+    /// bounded by [`McpHttpServer::max_backlog`]).
+    pub fn backlog_bytes(&self) -> usize {
+        let sessions: Vec<Arc<Session>> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        sessions.iter().map(|s| s.backlog()).sum()
+    }
+
     /// Answer one HTTP request (what the `Service` does).
     pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
     where

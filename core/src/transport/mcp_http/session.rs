@@ -227,6 +227,11 @@ impl Session {
         }
     }
 
+    /// Outbound bytes no reader has taken yet.
+    pub(super) fn backlog(&self) -> usize {
+        self.lock().undelivered
+    }
+
     /// Is any HTTP response reading from this session?
     pub(super) fn attached(&self) -> bool {
         self.lock().streams.values().any(|s| s.attached.is_some())
