@@ -87,7 +87,7 @@ async fn call_tool(params: Value, ctx: RequestContext, session: SessionInfo) -> 
         "test_tool_with_logging" => {
             for line in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
                 let log = json!({"level": "info", "logger": "conformance", "data": line});
-                peer.notify("notifications/message", log).await.map_err(|e| ErrorObject::internal_error(e))?;
+                peer.notify("notifications/message", log).await.map_err(ErrorObject::internal_error)?;
             }
             Ok(result(vec![text("Tool with logging executed successfully")]))
         }
@@ -95,7 +95,7 @@ async fn call_tool(params: Value, ctx: RequestContext, session: SessionInfo) -> 
             let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned().unwrap_or(json!(0));
             for step in [0, 50, 100] {
                 let update = json!({"progressToken": token, "progress": step, "total": 100, "message": format!("Completed step {step} of 100")});
-                peer.notify("notifications/progress", update).await.map_err(|e| ErrorObject::internal_error(e))?;
+                peer.notify("notifications/progress", update).await.map_err(ErrorObject::internal_error)?;
             }
             Ok(result(vec![text(token.to_string())]))
         }

@@ -141,6 +141,11 @@ struct ClientShared {
     pending: Mutex<std::collections::HashSet<String>>,
 }
 
+/// Is `id` the id whose JSON text is `key`?
+fn same_id(id: &Value, key: &str) -> bool {
+    serde_json::to_string(id).is_ok_and(|text| text == key)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -239,7 +244,7 @@ impl ClientShared {
         {
             let is_init = lock(&self.initialize)
                 .as_ref()
-                .is_some_and(|(_, key)| message.get("id").is_some_and(|id| id.to_string() == *key));
+                .is_some_and(|(_, key)| message.get("id").is_some_and(|id| same_id(id, key)));
             if is_init {
                 *lock(&self.version) = Some(version.to_owned());
             }
@@ -423,7 +428,7 @@ async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&
                     shared.deliver(event.data.as_bytes()).await;
                     if let Some(want) = want {
                         let answered = serde_json::from_str::<Value>(&event.data).is_ok_and(|m| {
-                            m.get("method").is_none() && m.get("id").is_some_and(|id| id.to_string() == want)
+                            m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, want))
                         });
                         if answered {
                             return true;

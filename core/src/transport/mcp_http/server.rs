@@ -587,6 +587,8 @@ impl Inner {
 
     /// The session a request names, checked: its id known, its principal the session's, its
     /// protocol version one we speak.
+    // The refusal is the response itself, returned at once: no need to box it.
+    #[allow(clippy::result_large_err)]
     fn session_of(&self, headers: &HeaderMap, principal: &Option<String>) -> Result<Arc<Session>, Response<McpBody>> {
         let Some(id) = header_str(headers, HEADER_SESSION_ID) else {
             return Err(rpc_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: no MCP-Session-Id header"));
@@ -769,6 +771,7 @@ impl Inner {
         sse(body, &session.id)
     }
 
+    #[allow(clippy::result_large_err)]
     fn start_session(
         self: Arc<Self>,
         principal: Option<String>,
