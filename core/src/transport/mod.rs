@@ -1,5 +1,6 @@
 //! Transports: in-memory pairs, this process's stdio, a spawned child process, TCP (feature
-//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), and the
+//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), MCP's
+//! Streamable HTTP (feature `mcp-http`, [`mcp_http`]), and the
 //! [`Listener`] seam that accepts peers for a [`Server`](crate::server::Server).
 //!
 //! Any `AsyncRead + AsyncWrite` works through [`Builder::connect`](crate::Builder::connect) or
