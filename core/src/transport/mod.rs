@@ -1,5 +1,5 @@
 //! Transports: in-memory pairs, this process's stdio, a spawned child process, TCP (feature
-//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), and the
+//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), HTTP (feature `http`), and the
 //! [`Listener`] seam that accepts peers for a [`Server`](crate::server::Server).
 //!
 //! Any `AsyncRead + AsyncWrite` works through [`Builder::connect`](crate::Builder::connect) or
@@ -9,6 +9,8 @@
 
 #[cfg(feature = "process")]
 mod child;
+#[cfg(feature = "http")]
+pub mod http;
 mod listener;
 pub mod memory;
 #[cfg(feature = "stdio")]
