@@ -11,8 +11,10 @@
 
 pub mod auth;
 pub mod body;
+pub mod client;
 pub mod guard;
 pub mod serve;
+pub mod server;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Response, StatusCode, header};
