@@ -81,9 +81,17 @@ fn main() {
         ("100 connections, 1 in flight each", 100, 1, sized(100_000)),
     ];
     let exe = std::env::current_exe().expect("own path");
-    println!("JSON-RPC over HTTP/1.1 keep-alive, loopback; the server in this process (2 workers), the load from a client process.");
-    println!("Medians of {} runs, interleaved.{}\n", reps(3), if quick() { " QUICK: figures meaningless." } else { "" });
-    println!("| scenario | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours server CPU/call | jsonrpsee server CPU/call |");
+    println!(
+        "JSON-RPC over HTTP/1.1 keep-alive, loopback; the server in this process (2 workers), the load from a client process."
+    );
+    println!(
+        "Medians of {} runs, interleaved.{}\n",
+        reps(3),
+        if quick() { " QUICK: figures meaningless." } else { "" }
+    );
+    println!(
+        "| scenario | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours server CPU/call | jsonrpsee server CPU/call |"
+    );
     println!("|---|---:|---:|---:|---:|---:|");
     for (name, conns, depth, calls) in scenarios {
         let mut rates = vec![Vec::new(); servers.len()];

@@ -94,7 +94,8 @@ async fn jsonrpsee_server() -> (SocketAddr, jsonrpsee::server::ServerHandle, mps
             Ok::<_, ErrorObjectOwned>(())
         })
         .unwrap();
-    let server = JServer::builder().set_config(ServerConfig::builder().http_only().build()).build("127.0.0.1:0").await.unwrap();
+    let server =
+        JServer::builder().set_config(ServerConfig::builder().http_only().build()).build("127.0.0.1:0").await.unwrap();
     let addr = server.local_addr().unwrap();
     (addr, server.start(module), noted)
 }

@@ -4,7 +4,8 @@
 //!
 //! - **header read timeout** ([`ServeConfig::header_read_timeout`], 30 s): a request's headers
 //!   must arrive within it; it also runs while an HTTP/1.1 connection waits for its next request,
-//!   so a keep-alive connection that sends nothing is closed after it;
+//!   and for a new connection's first bytes, so a connection that sends nothing is closed after
+//!   it (an HTTP/2 connection, once established, is bounded by the connection limit only);
 //! - **connections at once** ([`ServeConfig::max_connections`], 10,000): a connection over it is
 //!   answered `503 Service Unavailable` (`Connection: close`) and closed, counted in
 //!   [`HttpServerStats::refused`]; at most 64 such refusals run at once, beyond that a connection
@@ -162,6 +163,37 @@ impl HttpServer {
     }
 }
 
+/// Serve one connection. hyper's header read timeout starts once the protocol is known, which
+/// takes the connection's first bytes: a connection that sends none is closed after the same
+/// timeout here.
+async fn serve_one<S, B>(
+    builder: &auto::Builder<TokioExecutor>,
+    watcher: hyper_util::server::graceful::Watcher,
+    stream: tokio::net::TcpStream,
+    service: TowerToHyperService<S>,
+    first_bytes: Option<Duration>,
+    peer: SocketAddr,
+) where
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    if let Some(timeout) = first_bytes
+        // (`readable` may report a new socket ready before any byte: `peek` waits for one.)
+        && tokio::time::timeout(timeout, stream.peek(&mut [0u8; 1])).await.is_err()
+    {
+        tracing::debug!(target: crate::LOG_TARGET, "HTTP connection from {peer} sent nothing within {timeout:?}");
+        return;
+    }
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    if let Err(e) = watcher.watch(connection).await {
+        tracing::debug!(target: crate::LOG_TARGET, "HTTP connection from {peer} ended: {e}");
+    }
+}
+
 /// Serve every connection `listener` accepts with the service `make_service` builds for the
 /// peer's address (it is cloned per request, as hyper does with tower services).
 ///
@@ -237,7 +269,7 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let builder = connection_builder(&config);
+    let builder = Arc::new(connection_builder(&config));
     let mut refuse_builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     refuse_builder.http1().timer(TokioTimer::new()).header_read_timeout(REFUSE_TIMEOUT).keep_alive(false);
     let slots = Arc::new(Semaphore::new(config.max_connections));
@@ -288,17 +320,13 @@ where
         };
         counters.accepted.fetch_add(1, Ordering::Relaxed);
         counters.live.fetch_add(1, Ordering::Relaxed);
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(make_service(peer))).into_owned();
-        let connection = graceful.watch(connection);
-        let (force, counters) = (force.clone(), counters.clone());
+        let service = TowerToHyperService::new(make_service(peer));
+        let (builder, watcher, force, counters) =
+            (builder.clone(), graceful.watcher(), force.clone(), counters.clone());
+        let first_bytes = config.header_read_timeout;
         tracker.spawn(async move {
             tokio::select! {
-                result = connection => {
-                    if let Err(e) = result {
-                        tracing::debug!(target: crate::LOG_TARGET, "HTTP connection from {peer} ended: {e}");
-                    }
-                }
+                () = serve_one(&builder, watcher, stream, service, first_bytes, peer) => {}
                 () = force.cancelled() => {}
             }
             counters.live.fetch_sub(1, Ordering::Relaxed);
