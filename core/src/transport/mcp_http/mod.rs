@@ -13,6 +13,7 @@ mod server;
 mod session;
 pub mod sse;
 
+pub use super::http::guard::AllowList;
 pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, McpHttpClient};
 pub use serve::{HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS};
 pub use server::{

@@ -10,19 +10,20 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::SinkExt;
 use futures::StreamExt;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame as BodyFrame, SizeHint};
-use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::session::{Bounds, Refused, Session, SessionSink, SseBody};
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, SUPPORTED_VERSIONS};
 use crate::Builder;
 use crate::framing::Frame;
+use crate::transport::http::body::{BodyError, read_body};
+use crate::transport::http::guard::AllowList;
 
 /// Default [`McpHttpServer::max_sessions`].
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
@@ -123,8 +124,7 @@ pub struct McpHttpServer {
 }
 
 struct Settings {
-    allowed_hosts: Option<Vec<String>>,
-    allowed_origins: Option<Vec<String>>,
+    guard: AllowList,
     max_sessions: usize,
     idle_timeout: Duration,
     max_backlog: usize,
@@ -158,8 +158,7 @@ impl McpHttpServer {
         McpHttpServer {
             inner: Arc::new(Inner {
                 settings: Settings {
-                    allowed_hosts: None,
-                    allowed_origins: None,
+                    guard: AllowList::loopback(),
                     max_sessions: DEFAULT_MAX_SESSIONS,
                     idle_timeout: DEFAULT_IDLE_TIMEOUT,
                     max_backlog: DEFAULT_MAX_BACKLOG,
@@ -180,18 +179,27 @@ impl McpHttpServer {
         &mut Arc::get_mut(&mut self.inner).expect("settings are set before the server is cloned or serves").settings
     }
 
-    /// The `Host` names accepted (`name` or `name:port`), instead of the loopback names
-    /// (`localhost`, `127.0.0.1`, `[::1]`, any port). Set it for a server reached through a
-    /// proxy or by a public name. Panics if the server was cloned already (as do all settings).
+    /// The `Host` names accepted besides the loopback names (`localhost`, `127.0.0.1`,
+    /// `[::1]`, any port): `name` or `name:port`. Set it for a server reached by a public name.
+    /// Panics if the server was cloned already (as do all settings).
     pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
-        self.settings().allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        let guard = &mut self.settings().guard;
+        *guard = hosts.into_iter().fold(guard.clone(), |g, h| g.allow_host(h));
         self
     }
 
-    /// The `Origin`s accepted (`scheme://host[:port]`), instead of loopback origins. A request
+    /// The `Origin`s accepted (`scheme://host[:port]`) besides loopback origins. A request
     /// without `Origin` (not from a browser) is not refused for it.
     pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(mut self, origins: I) -> Self {
-        self.settings().allowed_origins = Some(origins.into_iter().map(Into::into).collect());
+        let guard = &mut self.settings().guard;
+        *guard = origins.into_iter().fold(guard.clone(), |g, o| g.allow_origin(o));
+        self
+    }
+
+    /// The whole `Host`/`Origin` allow-list (the `http` feature's [`AllowList`]): say
+    /// `AllowList::loopback().any_host()` behind a reverse proxy that checks `Host` itself.
+    pub fn allow_list(mut self, guard: AllowList) -> Self {
+        self.settings().guard = guard;
         self
     }
 
@@ -438,52 +446,6 @@ fn sse(body: SseBody, session: &str) -> Response<McpBody> {
     response
 }
 
-/// The host part of a `Host` value or an origin's authority (`[::1]:80` → `[::1]`).
-fn host_name(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority.find(']').map_or(authority, |end| &authority[..=end]);
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    }
-}
-
-fn is_loopback_name(host: &str) -> bool {
-    let host = host.to_ascii_lowercase();
-    host == "localhost" || host == "[::1]" || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-impl Settings {
-    /// The DNS-rebinding guard: `Some(refusal)` when `Host` or `Origin` is not allowed.
-    fn guard(&self, headers: &HeaderMap) -> Option<Response<McpBody>> {
-        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-        let host_ok = match (&self.allowed_hosts, host) {
-            (_, None) => false,
-            (None, Some(host)) => is_loopback_name(host_name(host)),
-            (Some(list), Some(host)) => {
-                list.iter().any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(host_name(host)))
-            }
-        };
-        if !host_ok {
-            return Some(rpc_error(StatusCode::FORBIDDEN, -32000, "Forbidden: the Host header is not allowed"));
-        }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
-            let ok = match &self.allowed_origins {
-                None => origin.split_once("://").is_some_and(|(scheme, authority)| {
-                    matches!(scheme, "http" | "https") && is_loopback_name(host_name(authority))
-                }),
-                Some(list) => list.iter().any(|a| a.eq_ignore_ascii_case(origin)),
-            };
-            if !ok {
-                return Some(rpc_error(StatusCode::FORBIDDEN, -32000, "Forbidden: the Origin header is not allowed"));
-            }
-        }
-        None
-    }
-}
-
 fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -556,10 +518,11 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        if let Some(refusal) = self.settings.guard(request.headers()) {
-            return refusal;
-        }
         let (parts, body) = request.into_parts();
+        // DNS rebinding: `Host` and `Origin` against the allow-list.
+        if let Err(refusal) = self.settings.guard.check(&parts) {
+            return rpc_error(refusal.status(), -32000, &format!("Forbidden: {}", refusal.message()));
+        }
         let principal = match &self.settings.authorize {
             None => None,
             Some(hook) => match hook(&parts) {
@@ -617,51 +580,18 @@ impl Inner {
         Ok(session)
     }
 
-    async fn read_body<B>(&self, headers: &HeaderMap, body: B) -> Result<Bytes, Response<McpBody>>
+    async fn read_body<B>(&self, body: B) -> Result<Bytes, Response<McpBody>>
     where
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let limit = self.settings.max_body;
-        let too_large = || {
-            rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                &format!("Payload Too Large: the body is over the limit of {limit} bytes"),
-            )
-        };
-        if let Some(length) = header_str(headers, "content-length").and_then(|v| v.parse::<u64>().ok())
-            && length > limit as u64
-        {
-            return Err(too_large());
-        }
-        let read = async {
-            let mut body = std::pin::pin!(body);
-            let mut out = BytesMut::new();
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| {
-                    let e: Box<dyn std::error::Error + Send + Sync> = e.into();
-                    rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Bad Request: the body could not be read: {e}"))
-                })?;
-                if let Ok(mut data) = frame.into_data() {
-                    if out.len() + data.remaining() > limit {
-                        return Err(too_large());
-                    }
-                    while data.has_remaining() {
-                        let chunk = data.chunk();
-                        out.extend_from_slice(chunk);
-                        let n = chunk.len();
-                        data.advance(n);
-                    }
-                }
-            }
-            Ok(out.freeze())
-        };
-        match tokio::time::timeout(self.settings.body_timeout, read).await {
-            Ok(result) => result,
-            Err(_) => Err(rpc_error(StatusCode::REQUEST_TIMEOUT, -32000, "Request Timeout: the body took too long")),
-        }
+        // The `http` feature's reader: the limit checked from the declared length before
+        // reading, then as the bytes (chunked or not) arrive; the whole body within the timeout.
+        read_body(body, self.settings.max_body, Some(self.settings.body_timeout)).await.map_err(|e| {
+            let code = if matches!(e, BodyError::Read(_)) { -32700 } else { -32600 };
+            rpc_error(e.refusal().status(), code, &e.to_string())
+        })
     }
 
     async fn post<B>(
@@ -693,7 +623,7 @@ impl Inner {
                 "Not Acceptable: the client must accept both application/json and text/event-stream",
             );
         }
-        let bytes = match self.read_body(headers, body).await {
+        let bytes = match self.read_body(body).await {
             Ok(bytes) => bytes,
             Err(refusal) => return refusal,
         };
@@ -893,17 +823,6 @@ async fn reap(inner: Weak<Inner>, idle: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_names() {
-        assert_eq!(host_name("localhost:3000"), "localhost");
-        assert_eq!(host_name("[::1]:80"), "[::1]");
-        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
-        assert!(is_loopback_name("LOCALHOST"));
-        assert!(is_loopback_name("127.0.0.2"));
-        assert!(!is_loopback_name("evil.example.com"));
-        assert!(!is_loopback_name("localhost.evil.example.com"));
-    }
 
     #[test]
     fn session_ids_are_long_and_distinct() {
