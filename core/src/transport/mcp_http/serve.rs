@@ -2,24 +2,28 @@
 //! server on each accepted TCP stream.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-use super::server::{McpBody, McpHttpServer};
 
 /// Most HTTP connections served at once by a bound server; more wait in the listen backlog.
 pub const MAX_HTTP_CONNECTIONS: usize = 1024;
 /// hyper's bound on the time a request's headers take to arrive.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(super) async fn accept_loop(listener: TcpListener, server: McpHttpServer, path: Arc<str>, stop: CancellationToken) {
+/// Serve every accepted connection with `handle` (one call per request) until `stop`.
+pub(super) async fn accept_loop<H, Fut, B>(listener: TcpListener, handle: H, stop: CancellationToken)
+where
+    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: http_body::Body<Data = bytes::Bytes, Error = Infallible> + Send + 'static,
+{
     let permits = Arc::new(tokio::sync::Semaphore::new(MAX_HTTP_CONNECTIONS));
     loop {
         let permit = tokio::select! {
@@ -39,22 +43,13 @@ pub(super) async fn accept_loop(listener: TcpListener, server: McpHttpServer, pa
             },
         };
         let _ = stream.set_nodelay(true);
-        let server = server.clone();
-        let path = path.clone();
+        let handle = handle.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let server = server.clone();
-                let path = path.clone();
-                async move {
-                    if request.uri().path() != &*path {
-                        let mut response = Response::new(McpBody::from_static(b"Not Found"));
-                        *response.status_mut() = StatusCode::NOT_FOUND;
-                        return Ok::<_, Infallible>(response);
-                    }
-                    Ok(server.handle(request).await)
-                }
+                let response = handle(request);
+                async move { Ok::<_, Infallible>(response.await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -70,11 +65,5 @@ pub(super) async fn accept_loop(listener: TcpListener, server: McpHttpServer, pa
                 _ = stop.cancelled() => connection.as_mut().graceful_shutdown(),
             }
         });
-    }
-}
-
-impl McpBody {
-    pub(super) fn from_static(bytes: &'static [u8]) -> Self {
-        McpBody::full(Bytes::from_static(bytes))
     }
 }

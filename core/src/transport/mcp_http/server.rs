@@ -313,7 +313,18 @@ impl McpHttpServer {
         let local = listener.local_addr()?;
         let path: Arc<str> = path.into();
         let stop = tokio_util::sync::CancellationToken::new();
-        let task = tokio::spawn(super::serve::accept_loop(listener, self.clone(), path, stop.clone()));
+        let server = self.clone();
+        let handle = move |request: Request<hyper::body::Incoming>| {
+            let server = server.clone();
+            let path = path.clone();
+            async move {
+                if request.uri().path() != &*path {
+                    return full(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"Not Found"));
+                }
+                server.handle(request).await
+            }
+        };
+        let task = tokio::spawn(super::serve::accept_loop(listener, handle, stop.clone()));
         Ok(BoundMcpServer { addr: local, stop, task, server: self })
     }
 }
@@ -410,12 +421,6 @@ impl Body for McpBody {
             Kind::Full(None) => SizeHint::with_exact(0),
             Kind::Sse(_) => SizeHint::default(),
         }
-    }
-}
-
-impl McpBody {
-    pub(super) fn full(bytes: Bytes) -> Self {
-        McpBody(Kind::Full((!bytes.is_empty()).then_some(bytes)))
     }
 }
 
