@@ -11,7 +11,9 @@
 //!   replays what was missed and then the answer;
 //! - the protocol's refusals: Host/Origin (`403`), unknown session (`404`), bad
 //!   `MCP-Protocol-Version`, batch, content type, `Accept`, a second GET stream (`409`), the
-//!   bearer hook (`401`, another principal `403`).
+//!   bearer hook (`401`, another principal `403`);
+//! - our client (`McpHttpClient`): it initializes again after a `404`, and its close sends
+//!   `DELETE`.
 #![cfg(feature = "mcp-http")]
 
 mod support;
@@ -483,4 +485,40 @@ async fn the_bearer_hook_guards_every_request_and_binds_the_session() {
     raw.send("POST", &with_session(&id, &[("Authorization", "Bearer alice")]), echo.as_bytes()).await;
     assert_eq!(raw.head().await.status, 200);
     assert!(String::from_utf8(raw.body().await).unwrap().contains(r#""result":{"x":1}"#));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_initializes_again_after_a_404() {
+    use jsonrpc_duplex::transport::mcp_http::McpHttpClient;
+    let (bound, _) = serve(|s| s.idle_timeout(Duration::from_millis(100))).await;
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let conn = McpHttpClient::new(&url).unwrap().connect(Connection::builder().profile(Profile::mcp()));
+    let handle = conn.handle();
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "ours", "version": "0"}});
+    let init: Value = within(handle.request("initialize", params)).await.expect("initialize");
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert_eq!(bound.server().session_count(), 1);
+    // No GET stream is open (no `notifications/initialized` yet): the session expires.
+    eventually("the idle session expires", || bound.server().session_count() == 0).await;
+    // The next call meets a 404; the transport initializes again and sends it again.
+    let echoed: Value = within(handle.request("echo", json!({"x": 1}))).await.expect("echo after the 404");
+    assert_eq!(echoed, json!({"x": 1}));
+    assert_eq!(bound.server().session_count(), 1, "a new session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_deletes_its_session() {
+    use jsonrpc_duplex::transport::mcp_http::McpHttpClient;
+    // Sessions here do not expire: only the DELETE can end it.
+    let (bound, _) = serve(|s| s).await;
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let conn = McpHttpClient::new(&url).unwrap().connect(Connection::builder().profile(Profile::mcp()));
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "ours", "version": "0"}});
+    let _: Value = within(conn.handle().request("initialize", params)).await.expect("initialize");
+    within(conn.handle().notify("notifications/initialized", json!({}))).await.unwrap();
+    assert_eq!(bound.server().session_count(), 1);
+    within(conn.close()).await;
+    eventually("the DELETE ends the session", || bound.server().session_count() == 0).await;
 }
