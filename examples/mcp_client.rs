@@ -12,6 +12,15 @@
 //! cargo run --example mcp_client -- --call add '{"a":2,"b":40}' -- target/debug/examples/mcp_server
 //! ```
 //!
+//! Over Streamable HTTP (feature `mcp-http`) the server is a URL instead of a command:
+//!
+//! ```text
+//! cargo run --features mcp-http --example mcp_client -- --call test_simple_text '{}' -- http://127.0.0.1:3000/mcp
+//! ```
+//!
+//! The server may ask for input (`elicitation/create`); `--elicit accept` accepts its form with
+//! each field's default, `--elicit decline` (the default) declines.
+//!
 //! The exit code is 0 when every request was answered (a tool that reports an error, MCP's
 //! `isError`, still counts as answered; so does a cancelled call).
 
@@ -30,7 +39,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 const USAGE: &str = "usage: mcp_client [--call TOOL JSON] [--cancel-after N] [--read URI] [--prompt NAME JSON] \
-                     [--root URI] [--timeout SECS] -- <server command…>";
+                     [--root URI] [--timeout SECS] [--elicit accept|decline] -- <server command…|http://URL>";
 
 /// One thing to do, in the order given.
 enum Action {
@@ -44,12 +53,18 @@ struct Options {
     roots: Vec<String>,
     timeout: Duration,
     server: Vec<String>,
+    elicit_accept: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
-    let mut options =
-        Options { actions: Vec::new(), roots: Vec::new(), timeout: Duration::from_secs(60), server: Vec::new() };
+    let mut options = Options {
+        actions: Vec::new(),
+        roots: Vec::new(),
+        timeout: Duration::from_secs(60),
+        server: Vec::new(),
+        elicit_accept: false,
+    };
     let mut cancel_after = None;
     let json = |text: Option<String>, what: &str| -> Result<Value, String> {
         let text = text.ok_or(format!("{what} needs a JSON object"))?;
@@ -78,6 +93,13 @@ fn parse_args() -> Result<Options, String> {
                 options.actions.push(Action::Prompt { name, arguments });
             }
             "--root" => options.roots.push(args.next().ok_or("--root needs a URI")?),
+            "--elicit" => {
+                options.elicit_accept = match args.next().as_deref() {
+                    Some("accept") => true,
+                    Some("decline") => false,
+                    _ => return Err("--elicit needs accept or decline".into()),
+                }
+            }
             "--timeout" => {
                 let v = args.next().ok_or("--timeout needs a number of seconds")?;
                 options.timeout = Duration::from_secs(v.parse().map_err(|_| format!("--timeout: not a number: {v}"))?);
@@ -109,6 +131,7 @@ impl Console {
 struct Host {
     console: Console,
     roots: Vec<Root>,
+    elicit_accept: bool,
 }
 
 impl McpHost for Host {
@@ -128,6 +151,25 @@ impl McpHost for Host {
             other => other.to_string(),
         };
         self.console.print(&format!("log    │ {:<7} {data}", params.level));
+    }
+
+    async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, RpcError> {
+        self.console.print(&format!("server ▸ elicitation/create {:?}", params.message));
+        if !self.elicit_accept {
+            self.console.print("client ◂ decline (no user here; --elicit accept takes the defaults)");
+            return Ok(ElicitResult { action: "decline".into(), content: None });
+        }
+        // No user to ask: accept the form with each field's default.
+        let mut content = serde_json::Map::new();
+        if let Some(fields) = params.requested_schema.get("properties").and_then(Value::as_object) {
+            for (name, field) in fields {
+                if let Some(default) = field.get("default") {
+                    content.insert(name.clone(), default.clone());
+                }
+            }
+        }
+        self.console.print(&format!("client ◂ accept {}", Value::Object(content.clone())));
+        Ok(ElicitResult { action: "accept".into(), content: Some(content) })
     }
 }
 
@@ -152,14 +194,21 @@ async fn run(options: Options) -> Result<(), String> {
         options.roots.iter().map(|uri| Root { uri: uri.clone(), name: None }).collect()
     };
 
-    let mut command = Command::new(&options.server[0]);
-    command.args(&options.server[1..]);
     // The whole wire setup: newline framing, MCP's cancellation and progress.
-    let conn = Connection::builder()
-        .profile(Profile::mcp())
-        .serve(McpHostServer::new(Host { console: console.clone(), roots }))
-        .spawn_child(command)
-        .map_err(|e| format!("cannot start {:?}: {e}", options.server[0]))?;
+    let builder = Connection::builder().profile(Profile::mcp()).serve(McpHostServer::new(Host {
+        console: console.clone(),
+        roots,
+        elicit_accept: options.elicit_accept,
+    }));
+    let target = &options.server[0];
+    let over_http = target.starts_with("http://") || target.starts_with("https://");
+    let conn = if over_http {
+        connect_url(builder, target)?
+    } else {
+        let mut command = Command::new(target);
+        command.args(&options.server[1..]);
+        builder.spawn_child(command).map_err(|e| format!("cannot start {target:?}: {e}"))?
+    };
     let server = McpClient::new(conn.handle()).with_options(CallOptions::new().timeout(options.timeout));
     let failed = |what: String| move |e: ClientError| format!("{what}: {e}");
 
@@ -167,7 +216,11 @@ async fn run(options: Options) -> Result<(), String> {
     let init = server
         .initialize(InitializeParams {
             protocol_version: PROTOCOL_VERSIONS[0].into(),
-            capabilities: ClientCapabilities { roots: Some(ListChanged { list_changed: Some(false) }), sampling: None },
+            capabilities: ClientCapabilities {
+                roots: Some(ListChanged { list_changed: Some(false) }),
+                sampling: None,
+                elicitation: Some(serde_json::json!({})),
+            },
             client_info: Implementation {
                 name: "jsonrpc-duplex-mcp-client".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -223,6 +276,12 @@ async fn run(options: Options) -> Result<(), String> {
         }
     }
 
+    // Over HTTP, closing sends DELETE for the session.
+    if over_http {
+        let reason = conn.close().await;
+        console.print(&format!("session closed: {}", reason.message));
+        return Ok(());
+    }
     // Closing our side (the server's stdin) is how an MCP client ends a stdio session; this
     // waits until the server has exited (or kills it after a grace period).
     let reason = conn.close().await;
@@ -231,6 +290,17 @@ async fn run(options: Options) -> Result<(), String> {
         Some(ChildExit::Exited(status)) if status.success() => Ok(()),
         _ => Err(format!("the server did not exit cleanly: {reason}")),
     }
+}
+
+#[cfg(feature = "mcp-http")]
+fn connect_url(builder: jsonrpc_duplex::Builder, url: &str) -> Result<Connection, String> {
+    let client = jsonrpc_duplex::transport::mcp_http::McpHttpClient::new(url).map_err(|e| e.to_string())?;
+    Ok(client.connect(builder))
+}
+
+#[cfg(not(feature = "mcp-http"))]
+fn connect_url(_builder: jsonrpc_duplex::Builder, url: &str) -> Result<Connection, String> {
+    Err(format!("{url}: this build has no HTTP transport (build with --features mcp-http)"))
 }
 
 /// Run a tool, printing its progress as it comes; with `cancel_after`, cancel it after that many

@@ -275,8 +275,39 @@ async fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
+    // `--http ADDR`: the same server over Streamable HTTP (feature `mcp-http`), one session
+    // per client; the profile is the same, only the transport differs.
+    let mut args = std::env::args().skip(1);
+    if let (Some("--http"), Some(addr)) = (args.next().as_deref(), args.next()) {
+        return serve_http(&addr).await;
+    }
     let conn = Connection::builder().profile(Profile::mcp()).serve(McpServer::new(DemoServer::default())).stdio();
     // The client ends the session by closing our stdin.
     let reason = conn.closed().await;
     tracing::info!("connection closed: {reason}");
+}
+
+#[cfg(feature = "mcp-http")]
+async fn serve_http(addr: &str) {
+    use jsonrpc_duplex::transport::mcp_http::McpHttpServer;
+    let server = std::sync::Arc::new(DemoServer::default());
+    let http = McpHttpServer::new(move |_session| {
+        Connection::builder().profile(Profile::mcp()).serve(McpServer::from_arc(server.clone()))
+    });
+    let bound = match http.bind(addr).await {
+        Ok(bound) => bound,
+        Err(e) => {
+            tracing::error!("cannot listen on {addr}: {e}");
+            std::process::exit(1);
+        }
+    };
+    println!("listening on http://{}/mcp", bound.local_addr());
+    let _ = tokio::signal::ctrl_c().await;
+    bound.shutdown().await;
+}
+
+#[cfg(not(feature = "mcp-http"))]
+async fn serve_http(_addr: &str) {
+    tracing::error!("this build has no HTTP transport (build with --features mcp-http)");
+    std::process::exit(2);
 }

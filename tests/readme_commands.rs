@@ -52,6 +52,10 @@ readme! {
     lsp_client: ["cargo run --example lsp_client -- pylsp -- tests/interop/lsp/fixture/greet.py 9 24"] => lsp_hover;
     lsp_client_and_server: ["cargo run --example lsp_client -- -- target/debug/examples/lsp_server -- README.md 1 3"] => lsp_against_our_server;
     mcp_client_and_server: [r#"cargo run --example mcp_client -- --call count '{"to":3}' --read demo://readme -- target/debug/examples/mcp_server"#] => mcp_against_our_server;
+    mcp_over_http: [
+        "cargo run --features mcp-http --example mcp_server -- --http 127.0.0.1:3000",
+        r#"cargo run --features mcp-http --example mcp_client -- --call count '{"to":3}' -- http://127.0.0.1:3000/mcp"#,
+    ] => mcp_http_server_and_client;
     tcp: [
         "cargo run --example tcp_server",
         "cargo run --example tcp_client -- --name alice set color blue",
@@ -460,6 +464,36 @@ fn mcp_against_our_server(lines: &[&str]) {
         ];
         run(line, command(line)).expect(line, &wanted);
     }
+}
+
+/// The MCP server over HTTP (the first line) in the background until it says where it listens,
+/// the client line against it, then Ctrl-C for the server, which shuts down cleanly.
+fn mcp_http_server_and_client(lines: &[&str]) {
+    let (server_line, clients) = lines.split_first().unwrap();
+    let mut server = command(server_line).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = collect(server.stderr.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    let stdout = BufReader::new(server.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(line) if line.starts_with("listening on http://127.0.0.1:3000/mcp") => {}
+        other => {
+            signal_group(&server, "KILL");
+            panic!("`{server_line}` did not say it listens ({other:?}):\n{}", tail(&stderr.join().unwrap()));
+        }
+    }
+    for line in clients {
+        let wanted =
+            ["client ◂ server jsonrpc-duplex-mcp-server", "progress 3/3 counted to 3", "client ◂ count: counted to 3"];
+        run(line, command(line)).expect(line, &wanted);
+    }
+    signal_group(&server, "INT");
+    let status = wait_within(&mut server, Duration::from_secs(30));
+    assert!(status.is_some_and(|s| s.success()), "`{server_line}` did not shut down cleanly on Ctrl-C ({status:?})");
 }
 
 /// The key-value server (the first line) in the background, each client line against it, then

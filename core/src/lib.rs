@@ -9,7 +9,8 @@
 //! - [`stream`] and [`progress`]: streams both ways (StreamJsonRpc's enumerator protocol) and
 //!   `$/progress` reports, over the same connection;
 //! - [`transport`]: in-memory pairs, stdio, child processes, TCP, Unix domain sockets,
-//!   WebSocket (feature `websocket`), and the [`Listener`](transport::Listener) seam;
+//!   WebSocket (feature `websocket`), MCP's Streamable HTTP (feature `mcp-http`), and the
+//!   [`Listener`](transport::Listener) seam;
 //! - [`server`]: one connection per accepted peer, with a connection limit, broadcast and
 //!   graceful shutdown.
 //!

@@ -95,6 +95,28 @@ pub trait McpHost {
     /// A log line from the server (when the client set a level, or the server just sends).
     #[notification(name = "notifications/message")]
     async fn log_message(&self, params: LoggingMessage);
+
+    /// Ask the user to fill in a form (`message`, `requestedSchema`): the answer is
+    /// `{"action": "accept" | "decline" | "cancel", "content"?: {…}}`.
+    #[method(name = "elicitation/create")]
+    async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, RpcError>;
+}
+
+/// What `elicitation/create` asks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitParams {
+    pub message: String,
+    /// A flat JSON Schema object: `properties`, each with a `type` and maybe a `default`.
+    pub requested_schema: Value,
+}
+
+/// The user's answer to `elicitation/create`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ElicitResult {
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Map<String, Value>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -131,6 +153,9 @@ pub struct ClientCapabilities {
     /// Present when the client answers `sampling/createMessage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Value>,
+    /// Present when the client answers `elicitation/create`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<Value>,
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]

@@ -197,6 +197,59 @@ impl ServerBuilder {
         Ok(self.listen(crate::transport::websocket::WebSocketListener::bind(addr).await?))
     }
 
+    /// Serve plain JSON-RPC over HTTP on `addr` (see
+    /// [`transport::http::server`](crate::transport::http::server)): the services given to
+    /// [`ServerBuilder::serve`], the connection builder's limits, [`ServerBuilder::max_connections`]
+    /// TCP connections (more are answered `503`), and [`ServerBuilder::message_read_timeout`] as
+    /// the header and body read timeouts. Loopback `Host`/`Origin` only:
+    /// [`ServerBuilder::bind_http_with`] changes that and the other HTTP settings.
+    ///
+    /// A [`ServerBuilder::serve_with`] factory is refused (`InvalidInput`): over HTTP there is no
+    /// lasting peer to build state for; [`HttpService::serve_with`](crate::transport::http::server::HttpService::serve_with)
+    /// builds handlers per request instead.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router, server::Server};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+    /// let server = Server::builder().serve(router).bind_http("127.0.0.1:0").await?;
+    /// let client = Connection::builder().connect_http(&format!("http://{}/", server.local_addr()))?;
+    /// assert_eq!(client.handle().request::<i64>("add", (40, 2)).await?, 42);
+    /// server.shutdown(Duration::from_secs(1)).await;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    pub async fn bind_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> std::io::Result<crate::transport::http::serve::HttpServer> {
+        self.bind_http_with(addr, |service| service).await
+    }
+
+    /// [`ServerBuilder::bind_http`], with the HTTP service's own settings (allow-lists, an
+    /// authentication hook, timeouts, per-request handlers) set by `configure`.
+    #[cfg(feature = "http")]
+    pub async fn bind_http_with(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+        configure: impl FnOnce(crate::transport::http::server::HttpService) -> crate::transport::http::server::HttpService,
+    ) -> std::io::Result<crate::transport::http::serve::HttpServer> {
+        use crate::transport::http::{serve::ServeConfig, server::HttpService};
+        if self.factory.is_some() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "bind_http: ServerBuilder::serve_with builds state per connection, which HTTP does not have; use \
+                 ServerBuilder::serve, or HttpService::serve_with for handlers built per request",
+            ));
+        }
+        let config =
+            ServeConfig::new().max_connections(self.max_connections).header_read_timeout(self.message_read_timeout);
+        let service = configure(HttpService::new(self.connection).body_read_timeout(self.message_read_timeout));
+        service.bind(addr, config).await
+    }
+
     /// Serve every peer `listener` accepts. Must be called inside a tokio runtime.
     pub fn listen<L: Listener>(self, listener: L) -> Server {
         let gate = Arc::new(Gate::default());

@@ -1,5 +1,6 @@
 //! Transports: in-memory pairs, this process's stdio, a spawned child process, TCP (feature
-//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), and the
+//! `tcp`), Unix domain sockets (feature `unix`), WebSocket (feature `websocket`), HTTP (feature
+//! `http`), MCP's Streamable HTTP (feature `mcp-http`, [`mcp_http`]), and the
 //! [`Listener`] seam that accepts peers for a [`Server`](crate::server::Server).
 //!
 //! Any `AsyncRead + AsyncWrite` works through [`Builder::connect`](crate::Builder::connect) or
@@ -11,7 +12,11 @@
 mod child;
 #[cfg(all(feature = "stdio", feature = "tcp"))]
 mod cli;
+#[cfg(feature = "http")]
+pub mod http;
 mod listener;
+#[cfg(feature = "mcp-http")]
+pub mod mcp_http;
 pub mod memory;
 #[cfg(feature = "stdio")]
 mod stdio;

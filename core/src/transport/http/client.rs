@@ -1,0 +1,420 @@
+//! Plain JSON-RPC over HTTP, the client side: a [`Connection`] whose calls are `POST`s
+//! ([`Builder::connect_http`]), so any `#[rpc]` client works over it unchanged.
+//!
+//! - Every outbound message is one `POST` with `Content-Type: application/json`, on hyper-util's
+//!   pooled client: connections are reused (keep-alive), and several calls are in flight at
+//!   once (each on a connection of the pool, up to [`HttpTarget::max_in_flight`]; a further
+//!   message waits for one to finish). Notifications are `POST`s too, answered `202`: over HTTP
+//!   nothing orders two requests, so neither are two notifications.
+//! - A `2xx` JSON answer is read within the connection's message size limit and delivered as
+//!   the peer's answer.
+//! - An HTTP error, a network failure or an answer that is not JSON fails the call with
+//!   [`Error::Remote`](crate::Error::Remote) carrying an error object of code
+//!   [`TRANSPORT_ERROR`] whose message says what happened (`the server answered HTTP 415
+//!   Unsupported Media Type: …`) and whose `data` holds `{"status", "body"}` (the first 4 KiB of
+//!   the body) when there was an HTTP answer.
+//! - Timeouts and cancellation work as on any connection ([`CallOptions`](crate::CallOptions)):
+//!   cancelling a call (its token, its timeout, dropping its future) abandons its `POST` rather
+//!   than sending a cancellation, which over HTTP would reach a request that is not there.
+//! - The server cannot call us: nothing arrives but answers.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::Sink;
+use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, Uri, header};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::PollSemaphore;
+
+use super::FullBody;
+use super::body::read_body;
+use crate::framing::{Frame, FrameError};
+use crate::{Builder, CancelProtocol, Connection};
+
+/// The error code of a call that failed in the HTTP transport (an HTTP error status, a network
+/// failure, an answer that is not JSON), not in the server's JSON-RPC.
+pub const TRANSPORT_ERROR: i64 = -32099;
+
+/// Default for [`HttpTarget::max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+
+/// How much of an HTTP error's body is kept for the error.
+const ERROR_BODY_LIMIT: usize = 4096;
+
+/// A URL that is not an `http://` URL.
+#[derive(Debug, thiserror::Error)]
+#[error("not an http:// URL: {0}")]
+pub struct InvalidUrl(String);
+
+/// Where and how to `POST`: the URL, headers for every request (say `Authorization`), how many
+/// requests may be in flight at once, and how long an answer may take.
+///
+/// ```
+/// use jsonrpc_duplex_core::transport::http::client::HttpTarget;
+///
+/// let target = HttpTarget::new("http://127.0.0.1:8080/rpc")?
+///     .header(http::header::AUTHORIZATION, http::HeaderValue::from_static("Bearer s3cret"))
+///     .max_in_flight(64);
+/// # drop(target);
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a target does nothing until it is connected"]
+pub struct HttpTarget {
+    uri: Uri,
+    headers: HeaderMap,
+    max_in_flight: usize,
+    response_timeout: Option<Duration>,
+}
+
+impl HttpTarget {
+    /// `POST` to `url` (`http://host:port/path`; `https://` needs a TLS connector, which this
+    /// crate does not bring).
+    pub fn new(url: &str) -> Result<Self, InvalidUrl> {
+        let uri: Uri = url.parse().map_err(|e| InvalidUrl(format!("{url}: {e}")))?;
+        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+            return Err(InvalidUrl(url.to_owned()));
+        }
+        Ok(HttpTarget { uri, headers: HeaderMap::new(), max_in_flight: DEFAULT_MAX_IN_FLIGHT, response_timeout: None })
+    }
+
+    /// Send `name: value` with every request.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
+    }
+
+    /// How many requests may be in flight at once ([`DEFAULT_MAX_IN_FLIGHT`]); each may use a
+    /// connection of its own.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// How long reading an answer's body may take once its headers have arrived (none by
+    /// default; a call's own timeout bounds the whole exchange).
+    pub fn response_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.response_timeout = timeout.into();
+        self
+    }
+}
+
+impl Builder {
+    /// A connection to a JSON-RPC server over HTTP at `url`: every call is a `POST` (see
+    /// [`transport::http::client`](crate::transport::http::client)). Must be called inside a
+    /// tokio runtime; nothing is connected until the first call.
+    ///
+    /// ```no_run
+    /// use jsonrpc_duplex_core::Connection;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = Connection::builder().connect_http("http://127.0.0.1:8080/")?;
+    /// let sum: i64 = client.handle().request("add", (40, 2)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn connect_http(self, url: &str) -> Result<Connection, InvalidUrl> {
+        Ok(self.connect_http_with(HttpTarget::new(url)?))
+    }
+
+    /// [`Builder::connect_http`] with headers and limits of your own.
+    pub fn connect_http_with(self, target: HttpTarget) -> Connection {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let (tx, mut rx) = mpsc::channel(64);
+        let permits = Arc::new(Semaphore::new(target.max_in_flight));
+        let shared = Arc::new(ClientShared {
+            client,
+            limit: self.frame_limits().max_message_size,
+            cancel: self.config.cancel.clone(),
+            target,
+            tasks: Mutex::default(),
+        });
+        let sink = PostSink { shared, tx: Some(tx), permits: PollSemaphore::new(permits), permit: None };
+        let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        self.connect_messages(incoming, sink)
+    }
+}
+
+type Frames = mpsc::Sender<Result<Frame, FrameError>>;
+
+struct ClientShared {
+    client: Client<HttpConnector, FullBody>,
+    target: HttpTarget,
+    limit: usize,
+    cancel: CancelProtocol,
+    tasks: Mutex<Tasks>,
+}
+
+/// The `POST`s in flight, to abandon one when its call is cancelled and all when the
+/// connection ends.
+#[derive(Default)]
+struct Tasks {
+    next: u64,
+    running: HashMap<u64, tokio::task::AbortHandle>,
+    /// A request's id (as spelled) → its task, with what the call's answer must carry.
+    by_id: HashMap<String, u64>,
+}
+
+impl ClientShared {
+    fn tasks(&self) -> std::sync::MutexGuard<'_, Tasks> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What the connection sends: one `POST` per message.
+struct PostSink {
+    shared: Arc<ClientShared>,
+    tx: Option<Frames>,
+    permits: PollSemaphore,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The members of an outbound message the transport needs.
+#[derive(serde::Deserialize)]
+struct Outbound<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+impl PostSink {
+    /// A cancellation of a call in flight: abandon its `POST` and, if the protocol answers
+    /// cancelled requests, answer it `-32800` ourselves. `true` if `body` was one.
+    fn cancels(&self, message: &Outbound<'_>) -> bool {
+        let (None, Some(method), Some(params)) = (message.id, &message.method, message.params) else {
+            return false;
+        };
+        if *method != self.shared.cancel.method {
+            return false;
+        }
+        let Ok(params) = serde_json::from_str::<HashMap<&str, &RawValue>>(params.get()) else {
+            return false;
+        };
+        let Some(id) = params.get(&*self.shared.cancel.id_member) else {
+            return false;
+        };
+        let mut tasks = self.shared.tasks();
+        if let Some(seq) = tasks.by_id.remove(id.get())
+            && let Some(task) = tasks.running.remove(&seq)
+        {
+            task.abort();
+            drop(tasks);
+            if self.shared.cancel.answers_cancelled
+                && let Some(tx) = &self.tx
+            {
+                let answer = error_answer(
+                    id,
+                    crate::codes::REQUEST_CANCELLED,
+                    "the call was cancelled: its HTTP request was abandoned",
+                    None,
+                );
+                let tx = tx.clone();
+                tokio::spawn(async move { tx.send(Ok(answer)).await });
+            }
+        }
+        true
+    }
+
+    fn abort_all(&self) {
+        let mut tasks = self.shared.tasks();
+        for (_, task) in tasks.running.drain() {
+            task.abort();
+        }
+        tasks.by_id.clear();
+    }
+}
+
+impl Drop for PostSink {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+impl Sink<Vec<u8>> for PostSink {
+    type Error = std::io::Error;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.permit.is_none() {
+            match ready!(self.permits.poll_acquire(cx)) {
+                Some(permit) => self.permit = Some(permit),
+                None => return Poll::Ready(Err(std::io::Error::other("the HTTP client is closed"))),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, body: Vec<u8>) -> std::io::Result<()> {
+        let Some(tx) = self.tx.clone() else {
+            return Err(std::io::Error::other("the HTTP client is closed"));
+        };
+        let (id, cancels) = match serde_json::from_slice::<Outbound<'_>>(&body) {
+            Ok(message) => (message.id.map(|id| id.get().to_owned()), self.cancels(&message)),
+            Err(_) => (None, false),
+        };
+        if cancels {
+            return Ok(());
+        }
+        let permit = self.permit.take();
+        let shared = self.shared.clone();
+        let mut tasks = self.shared.tasks();
+        let seq = tasks.next;
+        tasks.next += 1;
+        let task = tokio::spawn(post(shared, seq, id.clone(), body, tx, permit));
+        tasks.running.insert(seq, task.abort_handle());
+        if let Some(id) = id {
+            tasks.by_id.insert(id, seq);
+        }
+        Ok(())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.abort_all();
+        self.tx = None;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// What went wrong with one exchange.
+struct Failure {
+    message: String,
+    status: Option<StatusCode>,
+    body: Option<String>,
+}
+
+impl Failure {
+    fn new(message: String) -> Self {
+        Failure { message, status: None, body: None }
+    }
+}
+
+/// One `POST`: its answer (or what went wrong) becomes an inbound message.
+async fn post(
+    shared: Arc<ClientShared>,
+    seq: u64,
+    id: Option<String>,
+    body: Vec<u8>,
+    tx: Frames,
+    permit: Option<OwnedSemaphorePermit>,
+) {
+    let outcome = exchange(&shared, body).await;
+    {
+        let mut tasks = shared.tasks();
+        tasks.running.remove(&seq);
+        if let Some(id) = &id
+            && tasks.by_id.get(id) == Some(&seq)
+        {
+            tasks.by_id.remove(id);
+        }
+    }
+    let frame = match (outcome, id) {
+        (Ok(Some(answer)), _) => Ok(Frame::Message(BytesMut::from(&answer[..]))),
+        (Ok(None), None) => return,
+        (Ok(None), Some(id)) => {
+            let Ok(id) = RawValue::from_string(id) else { return };
+            Ok(error_answer(
+                &id,
+                super::client::TRANSPORT_ERROR,
+                "the server answered a request with no body (202/204)",
+                None,
+            ))
+        }
+        (Err(failure), None) => {
+            tracing::warn!(target: crate::LOG_TARGET, "an HTTP notification failed: {}", failure.message);
+            return;
+        }
+        (Err(failure), Some(id)) => {
+            let Ok(id) = RawValue::from_string(id) else { return };
+            let data =
+                failure.status.map(|status| serde_json::json!({ "status": status.as_u16(), "body": failure.body }));
+            Ok(error_answer(&id, TRANSPORT_ERROR, &failure.message, data))
+        }
+    };
+    let _ = tx.send(frame).await;
+    drop(permit);
+}
+
+async fn exchange(shared: &ClientShared, body: Vec<u8>) -> Result<Option<Bytes>, Failure> {
+    let target = &shared.target;
+    let mut request =
+        Request::post(target.uri.clone()).body(FullBody::from(body)).map_err(|e| Failure::new(e.to_string()))?;
+    let headers = request.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    for (name, value) in &target.headers {
+        headers.append(name, value.clone());
+    }
+    let response = shared.client.request(request).await.map_err(|e| {
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(inner) = source {
+            why = format!("{why}: {inner}");
+            source = inner.source();
+        }
+        Failure::new(format!("the HTTP request to {} failed: {why}", target.uri))
+    })?;
+    let status = response.status();
+    if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+        return Ok(None);
+    }
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"));
+    if status.is_success() && json {
+        return read_body(response.into_body(), shared.limit, target.response_timeout).await.map(Some).map_err(|e| {
+            Failure { message: format!("the server's answer could not be read: {e}"), status: Some(status), body: None }
+        });
+    }
+    let text = match read_body(
+        http_body_util::Limited::new(response.into_body(), ERROR_BODY_LIMIT),
+        usize::MAX,
+        Some(Duration::from_secs(5)),
+    )
+    .await
+    {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim_end().to_owned(),
+        Err(_) => String::new(),
+    };
+    let message = if status.is_success() {
+        format!("the server answered HTTP {status} with a body that is not JSON: {text}")
+    } else {
+        format!("the server answered HTTP {status}: {text}")
+    };
+    Err(Failure { message, status: Some(status), body: Some(text) })
+}
+
+/// An error answer to the call `id`, made on this side.
+fn error_answer(id: &RawValue, code: i64, message: &str, data: Option<serde_json::Value>) -> Frame {
+    #[derive(serde::Serialize)]
+    struct Object<'a> {
+        code: i64,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<serde_json::Value>,
+    }
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: &'a RawValue,
+        error: Object<'a>,
+    }
+    let body =
+        serde_json::to_vec(&Answer { jsonrpc: "2.0", id, error: Object { code, message, data } }).unwrap_or_default();
+    Frame::Message(BytesMut::from(&body[..]))
+}

@@ -1,0 +1,466 @@
+//! Plain JSON-RPC over HTTP, the server side: [`HttpService`], a `tower` service that answers
+//! `POST`s carrying one JSON-RPC message or a batch with whatever a [`Builder`] serves (an
+//! `#[rpc]` dispatcher, a [`Router`]), unchanged.
+//!
+//! Each `POST` body is served as one short connection over the message-level seam
+//! ([`Builder::connect_messages`]): the body is its one inbound message, its answers are the
+//! HTTP response. So the limits, the batch handling and the dispatch are a connection's own:
+//!
+//! | the request | the answer |
+//! |---|---|
+//! | a method other than `POST` | `405 Method Not Allowed`, `Allow: POST` |
+//! | `Host` or `Origin` not on the [`AllowList`] | `403 Forbidden` |
+//! | refused by the [`Authenticate`] hook | its [`Refusal`] (say `401` with `WWW-Authenticate`) |
+//! | `Content-Type` not `application/json` | `415 Unsupported Media Type` |
+//! | a body over [`Builder::max_message_size`] | `413 Payload Too Large`, before it is read (`Content-Length`) or as soon as it passes the limit (chunked) |
+//! | a body that does not arrive within the body read timeout | `408 Request Timeout` |
+//! | a request, or a batch with requests | `200 OK`, `application/json`: the answer (a batch: the array of answers) |
+//! | notifications only | `202 Accepted`, no body (once their handlers have run) |
+//! | not JSON / not a request (`-32700` / `-32600` with `"id": null`) | `400 Bad Request` with that error object |
+//!
+//! A batch longer than the connection's batch length is one `-32600` (`400`); its members run
+//! as over a byte stream (notifications in order, requests concurrently up to
+//! [`Builder::max_concurrent_requests`]). At most [`HttpService::max_concurrent_requests`] bodies
+//! are dispatched at once across the service; later ones wait their turn. A handler that runs
+//! longer than the [request timeout](HttpService::request_timeout) is cancelled (`-32800`).
+//!
+//! **Calls back to the client.** Plain HTTP has no way to carry a request from the server to the
+//! client: a handler's call to its peer (a generated client built from the request context,
+//! [`Handle::request`](crate::Handle::request)) fails at once with
+//! [`Error::ConnectionLost`](crate::Error::ConnectionLost) whose reason says so; a notification
+//! to the client is dropped (logged at DEBUG).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
+use futures::{FutureExt, Sink};
+use http::request::Parts;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body::Body;
+use tokio::sync::{Semaphore, oneshot};
+
+use super::auth::{AuthHook, Authenticate, Authenticated};
+use super::body::{DEFAULT_BODY_READ_TIMEOUT, read_body};
+use super::guard::AllowList;
+use super::{BoxError, FullBody, Refusal};
+use crate::Builder;
+use crate::connection::DEFAULT_MAX_CONCURRENT_REQUESTS;
+use crate::framing::Frame;
+use crate::handler::Router;
+
+/// Default for [`HttpService::request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a handler's call to its client fails over plain HTTP.
+pub const NO_CALLS_BACK: &str = "plain JSON-RPC over HTTP cannot carry a request from the server to the client (an HTTP \
+     response answers one POST and nothing else); serve over a WebSocket, a socket or MCP's Streamable HTTP for calls \
+     back";
+
+/// What the code building a request's handlers knows about the HTTP request
+/// ([`HttpService::serve_with`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HttpRequest {
+    /// The method, URI, headers and extensions (the body is the JSON-RPC message).
+    pub parts: Parts,
+    /// What the [`Authenticate`] hook said about the caller (anonymous without a hook).
+    pub auth: Authenticated,
+    /// The peer's address, when the server loop knows it ([`ServerBuilder::bind_http`](crate::server::ServerBuilder::bind_http)).
+    pub remote_addr: Option<SocketAddr>,
+}
+
+type RequestFactory = Arc<dyn Fn(&HttpRequest) -> Router + Send + Sync>;
+
+struct Inner {
+    builder: Builder,
+    factory: Option<RequestFactory>,
+    allow: AllowList,
+    auth: Option<AuthHook>,
+    body_read_timeout: Option<Duration>,
+    request_timeout: Duration,
+    permits: Semaphore,
+    max_message_size: usize,
+}
+
+/// Plain JSON-RPC over HTTP as a `tower` service (see the [module docs](self) for every answer).
+///
+/// ```
+/// use jsonrpc_duplex_core::{Connection, ErrorObject, Router};
+/// use jsonrpc_duplex_core::transport::http::{FullBody, server::HttpService};
+/// use tower_service::Service;
+/// use http_body_util::BodyExt;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+/// let mut service = HttpService::new(Connection::builder().serve(router));
+///
+/// let request = http::Request::post("/")
+///     .header("host", "localhost")
+///     .header("content-type", "application/json")
+///     .body(FullBody::from(r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[40,2]}"#))
+///     .unwrap();
+/// let response = service.call(request).await.unwrap();
+/// assert_eq!(response.status(), 200);
+/// let body = response.into_body().collect().await.unwrap().to_bytes();
+/// assert_eq!(&body[..], br#"{"jsonrpc":"2.0","id":1,"result":42}"#);
+/// # }
+/// ```
+#[derive(Clone)]
+#[must_use = "a service does nothing until it is mounted"]
+pub struct HttpService {
+    inner: Arc<Inner>,
+    remote_addr: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for HttpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpService")
+            .field("builder", &self.inner.builder)
+            .field("allow", &self.inner.allow)
+            .field("auth", &self.inner.auth.is_some())
+            .field("request_timeout", &self.inner.request_timeout)
+            .finish()
+    }
+}
+
+impl Builder {
+    /// Serve what this builder serves over plain HTTP: [`HttpService::new`].
+    pub fn into_http_service(self) -> HttpService {
+        HttpService::new(self)
+    }
+}
+
+impl HttpService {
+    /// Serve what `builder` serves (its routers, `#[rpc]` dispatchers and `serve_with`
+    /// factories, its limits and profile), one short connection per `POST`.
+    pub fn new(builder: Builder) -> Self {
+        let max_message_size = builder.frame_limits().max_message_size;
+        HttpService {
+            inner: Arc::new(Inner {
+                builder,
+                factory: None,
+                allow: AllowList::loopback(),
+                auth: None,
+                body_read_timeout: Some(DEFAULT_BODY_READ_TIMEOUT),
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                permits: Semaphore::new(DEFAULT_MAX_CONCURRENT_REQUESTS),
+                max_message_size,
+            }),
+            remote_addr: None,
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::get_mut(&mut self.inner).expect("HttpService is configured before it is cloned")
+    }
+
+    /// Which `Host` and `Origin` values are served ([`AllowList::loopback`] by default).
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn allow(mut self, allow: AllowList) -> Self {
+        self.inner_mut().allow = allow;
+        self
+    }
+
+    /// Authenticate every request before its body is read; the result reaches the handlers
+    /// through [`HttpService::serve_with`].
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn authenticate(mut self, hook: impl Authenticate) -> Self {
+        self.inner_mut().auth = Some(Arc::new(hook));
+        self
+    }
+
+    /// Serve, for each request, the router `factory` builds from what is known about it (the
+    /// caller the [`Authenticate`] hook found, the headers), next to what the builder serves.
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn serve_with<F, S>(mut self, factory: F) -> Self
+    where
+        F: Fn(&HttpRequest) -> S + Send + Sync + 'static,
+        S: Into<Router>,
+    {
+        self.inner_mut().factory = Some(Arc::new(move |request| factory(request).into()));
+        self
+    }
+
+    /// How long a body may take to arrive in full (30 s by default; `None`: unbounded).
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn body_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.inner_mut().body_read_timeout = timeout.into();
+        self
+    }
+
+    /// How long the handlers of one body may run before they are cancelled and answered
+    /// `-32800` ([`DEFAULT_REQUEST_TIMEOUT`], 60 s).
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.inner_mut().request_timeout = timeout;
+        self
+    }
+
+    /// How many bodies are dispatched at once across the service (1024 by default, the
+    /// connection's limit of requests running at once); later ones wait their turn.
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn max_concurrent_requests(mut self, n: usize) -> Self {
+        self.inner_mut().permits = Semaphore::new(n.max(1));
+        self
+    }
+
+    /// Bind a TCP listener on `addr` and serve this service on it with the server loop
+    /// ([`serve`](super::serve::serve)).
+    pub async fn bind(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+        config: super::serve::ServeConfig,
+    ) -> std::io::Result<super::serve::HttpServer> {
+        let listener = crate::transport::bind_tcp(addr).await?;
+        super::serve::serve(listener, config, move |peer| self.clone().with_remote_addr(peer))
+    }
+
+    /// The same service, telling its factories where the peer connected from.
+    pub fn with_remote_addr(mut self, addr: SocketAddr) -> Self {
+        self.remote_addr = Some(addr);
+        self
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for HttpService
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<FullBody>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<FullBody>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        let remote_addr = self.remote_addr;
+        async move {
+            Ok(match answer(&inner, remote_addr, request).await {
+                Ok(response) | Err(response) => response,
+            })
+        }
+        .boxed()
+    }
+}
+
+fn is_json(parts: &Parts) -> bool {
+    let Some(value) = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+async fn answer<B>(
+    inner: &Inner,
+    remote_addr: Option<SocketAddr>,
+    request: Request<B>,
+) -> Result<Response<FullBody>, Response<FullBody>>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let refuse = |r: Refusal| r.into_response::<FullBody>();
+    if request.method() != Method::POST {
+        let refusal = Refusal::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{} is not served here: POST a JSON-RPC message", request.method()),
+        )
+        .with_header(header::ALLOW, HeaderValue::from_static("POST"));
+        return Err(refuse(refusal));
+    }
+    let (mut parts, body) = request.into_parts();
+    inner.allow.check(&parts).map_err(refuse)?;
+    let auth = match &inner.auth {
+        Some(hook) => hook.authenticate(&parts).await.map_err(refuse)?,
+        None => Authenticated::anonymous(),
+    };
+    if !is_json(&parts) {
+        let got = parts.headers.get(header::CONTENT_TYPE).map_or("none".to_owned(), |v| format!("{v:?}"));
+        let refusal = Refusal::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("the body must be JSON (Content-Type: application/json); the request says {got}"),
+        )
+        .closing();
+        return Err(refuse(refusal));
+    }
+    let bytes =
+        read_body(body, inner.max_message_size, inner.body_read_timeout).await.map_err(|e| refuse(e.refusal()))?;
+    let _permit =
+        inner.permits.acquire().await.map_err(|_| refuse(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "closed")))?;
+    parts.extensions.insert(auth.clone());
+    let mut builder =
+        inner.builder.clone().eof_grace(inner.request_timeout).idle_timeout(None).message_read_timeout(None);
+    if let Some(factory) = &inner.factory {
+        let request = HttpRequest { parts, auth, remote_addr };
+        builder = builder.try_serve(factory(&request)).map_err(|clash| {
+            refuse(Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{clash} (in HttpService::serve_with)")))
+        })?;
+    }
+    let answers = dispatch(builder, bytes).await;
+    Ok(respond(answers))
+}
+
+/// Serve one body as a connection of its own; its answers once it has ended.
+pub(crate) async fn dispatch(builder: Builder, bytes: Bytes) -> Option<Vec<Vec<u8>>> {
+    let (done, answers) = oneshot::channel();
+    let incoming = futures::stream::iter([Ok(Frame::Message(BytesMut::from(&bytes[..])))]);
+    let eof_reason = async { Some(NO_CALLS_BACK.to_owned()) }.boxed();
+    let (connection, _shared) =
+        builder.start_messages(incoming, |_| Collect { answers: Vec::new(), done: Some(done) }, Some(eof_reason), None);
+    let answers = answers.await.ok();
+    drop(connection);
+    answers
+}
+
+fn respond(answers: Option<Vec<Vec<u8>>>) -> Response<FullBody> {
+    let Some(mut answers) = answers else {
+        return Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "the request's connection ended without answering")
+            .into_response();
+    };
+    let body = match answers.len() {
+        0 => {
+            let mut response = Response::new(FullBody::default());
+            *response.status_mut() = StatusCode::ACCEPTED;
+            return response;
+        }
+        1 => answers.pop().unwrap_or_default(),
+        // One body is one message: a connection answers it with one message (a batch: one
+        // array). Were there more, they are joined into an array rather than lost.
+        _ => {
+            let mut joined = b"[".to_vec();
+            for (i, answer) in answers.iter().enumerate() {
+                if i > 0 {
+                    joined.push(b',');
+                }
+                joined.extend_from_slice(answer);
+            }
+            joined.push(b']');
+            joined
+        }
+    };
+    let status = if is_bad_request(&body) { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let mut response = Response::new(FullBody::from(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// An answer that says the body was not JSON or not a request at all: one error object with
+/// `"id": null` and code `-32700` or `-32600`.
+fn is_bad_request(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        id: Option<serde::de::IgnoredAny>,
+        error: Option<Code>,
+    }
+    if body.first() != Some(&b'{') || !body.windows(8).any(|w| w == b"\"error\":") {
+        return false;
+    }
+    match serde_json::from_slice::<Probe>(body) {
+        Ok(Probe { id: None, error: Some(Code { code }) }) => {
+            code == crate::codes::PARSE_ERROR || code == crate::codes::INVALID_REQUEST
+        }
+        _ => false,
+    }
+}
+
+/// Whether an outbound body is an answer (or a batch of answers), not a message of the server's
+/// own to the client.
+fn is_answer(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+    }
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => true,
+        _ => serde_json::from_slice::<Probe>(body).map(|p| p.method.is_none()).unwrap_or(true),
+    }
+}
+
+/// The outbound side of a body's connection: keeps its answers, drops what else the server sends
+/// the client (plain HTTP cannot carry it), hands the answers over when the connection ends.
+struct Collect {
+    answers: Vec<Vec<u8>>,
+    done: Option<oneshot::Sender<Vec<Vec<u8>>>>,
+}
+
+impl Sink<Vec<u8>> for Collect {
+    type Error = std::io::Error;
+
+    fn poll_ready(self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(mut self: std::pin::Pin<&mut Self>, body: Vec<u8>) -> std::io::Result<()> {
+        if is_answer(&body) {
+            self.answers.push(body);
+        } else {
+            tracing::debug!(
+                target: crate::LOG_TARGET,
+                "dropped a message from the server to the client: {NO_CALLS_BACK}"
+            );
+        }
+        Ok(())
+    }
+
+    fn poll_flush(self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(mut self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(std::mem::take(&mut self.answers));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_told_from_the_servers_own_messages() {
+        assert!(is_answer(br#"{"jsonrpc":"2.0","id":1,"result":{"method":1}}"#));
+        assert!(is_answer(br#"[{"jsonrpc":"2.0","id":1,"result":2}]"#));
+        assert!(!is_answer(br#"{"jsonrpc":"2.0","id":0,"method":"roots/list"}"#));
+        assert!(!is_answer(br#"{"jsonrpc":"2.0","method":"$/progress","params":{}}"#));
+    }
+
+    #[test]
+    fn only_unaddressed_parse_and_request_errors_are_bad_requests() {
+        assert!(is_bad_request(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#));
+        assert!(is_bad_request(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}"#));
+        assert!(!is_bad_request(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}"#));
+        assert!(!is_bad_request(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"x"}}"#));
+        assert!(!is_bad_request(br#"{"jsonrpc":"2.0","id":1,"result":"\"error\":"}"#));
+    }
+}

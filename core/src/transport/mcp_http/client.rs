@@ -1,0 +1,481 @@
+//! The client side: a connection of ours whose outbound messages are POSTs to an MCP endpoint
+//! and whose inbound messages come from the answers (JSON or SSE) and the GET stream.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use super::sse::SseParser;
+use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
+use crate::framing::Frame;
+use crate::{Builder, Connection};
+
+/// Default [`McpHttpClient::max_reconnects`].
+pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
+/// The reconnection delay when the server's events said none (`retry:`).
+pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_secs(1);
+/// How long the closing `DELETE` may take.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why [`McpHttpClient::new`] refused a URL.
+#[derive(Debug, thiserror::Error)]
+#[error("not an http:// URL for MCP: {0}")]
+pub struct BadUrl(String);
+
+/// A Streamable HTTP client transport (revision 2025-11-25): every outbound message is a POST
+/// to the endpoint; answers come back as JSON or as SSE streams, and a GET stream carries what
+/// the server sends outside of requests.
+///
+/// - The session id the `initialize` answer names goes on every later request, with
+///   `MCP-Protocol-Version` (the revision the server answered).
+/// - An SSE stream that ends before its request was answered is resumed with a GET and
+///   `Last-Event-ID`, after the delay the server's `retry:` said (else 1 s), at most
+///   [`max_reconnects`](McpHttpClient::max_reconnects) times in a row; so is the GET stream.
+/// - A `404` for a session we had means it ended: the transport initializes again (the
+///   `initialize` it saw, then `notifications/initialized`) and sends the message again.
+/// - A POST refused with another status answers its request with an error naming the status.
+/// - Closing the connection sends `DELETE` for the session.
+///
+/// Plain `http://` only (TLS is not built in). MCP's conventions are the builder's: pass one
+/// with [`Profile::mcp()`](crate::Profile::mcp).
+///
+/// ```no_run
+/// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
+/// use jsonrpc_duplex_core::{Connection, Profile};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let conn = McpHttpClient::new("http://127.0.0.1:3000/mcp")?
+///     .header("authorization", "Bearer s3cret")?
+///     .connect(Connection::builder().profile(Profile::mcp()));
+/// let init: serde_json::Value = conn.handle().request("initialize", serde_json::json!({
+///     "protocolVersion": "2025-11-25", "capabilities": {},
+///     "clientInfo": {"name": "example", "version": "1.0.0"}
+/// })).await?;
+/// println!("{init}");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpHttpClient {
+    url: Uri,
+    headers: HeaderMap,
+    max_reconnects: u32,
+}
+
+impl McpHttpClient {
+    /// A client of the endpoint at `url` (`http://host:port/path`).
+    pub fn new(url: &str) -> Result<Self, BadUrl> {
+        let uri: Uri = url.parse().map_err(|_| BadUrl(url.to_owned()))?;
+        if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+            return Err(BadUrl(url.to_owned()));
+        }
+        Ok(McpHttpClient { url: uri, headers: HeaderMap::new(), max_reconnects: DEFAULT_MAX_RECONNECTS })
+    }
+
+    /// A header sent with every request (say `Authorization`).
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, http::Error> {
+        let name: HeaderName = name.parse()?;
+        let value = HeaderValue::from_str(value)?;
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+
+    /// Most reconnections in a row of a stream that ends early ([`DEFAULT_MAX_RECONNECTS`]).
+    pub fn max_reconnects(mut self, n: u32) -> Self {
+        self.max_reconnects = n;
+        self
+    }
+
+    /// Start a connection over it. Must be called inside a tokio runtime.
+    pub fn connect(self, builder: Builder) -> Connection {
+        let limit = builder.frame_limits().max_message_size;
+        let (inbound_tx, inbound_rx) = mpsc::channel::<Frame>(32);
+        let (outbound_tx, outbound_rx) = mpsc::channel::<Vec<u8>>(32);
+        let shared = Arc::new(ClientShared {
+            url: self.url,
+            headers: self.headers,
+            http: Client::builder(TokioExecutor::new()).build_http(),
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+            initialize: Mutex::new(None),
+            inbound: inbound_tx,
+            limit,
+            max_reconnects: self.max_reconnects,
+            reinit: AtomicU64::new(0),
+            get_started: AtomicBool::new(false),
+            get_task: Mutex::new(None),
+            pending: Mutex::new(std::collections::HashSet::new()),
+        });
+        tokio::spawn(worker(shared, outbound_rx));
+        let sink = outbound_tx.sink_map_err(std::io::Error::other);
+        builder.connect_messages(inbound_rx.map(Ok), sink)
+    }
+}
+
+struct ClientShared {
+    url: Uri,
+    headers: HeaderMap,
+    http: Client<HttpConnector, Full<Bytes>>,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    /// The `initialize` request (to send again after a `404`) and its id's JSON text.
+    initialize: Mutex<Option<(Value, String)>>,
+    inbound: mpsc::Sender<Frame>,
+    limit: usize,
+    max_reconnects: u32,
+    reinit: AtomicU64,
+    get_started: AtomicBool,
+    get_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Our requests not answered yet (id JSON text): an answer may come on any stream.
+    pending: Mutex<std::collections::HashSet<String>>,
+}
+
+/// Is `id` the id whose JSON text is `key`?
+fn same_id(id: &Value, key: &str) -> bool {
+    serde_json::to_string(id).is_ok_and(|text| text == key)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a POST carries.
+#[derive(Clone)]
+struct Posted {
+    /// The request's id (JSON text), when it is a request.
+    request: Option<(String, Value)>,
+    method: Option<String>,
+}
+
+async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
+    while let Some(body) = outbound.next().await {
+        let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+        let request = match (&method, message.get("id")) {
+            (Some(_), Some(id)) => Some((id.to_string(), id.clone())),
+            _ => None,
+        };
+        if method.as_deref() == Some("initialize")
+            && let Some((key, _)) = &request
+        {
+            *lock(&shared.initialize) = Some((message.clone(), key.clone()));
+        }
+        if let Some((key, _)) = &request {
+            lock(&shared.pending).insert(key.clone());
+        }
+        let posted = Posted { request, method };
+        if posted.request.is_some() {
+            // A request's answer may wait on ours to the server's own requests: it must not
+            // hold up the messages after it.
+            let shared = shared.clone();
+            tokio::spawn(async move { post(&shared, Bytes::from(body), &posted, true).await });
+            continue;
+        }
+        post(&shared, Bytes::from(body), &posted, true).await;
+        if posted.method.as_deref() == Some("notifications/initialized")
+            && !shared.get_started.swap(true, Ordering::AcqRel)
+        {
+            // The GET stream is open (or refused) before the next message goes: what the
+            // server sends on it then is not mistaken for a resumption.
+            let (opened, is_open) = futures::channel::oneshot::channel();
+            let task = tokio::spawn(standalone_stream(shared.clone(), opened));
+            *lock(&shared.get_task) = Some(task);
+            let _ = is_open.await;
+        }
+    }
+    // The connection closed its side: the session ends.
+    if let Some(task) = lock(&shared.get_task).take() {
+        task.abort();
+    }
+    let session = lock(&shared.session).clone();
+    if session.is_some() {
+        let request = shared.request(Method::DELETE, Bytes::new(), None);
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, shared.http.request(request)).await;
+    }
+}
+
+impl ClientShared {
+    fn request(&self, method: Method, body: Bytes, last_event_id: Option<&str>) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method.clone();
+        *request.uri_mut() = self.url.clone();
+        let headers = request.headers_mut();
+        headers.extend(self.headers.clone());
+        if method == Method::POST {
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        } else if method == Method::GET {
+            headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        }
+        if let Some(id) = lock(&self.session).as_deref().and_then(|s| HeaderValue::from_str(s).ok()) {
+            headers.insert(HEADER_SESSION_ID, id);
+        }
+        if let Some(v) = lock(&self.version).as_deref().and_then(|s| HeaderValue::from_str(s).ok()) {
+            headers.insert(HEADER_PROTOCOL_VERSION, v);
+        }
+        if let Some(last) = last_event_id.and_then(|s| HeaderValue::from_str(s).ok()) {
+            headers.insert("last-event-id", last);
+        }
+        request
+    }
+
+    /// Hand one inbound message to the connection (and learn the revision from the
+    /// `initialize` answer).
+    async fn deliver(&self, data: &[u8]) {
+        if let Ok(message) = serde_json::from_slice::<Value>(data)
+            && message.get("method").is_none()
+            && let Some(id) = message.get("id")
+        {
+            lock(&self.pending).remove(&id.to_string());
+        }
+        if let Ok(message) = serde_json::from_slice::<Value>(data)
+            && let Some(version) = message.get("result").and_then(|r| r.get("protocolVersion")).and_then(Value::as_str)
+        {
+            let is_init = lock(&self.initialize)
+                .as_ref()
+                .is_some_and(|(_, key)| message.get("id").is_some_and(|id| same_id(id, key)));
+            if is_init {
+                *lock(&self.version) = Some(version.to_owned());
+            }
+        }
+        let _ = self.inbound.clone().send(Frame::Message(BytesMut::from(data))).await;
+    }
+
+    /// Answer `id` (JSON value) with an error of ours: the request cannot be answered.
+    async fn fail(&self, id: &Value, message: String) {
+        if !lock(&self.pending).contains(&id.to_string()) {
+            // Answered on another stream meanwhile.
+            return;
+        }
+        tracing::warn!(%id, %message, "MCP HTTP request failed");
+        let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+        self.deliver(error.to_string().as_bytes()).await;
+    }
+
+    fn remember_session(&self, headers: &HeaderMap) {
+        if let Some(id) = headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()) {
+            *lock(&self.session) = Some(id.to_owned());
+        }
+    }
+}
+
+/// POST one message and hand what comes back to the connection. Returns once the server has
+/// taken it (for a request: once the answer's headers are in; the body is read by a task).
+fn post<'a>(
+    shared: &'a Arc<ClientShared>,
+    body: Bytes,
+    posted: &'a Posted,
+    may_reinit: bool,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+    Box::pin(async move {
+        let had_session = lock(&shared.session).is_some();
+        let response = match shared.http.request(shared.request(Method::POST, body.clone(), None)).await {
+            Ok(response) => response,
+            Err(e) => {
+                if let Some((_, id)) = &posted.request {
+                    shared.fail(id, format!("the POST to the MCP server failed: {e}")).await;
+                }
+                return;
+            }
+        };
+        let status = response.status();
+        let initialize = posted.method.as_deref() == Some("initialize");
+        if status == StatusCode::NOT_FOUND && had_session && !initialize && may_reinit {
+            tracing::info!("the MCP session ended (404): initializing again");
+            if reinitialize(shared).await {
+                post(shared, body, posted, false).await;
+            } else if let Some((_, id)) = &posted.request {
+                shared.fail(id, "the MCP session ended (404) and initializing again failed".into()).await;
+            }
+            return;
+        }
+        if !status.is_success() {
+            let text = read_text(response.into_body(), 1024).await;
+            match &posted.request {
+                Some((_, id)) => {
+                    shared.fail(id, format!("the MCP server refused the request: HTTP {status}: {text}")).await
+                }
+                None => tracing::warn!(%status, %text, "the MCP server refused a notification or answer"),
+            }
+            return;
+        }
+        if initialize {
+            shared.remember_session(response.headers());
+        }
+        let Some((key, id)) = posted.request.clone() else {
+            // Nothing comes back for a notification or an answer (a body, if any, is not a message).
+            return;
+        };
+        let sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+        let shared = shared.clone();
+        if sse {
+            tokio::spawn(async move {
+                let answered = read_stream(&shared, response.into_body(), Some(&key), None).await;
+                if !answered {
+                    shared.fail(&id, "the MCP server's stream ended before it answered".into()).await;
+                }
+            });
+        } else {
+            match read_limited(response.into_body(), shared.limit).await {
+                Ok(bytes) => {
+                    shared.deliver(&bytes).await;
+                    shared.fail(&id, "the MCP server's JSON answer was not the answer to this request".into()).await;
+                }
+                Err(why) => shared.fail(&id, why).await,
+            }
+        }
+    })
+}
+
+/// After a `404`: the saved `initialize` again (with an id of ours, its answer kept from the
+/// connection), then `notifications/initialized`. `false` if it did not work.
+async fn reinitialize(shared: &Arc<ClientShared>) -> bool {
+    let Some((mut message, _)) = lock(&shared.initialize).clone() else { return false };
+    *lock(&shared.session) = None;
+    let n = shared.reinit.fetch_add(1, Ordering::Relaxed);
+    let id = format!("jsonrpc-duplex-reinitialize-{n}");
+    message["id"] = json!(id);
+    let request = shared.request(Method::POST, Bytes::from(message.to_string()), None);
+    let Ok(response) = shared.http.request(request).await else { return false };
+    if !response.status().is_success() {
+        return false;
+    }
+    shared.remember_session(response.headers());
+    // The answer is ours: read it (JSON or SSE) to its end and drop it.
+    let _ = tokio::time::timeout(DELETE_TIMEOUT * 6, read_limited(response.into_body(), shared.limit)).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let request = shared.request(Method::POST, Bytes::from(initialized.to_string()), None);
+    matches!(shared.http.request(request).await, Ok(r) if r.status().is_success())
+}
+
+async fn read_limited(body: Incoming, limit: usize) -> Result<Bytes, String> {
+    let mut body = std::pin::pin!(body);
+    let mut out = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the MCP server's answer failed: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(format!("the MCP server's answer is over the limit of {limit} bytes"));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out.freeze())
+}
+
+async fn read_text(body: Incoming, limit: usize) -> String {
+    let mut body = std::pin::pin!(body);
+    let mut out = Vec::new();
+    while out.len() < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    out.extend_from_slice(&data[..data.len().min(limit - out.len())]);
+                }
+            }
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Read an SSE stream, and its resumptions, handing each event's message to the connection.
+/// With `want` (a request's id text): `true` once its answer came. Without: the GET stream,
+/// read until it ends for good.
+async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&str>, last: Option<String>) -> bool {
+    let mut body = Some(first);
+    let mut last_id = last;
+    let mut retry = DEFAULT_RECONNECT_DELAY;
+    let mut failures = 0;
+    loop {
+        if let Some(current) = body.take() {
+            let mut parser = SseParser::new(shared.limit);
+            let mut events = Vec::new();
+            let mut current = std::pin::pin!(current);
+            let mut progressed = false;
+            while let Some(Ok(frame)) = current.frame().await {
+                let Ok(data) = frame.into_data() else { continue };
+                if let Err(e) = parser.feed(&data, &mut events) {
+                    tracing::warn!(error = %e, "the MCP server's SSE stream is broken");
+                    break;
+                }
+                for event in events.drain(..) {
+                    progressed = true;
+                    if let Some(id) = event.id {
+                        last_id = Some(id);
+                    }
+                    if let Some(ms) = event.retry {
+                        retry = Duration::from_millis(ms);
+                    }
+                    if event.data.is_empty() {
+                        continue;
+                    }
+                    shared.deliver(event.data.as_bytes()).await;
+                    if let Some(want) = want {
+                        let answered = serde_json::from_str::<Value>(&event.data).is_ok_and(|m| {
+                            m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, want))
+                        });
+                        if answered {
+                            return true;
+                        }
+                    }
+                }
+            }
+            if progressed {
+                failures = 0;
+            }
+        }
+        // The stream ended early: resume it as the server said, if it gave us a place (unless
+        // the answer came on another stream).
+        if want.is_some_and(|want| !lock(&shared.pending).contains(want)) {
+            return true;
+        }
+        failures += 1;
+        let Some(resume_at) = last_id.clone().or_else(|| want.is_none().then(String::new)) else { return false };
+        if failures > shared.max_reconnects {
+            return false;
+        }
+        tokio::time::sleep(retry).await;
+        let resume = (!resume_at.is_empty()).then_some(resume_at.as_str());
+        let request = shared.request(Method::GET, Bytes::new(), resume);
+        match shared.http.request(request).await {
+            Ok(response) if response.status() == StatusCode::OK => body = Some(response.into_body()),
+            Ok(response) if want.is_none() => {
+                tracing::debug!(status = %response.status(), "no GET stream from the MCP server");
+                return false;
+            }
+            Ok(response) => tracing::debug!(status = %response.status(), "resuming the MCP stream failed"),
+            Err(e) => tracing::debug!(error = %e, "resuming the MCP stream failed"),
+        }
+    }
+}
+
+/// The GET stream: opened once the session is initialized; none if the server offers none.
+async fn standalone_stream(shared: Arc<ClientShared>, opened: futures::channel::oneshot::Sender<()>) {
+    let request = shared.request(Method::GET, Bytes::new(), None);
+    let response = shared.http.request(request).await;
+    let _ = opened.send(());
+    let response = match response {
+        Ok(response) => response,
+        Err(e) => return tracing::debug!(error = %e, "the MCP GET stream could not be opened"),
+    };
+    if response.status() != StatusCode::OK {
+        return tracing::debug!(status = %response.status(), "the MCP server offers no GET stream");
+    }
+    read_stream(&shared, response.into_body(), None, None).await;
+}

@@ -1,0 +1,30 @@
+//! MCP's Streamable HTTP transport (feature `mcp-http`): [`McpHttpServer`], a
+//! `tower::Service` and [`McpHttpServer::bind`], and [`McpHttpClient`], a client connection
+//! over a URL.
+//!
+//! The transport only moves messages: MCP's conventions (newline framing does not apply;
+//! `notifications/cancelled`, progress in `_meta`) come from
+//! [`Profile::mcp()`](crate::Profile::mcp) on the [`Builder`](crate::Builder) you give it, as
+//! over stdio.
+
+mod client;
+mod serve;
+mod server;
+mod session;
+pub mod sse;
+
+pub use super::http::guard::AllowList;
+pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, McpHttpClient};
+pub use serve::{HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS};
+pub use server::{
+    AuthRejection, BoundMcpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BACKLOG, DEFAULT_MAX_BODY,
+    DEFAULT_MAX_REPLAY, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY, MAX_OPEN_REQUESTS_PER_SESSION, McpBody, McpHttpServer,
+    SessionInfo,
+};
+
+/// The header naming a session.
+pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+/// The header naming the revision a client speaks after `initialize`.
+pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The revisions whose `MCP-Protocol-Version` the server accepts, newest first.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];

@@ -1,0 +1,849 @@
+//! The server side: a `tower::Service` over HTTP requests, and [`McpHttpServer::bind`].
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use futures::SinkExt;
+use futures::StreamExt;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body::{Body, Frame as BodyFrame, SizeHint};
+use serde_json::Value;
+
+use super::session::{Bounds, Refused, Session, SessionSink, SseBody};
+use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, SUPPORTED_VERSIONS};
+use crate::Builder;
+use crate::framing::Frame;
+use crate::transport::http::body::{BodyError, read_body};
+use crate::transport::http::guard::AllowList;
+
+/// Default [`McpHttpServer::max_sessions`].
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default [`McpHttpServer::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default [`McpHttpServer::max_backlog`]: a session's undelivered outbound bytes.
+pub const DEFAULT_MAX_BACKLOG: usize = 4 * 1024 * 1024;
+/// Default [`McpHttpServer::max_replay`]: a session's delivered bytes kept for `Last-Event-ID`.
+pub const DEFAULT_MAX_REPLAY: usize = 1024 * 1024;
+/// Default [`McpHttpServer::max_body_size`].
+pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
+/// Default [`McpHttpServer::body_timeout`].
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default [`McpHttpServer::retry`]: the `retry:` a priming event tells clients.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Most requests of one session open at once (each has its stream).
+pub const MAX_OPEN_REQUESTS_PER_SESSION: usize = 256;
+/// Inbound messages queued for a session's connection before a POST waits.
+const INBOUND_QUEUE: usize = 32;
+
+/// What the server tells a session's handler factory about the session.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    /// The `MCP-Session-Id`.
+    pub id: String,
+    /// What [`McpHttpServer::authorize`] returned for the `initialize` POST.
+    pub principal: Option<String>,
+}
+
+/// A refusal from [`McpHttpServer::authorize`]: the status (`401` or `403`), an optional
+/// `WWW-Authenticate` value and a message for the body.
+#[derive(Debug, Clone)]
+pub struct AuthRejection {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The `WWW-Authenticate` header, for a `401`.
+    pub www_authenticate: Option<String>,
+    /// Said in the JSON-RPC error of the body.
+    pub message: String,
+}
+
+impl AuthRejection {
+    /// `401 Unauthorized` with `WWW-Authenticate: Bearer`.
+    pub fn bearer(message: impl Into<String>) -> Self {
+        AuthRejection {
+            status: StatusCode::UNAUTHORIZED,
+            www_authenticate: Some("Bearer".into()),
+            message: message.into(),
+        }
+    }
+}
+
+type Factory = dyn Fn(&SessionInfo) -> Builder + Send + Sync;
+type Authorize = dyn Fn(&http::request::Parts) -> Result<Option<String>, AuthRejection> + Send + Sync;
+
+/// An MCP server over Streamable HTTP (revision 2025-11-25; 2025-06-18 and 2025-03-26 clients
+/// too): a [`tower_service::Service`] over `http::Request`s that a user mounts at the MCP
+/// endpoint (axum, hyper, …), or [`McpHttpServer::bind`] for the common case.
+///
+/// Every session is a [`Connection`](crate::Connection) of ours, from the factory's
+/// [`Builder`] (set [`Profile::mcp()`](crate::Profile::mcp) there: the transport does not), fed
+/// through [`Builder::connect_messages`]: server→client requests, notifications, progress and
+/// cancellation work as over stdio.
+///
+/// - `POST` an `initialize` without `MCP-Session-Id` starts a session (its id in the answer's
+///   `MCP-Session-Id`); every other POST names its session. A POST carrying a request is
+///   answered with an SSE stream: a priming event (id, `retry:`), what the connection sends
+///   while the request is open (a handler's notifications and requests to the client), the
+///   answer; then it ends. A POST of notifications or answers gets `202`. Batches are refused
+///   (`400`), as revision 2025-06-18 and later say.
+/// - `GET` opens the session's standalone stream (one at a time, else `409`); with
+///   `Last-Event-ID` it resumes the stream that event was on, after it.
+/// - `DELETE` ends the session; later requests naming it get `404`, as do unknown ids.
+/// - `MCP-Protocol-Version` other than a revision we speak: `400`.
+///
+/// Safe by default: `Host` and `Origin` must be loopback names ([`McpHttpServer::allowed_hosts`]
+/// for a server behind a proxy), `403` otherwise; bodies are bounded in bytes and time; a
+/// session's outbound backlog and its replay buffer are bounded in bytes; sessions are bounded
+/// in number and expire when idle.
+///
+/// ```no_run
+/// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
+/// use jsonrpc_duplex_core::{Connection, ErrorObject, Profile, Router};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// let server = McpHttpServer::new(|_session| {
+///     Connection::builder().profile(Profile::mcp()).serve(
+///         Router::new().method("ping", |_: serde_json::Value, _| async { Ok::<_, ErrorObject>(serde_json::json!({})) }),
+///     )
+/// });
+/// let bound = server.bind("127.0.0.1:0").await?;
+/// println!("MCP at http://{}/mcp", bound.local_addr());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpHttpServer {
+    inner: Arc<Inner>,
+}
+
+struct Settings {
+    guard: AllowList,
+    max_sessions: usize,
+    idle_timeout: Duration,
+    max_backlog: usize,
+    max_replay: usize,
+    max_body: usize,
+    body_timeout: Duration,
+    retry: Duration,
+    authorize: Option<Arc<Authorize>>,
+}
+
+struct Inner {
+    settings: Settings,
+    factory: Box<Factory>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    reaper: AtomicBool,
+}
+
+impl std::fmt::Debug for McpHttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHttpServer").field("sessions", &self.session_count()).finish_non_exhaustive()
+    }
+}
+
+impl McpHttpServer {
+    /// A server whose sessions are connections from `factory`'s builder (called once per
+    /// `initialize`, with the session's id and principal).
+    pub fn new<F>(factory: F) -> Self
+    where
+        F: Fn(&SessionInfo) -> Builder + Send + Sync + 'static,
+    {
+        McpHttpServer {
+            inner: Arc::new(Inner {
+                settings: Settings {
+                    guard: AllowList::loopback(),
+                    max_sessions: DEFAULT_MAX_SESSIONS,
+                    idle_timeout: DEFAULT_IDLE_TIMEOUT,
+                    max_backlog: DEFAULT_MAX_BACKLOG,
+                    max_replay: DEFAULT_MAX_REPLAY,
+                    max_body: DEFAULT_MAX_BODY,
+                    body_timeout: DEFAULT_BODY_TIMEOUT,
+                    retry: DEFAULT_RETRY,
+                    authorize: None,
+                },
+                factory: Box::new(factory),
+                sessions: Mutex::new(HashMap::new()),
+                reaper: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    fn settings(&mut self) -> &mut Settings {
+        &mut Arc::get_mut(&mut self.inner).expect("settings are set before the server is cloned or serves").settings
+    }
+
+    /// The `Host` names accepted besides the loopback names (`localhost`, `127.0.0.1`,
+    /// `[::1]`, any port): `name` or `name:port`. Set it for a server reached by a public name.
+    /// Panics if the server was cloned already (as do all settings).
+    pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
+        let guard = &mut self.settings().guard;
+        *guard = hosts.into_iter().fold(guard.clone(), |g, h| g.allow_host(h));
+        self
+    }
+
+    /// The `Origin`s accepted (`scheme://host[:port]`) besides loopback origins. A request
+    /// without `Origin` (not from a browser) is not refused for it.
+    pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(mut self, origins: I) -> Self {
+        let guard = &mut self.settings().guard;
+        *guard = origins.into_iter().fold(guard.clone(), |g, o| g.allow_origin(o));
+        self
+    }
+
+    /// The whole `Host`/`Origin` allow-list (the `http` feature's [`AllowList`]): say
+    /// `AllowList::loopback().any_host()` behind a reverse proxy that checks `Host` itself.
+    pub fn allow_list(mut self, guard: AllowList) -> Self {
+        self.settings().guard = guard;
+        self
+    }
+
+    /// Most sessions at once ([`DEFAULT_MAX_SESSIONS`]); an `initialize` past it gets `503`.
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.settings().max_sessions = n;
+        self
+    }
+
+    /// A session with no response open and no request for this long is ended
+    /// ([`DEFAULT_IDLE_TIMEOUT`]); its id then gets `404`.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.settings().idle_timeout = timeout;
+        self
+    }
+
+    /// A session's outbound bytes not yet taken by a reader ([`DEFAULT_MAX_BACKLOG`]); at the
+    /// bound its connection waits (its writes stall, as on a full socket).
+    pub fn max_backlog(mut self, bytes: usize) -> Self {
+        self.settings().max_backlog = bytes;
+        self
+    }
+
+    /// A session's delivered bytes kept for resumption ([`DEFAULT_MAX_REPLAY`]); past it the
+    /// oldest are dropped and a `Last-Event-ID` before them resumes with what is left.
+    pub fn max_replay(mut self, bytes: usize) -> Self {
+        self.settings().max_replay = bytes;
+        self
+    }
+
+    /// The largest POST body ([`DEFAULT_MAX_BODY`]): `413` past it, checked as it arrives
+    /// (`Content-Length` or chunked) before more is buffered.
+    pub fn max_body_size(mut self, bytes: usize) -> Self {
+        self.settings().max_body = bytes;
+        self
+    }
+
+    /// How long a POST body may take to arrive ([`DEFAULT_BODY_TIMEOUT`]): `408` after it.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.settings().body_timeout = timeout;
+        self
+    }
+
+    /// The reconnection delay the priming events' `retry:` field tells clients
+    /// ([`DEFAULT_RETRY`]).
+    pub fn retry(mut self, delay: Duration) -> Self {
+        self.settings().retry = delay;
+        self
+    }
+
+    /// Authenticate every request: `Ok(principal)` lets it through, `Err` answers with the
+    /// rejection. The principal of the `initialize` POST is the session's (its factory sees it
+    /// in [`SessionInfo::principal`]); a later request of the session with another principal
+    /// gets `403`.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::mcp_http::{AuthRejection, McpHttpServer};
+    /// use jsonrpc_duplex_core::{Connection, Profile};
+    /// let server = McpHttpServer::new(|session| {
+    ///     tracing::info!(user = ?session.principal, "new session");
+    ///     Connection::builder().profile(Profile::mcp())
+    /// })
+    /// .authorize(|request| {
+    ///     match request.headers.get("authorization").and_then(|v| v.to_str().ok()) {
+    ///         Some("Bearer s3cret") => Ok(Some("alice".to_owned())),
+    ///         _ => Err(AuthRejection::bearer("a valid bearer token is needed")),
+    ///     }
+    /// });
+    /// # drop(server);
+    /// ```
+    pub fn authorize<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&http::request::Parts) -> Result<Option<String>, AuthRejection> + Send + Sync + 'static,
+    {
+        self.settings().authorize = Some(Arc::new(hook));
+        self
+    }
+
+    /// Sessions alive now.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Outbound bytes of all sessions that no reader has taken yet (each session's share is
+    /// bounded by [`McpHttpServer::max_backlog`]).
+    pub fn backlog_bytes(&self) -> usize {
+        let sessions: Vec<Arc<Session>> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        sessions.iter().map(|s| s.backlog()).sum()
+    }
+
+    /// Answer one HTTP request (what the `Service` does).
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.inner.clone().handle(request).await
+    }
+
+    /// Listen on `addr` (HTTP/1.1) and serve the MCP endpoint at `/mcp`; other paths get
+    /// `404`. Connections get hyper's header read timeout (10 s) and at most 1024 at once.
+    pub async fn bind(self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<BoundMcpServer> {
+        self.bind_at(addr, "/mcp").await
+    }
+
+    /// [`McpHttpServer::bind`] with the endpoint at `path`.
+    pub async fn bind_at(self, addr: impl tokio::net::ToSocketAddrs, path: &str) -> std::io::Result<BoundMcpServer> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let path: Arc<str> = path.into();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let server = self.clone();
+        let handle = move |request: Request<hyper::body::Incoming>| {
+            let server = server.clone();
+            let path = path.clone();
+            async move {
+                if request.uri().path() != &*path {
+                    return full(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"Not Found"));
+                }
+                server.handle(request).await
+            }
+        };
+        let task = tokio::spawn(super::serve::accept_loop(listener, handle, stop.clone()));
+        Ok(BoundMcpServer { addr: local, stop, task, server: self })
+    }
+}
+
+/// A server listening ([`McpHttpServer::bind`]); dropping it stops accepting.
+#[derive(Debug)]
+pub struct BoundMcpServer {
+    addr: SocketAddr,
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    server: McpHttpServer,
+}
+
+impl BoundMcpServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+    /// The server (to count its sessions).
+    pub fn server(&self) -> &McpHttpServer {
+        &self.server
+    }
+    /// Stop accepting and wait for the accept loop to end.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for BoundMcpServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for McpHttpServer
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(async move { Ok(inner.handle(request).await) })
+    }
+}
+
+/// The body of the server's responses: a short JSON or text body, or an SSE stream.
+pub struct McpBody(Kind);
+
+enum Kind {
+    Full(Option<Bytes>),
+    Sse(Box<SseBody>),
+}
+
+impl std::fmt::Debug for McpBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Kind::Full(_) => "McpBody::Full",
+            Kind::Sse(_) => "McpBody::Sse",
+        })
+    }
+}
+
+impl Body for McpBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<BodyFrame<Bytes>, Infallible>>> {
+        match &mut self.0 {
+            Kind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(BodyFrame::data(b)))),
+            Kind::Sse(sse) => sse.poll_event(cx).map(|event| event.map(|b| Ok(BodyFrame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.0, Kind::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.0 {
+            Kind::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Kind::Full(None) => SizeHint::with_exact(0),
+            Kind::Sse(_) => SizeHint::default(),
+        }
+    }
+}
+
+fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<McpBody> {
+    let body = body.into();
+    let mut response = Response::new(McpBody(Kind::Full((!body.is_empty()).then_some(body))));
+    *response.status_mut() = status;
+    if !content_type.is_empty() {
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    }
+    response
+}
+
+/// A JSON-RPC error (id `null`) in a response with `status`.
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<McpBody> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    full(status, "application/json", body.to_string())
+}
+
+fn sse(body: SseBody, session: &str) -> Response<McpBody> {
+    let mut response = Response::new(McpBody(Kind::Sse(Box::new(body))));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(value) = HeaderValue::from_str(session) {
+        headers.insert(HEADER_SESSION_ID, value);
+    }
+    response
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn accepts(headers: &HeaderMap, what: &str) -> bool {
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
+        let media = item.split(';').next().unwrap_or("").trim();
+        media.eq_ignore_ascii_case(what) || media == "*/*"
+    })
+}
+
+/// A fresh session id: 128 random bits, hex (the OS's generator; std's hasher keys if it
+/// cannot be read).
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if from_os.is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        for half in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+            h.write_u128(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+            );
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a POST body holds.
+enum Posted {
+    /// A request: its id (JSON text), method, progress token (JSON text).
+    Request { id: String, method: String, progress: Option<String>, version: Option<String> },
+    /// Notifications or answers: nothing comes back.
+    Other,
+}
+
+fn classify(message: &Value) -> Result<Posted, &'static str> {
+    let Some(object) = message.as_object() else {
+        return Err(if message.is_array() {
+            "batches are not supported (MCP 2025-06-18 and later): send one message per POST"
+        } else {
+            "a JSON-RPC message is an object"
+        });
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err("not a JSON-RPC 2.0 message (`jsonrpc` must be \"2.0\")");
+    }
+    match (object.get("method").and_then(Value::as_str), object.get("id")) {
+        (Some(method), Some(id)) if !id.is_null() => {
+            let params = object.get("params");
+            let progress = params.and_then(|p| p.get("_meta")?.get("progressToken")).map(Value::to_string);
+            let version = (method == "initialize")
+                .then(|| params.and_then(|p| p.get("protocolVersion")?.as_str()).map(str::to_owned))
+                .flatten();
+            Ok(Posted::Request { id: id.to_string(), method: method.to_owned(), progress, version })
+        }
+        (Some(_), _) => Ok(Posted::Other),
+        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => Ok(Posted::Other),
+        _ => Err("not a JSON-RPC request, notification or response"),
+    }
+}
+
+impl Inner {
+    async fn handle<B>(self: Arc<Self>, request: Request<B>) -> Response<McpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = request.into_parts();
+        // DNS rebinding: `Host` and `Origin` against the allow-list.
+        if let Err(refusal) = self.settings.guard.check(&parts) {
+            return rpc_error(refusal.status(), -32000, &format!("Forbidden: {}", refusal.message()));
+        }
+        let principal = match &self.settings.authorize {
+            None => None,
+            Some(hook) => match hook(&parts) {
+                Ok(principal) => principal,
+                Err(rejection) => {
+                    let mut response = rpc_error(rejection.status, -32001, &rejection.message);
+                    if let Some(value) = rejection.www_authenticate.and_then(|v| HeaderValue::from_str(&v).ok()) {
+                        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+                    }
+                    return response;
+                }
+            },
+        };
+        match parts.method {
+            Method::POST => self.post(parts, body, principal).await,
+            Method::GET => self.get(&parts.headers, principal),
+            Method::DELETE => self.delete(&parts.headers, principal),
+            _ => {
+                let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method not allowed");
+                response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                response
+            }
+        }
+    }
+
+    /// The session a request names, checked: its id known, its principal the session's, its
+    /// protocol version one we speak.
+    // The refusal is the response itself, returned at once: no need to box it.
+    #[allow(clippy::result_large_err)]
+    fn session_of(&self, headers: &HeaderMap, principal: &Option<String>) -> Result<Arc<Session>, Response<McpBody>> {
+        let Some(id) = header_str(headers, HEADER_SESSION_ID) else {
+            return Err(rpc_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: no MCP-Session-Id header"));
+        };
+        let session = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned();
+        let Some(session) = session else {
+            return Err(rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"));
+        };
+        if session.principal != *principal {
+            return Err(rpc_error(
+                StatusCode::FORBIDDEN,
+                -32001,
+                "Forbidden: the session belongs to another principal",
+            ));
+        }
+        if let Some(version) = header_str(headers, HEADER_PROTOCOL_VERSION)
+            && !SUPPORTED_VERSIONS.contains(&version)
+        {
+            let message = format!(
+                "Bad Request: unsupported MCP-Protocol-Version {version:?} (supported: {})",
+                SUPPORTED_VERSIONS.join(", ")
+            );
+            return Err(rpc_error(StatusCode::BAD_REQUEST, -32000, &message));
+        }
+        session.touch();
+        Ok(session)
+    }
+
+    async fn read_body<B>(&self, body: B) -> Result<Bytes, Response<McpBody>>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        // The `http` feature's reader: the limit checked from the declared length before
+        // reading, then as the bytes (chunked or not) arrive; the whole body within the timeout.
+        read_body(body, self.settings.max_body, Some(self.settings.body_timeout)).await.map_err(|e| {
+            let code = if matches!(e, BodyError::Read(_)) { -32700 } else { -32600 };
+            rpc_error(e.refusal().status(), code, &e.to_string())
+        })
+    }
+
+    async fn post<B>(
+        self: Arc<Self>,
+        parts: http::request::Parts,
+        body: B,
+        principal: Option<String>,
+    ) -> Response<McpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let headers = &parts.headers;
+        let json = header_str(headers, "content-type")
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return rpc_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                -32000,
+                "Unsupported Media Type: send application/json",
+            );
+        }
+        if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                -32000,
+                "Not Acceptable: the client must accept both application/json and text/event-stream",
+            );
+        }
+        let bytes = match self.read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal,
+        };
+        let message: Value = match serde_json::from_slice(&bytes) {
+            Ok(message) => message,
+            Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}")),
+        };
+        let posted = match classify(&message) {
+            Ok(posted) => posted,
+            Err(why) => return rpc_error(StatusCode::BAD_REQUEST, -32600, &format!("Invalid Request: {why}")),
+        };
+        let frame = Frame::Message(BytesMut::from(&bytes[..]));
+        match posted {
+            Posted::Request { id, method, progress, version } if method == "initialize" => {
+                if let Some(existing) = header_str(headers, HEADER_SESSION_ID) {
+                    let known = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).contains_key(existing);
+                    return if known {
+                        rpc_error(
+                            StatusCode::BAD_REQUEST,
+                            -32600,
+                            "Invalid Request: the session is initialized already",
+                        )
+                    } else {
+                        rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found")
+                    };
+                }
+                let session = match self.clone().start_session(principal, version.unwrap_or_default()) {
+                    Ok(session) => session,
+                    Err(refusal) => return refusal,
+                };
+                self.send(&session, id, progress, frame).await
+            }
+            Posted::Request { id, progress, .. } => {
+                let session = match self.session_of(headers, &principal) {
+                    Ok(session) => session,
+                    Err(refusal) => return refusal,
+                };
+                self.send(&session, id, progress, frame).await
+            }
+            Posted::Other => {
+                let session = match self.session_of(headers, &principal) {
+                    Ok(session) => session,
+                    Err(refusal) => return refusal,
+                };
+                let mut inbound = session.inbound.clone();
+                if inbound.send(frame).await.is_err() {
+                    return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)");
+                }
+                full(StatusCode::ACCEPTED, "", Bytes::new())
+            }
+        }
+    }
+
+    /// Register a request's stream and hand the request to the session's connection.
+    async fn send(
+        &self,
+        session: &Arc<Session>,
+        id: String,
+        progress: Option<String>,
+        frame: Frame,
+    ) -> Response<McpBody> {
+        let body = match session.open_post_stream(id, progress) {
+            Ok(body) => body,
+            Err(Refused::DuplicateId) => {
+                return rpc_error(StatusCode::BAD_REQUEST, -32600, "Invalid Request: a request with this id is open");
+            }
+            Err(Refused::TooManyStreams) => {
+                return rpc_error(StatusCode::TOO_MANY_REQUESTS, -32000, "Too Many Requests open in this session");
+            }
+        };
+        let mut inbound = session.inbound.clone();
+        if inbound.send(frame).await.is_err() {
+            return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)");
+        }
+        sse(body, &session.id)
+    }
+
+    #[allow(clippy::result_large_err)]
+    fn start_session(
+        self: Arc<Self>,
+        principal: Option<String>,
+        version: String,
+    ) -> Result<Arc<Session>, Response<McpBody>> {
+        let settings = &self.settings;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if sessions.len() >= settings.max_sessions {
+            let mut refusal = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                "Service Unavailable: too many sessions; retry later",
+            );
+            refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return Err(refusal);
+        }
+        let id = new_session_id();
+        let (tx, rx) = futures::channel::mpsc::channel::<Frame>(INBOUND_QUEUE);
+        let bounds = Bounds {
+            backlog: settings.max_backlog,
+            replay: settings.max_replay,
+            retry_ms: settings.retry.as_millis() as u64,
+            max_streams: MAX_OPEN_REQUESTS_PER_SESSION,
+        };
+        let session = Arc::new(Session::new(id.clone(), principal.clone(), bounds, version, tx));
+        let builder = (self.factory)(&SessionInfo { id: id.clone(), principal });
+        let sink = SessionSink { session: Arc::downgrade(&session) };
+        let connection = builder.connect_messages(rx.map(Ok), sink);
+        let closed = connection.closed();
+        *session.connection.lock().unwrap_or_else(|p| p.into_inner()) = Some(connection);
+        sessions.insert(id.clone(), session.clone());
+        drop(sessions);
+        // When the connection ends (DELETE, expiry, or its own error), the session goes.
+        let weak = Arc::downgrade(&self);
+        tokio::spawn(async move {
+            let reason = closed.await;
+            tracing::debug!(session = %id, %reason, "MCP session ended");
+            if let Some(inner) = weak.upgrade() {
+                let removed = inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                if let Some(session) = removed {
+                    session.terminate();
+                }
+            }
+        });
+        if !self.reaper.swap(true, Ordering::AcqRel) {
+            tokio::spawn(reap(Arc::downgrade(&self), settings.idle_timeout));
+        }
+        Ok(session)
+    }
+
+    fn get(&self, headers: &HeaderMap, principal: Option<String>) -> Response<McpBody> {
+        if !accepts(headers, "text/event-stream") {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                -32000,
+                "Not Acceptable: the client must accept text/event-stream",
+            );
+        }
+        let session = match self.session_of(headers, &principal) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        let resume = match header_str(headers, "last-event-id") {
+            None => None,
+            Some(last) => match last.split_once('-').and_then(|(s, q)| Some((s.parse().ok()?, q.parse().ok()?))) {
+                Some(position) => Some(position),
+                None => {
+                    return rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        -32000,
+                        "Bad Request: a Last-Event-ID of another server",
+                    );
+                }
+            },
+        };
+        match session.attach(resume) {
+            Some(body) => sse(body, &session.id),
+            None if resume.is_none() => {
+                rpc_error(StatusCode::CONFLICT, -32000, "Conflict: the session's GET stream is open already")
+            }
+            None => rpc_error(StatusCode::NOT_FOUND, -32000, "Not Found: that stream is over and its events are gone"),
+        }
+    }
+
+    fn delete(&self, headers: &HeaderMap, principal: Option<String>) -> Response<McpBody> {
+        let session = match self.session_of(headers, &principal) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&session.id);
+        session.terminate();
+        full(StatusCode::OK, "", Bytes::new())
+    }
+}
+
+/// End sessions idle for `idle` (no response open, nothing asked): every quarter of it.
+async fn reap(inner: Weak<Inner>, idle: Duration) {
+    let period = (idle / 4).max(Duration::from_millis(10));
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(inner) = inner.upgrade() else { return };
+        let now = Instant::now();
+        let expired: Vec<Arc<Session>> = {
+            let mut sessions = inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<String> = sessions
+                .values()
+                .filter(|s| !s.attached() && now.duration_since(s.lock().last_activity) >= idle)
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        for session in expired {
+            tracing::debug!(session = %session.id, "MCP session expired (idle)");
+            session.terminate();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_long_and_distinct() {
+        let a = new_session_id();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, new_session_id());
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn classification() {
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": {"progressToken": "t"}}});
+        assert!(matches!(classify(&request), Ok(Posted::Request { progress: Some(p), .. }) if p == "\"t\""));
+        assert!(matches!(classify(&serde_json::json!([request])), Err(why) if why.contains("batches")));
+        assert!(matches!(classify(&serde_json::json!({"jsonrpc": "2.0", "method": "x"})), Ok(Posted::Other)));
+        assert!(matches!(classify(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}})), Ok(Posted::Other)));
+        assert!(classify(&serde_json::json!({"jsonrpc": "1.0", "id": 1, "method": "x"})).is_err());
+    }
+}

@@ -1,0 +1,412 @@
+//! One MCP session: a connection of ours fed by the session's POSTs, and the SSE streams its
+//! outbound messages go to.
+//!
+//! Every outbound message becomes an event in the session's log, on one stream: a POST's stream
+//! (the answer to its request, and what the connection sends while that request is open), or
+//! the standalone stream (`0`, the GET stream). An event is *undelivered* until the body of an
+//! attached HTTP response takes it; undelivered bytes are the session's backlog, bounded (the
+//! connection waits at the bound). Delivered events stay for resumption (`Last-Event-ID`) until
+//! the replay budget evicts them, oldest first. Per stream, delivered events are a prefix of the
+//! stream's events, so eviction looks only at each stream's front.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures::Sink;
+use serde_json::Value;
+
+use super::sse::encode_event;
+
+/// The standalone (GET) stream's number.
+pub(super) const STANDALONE: u64 = 0;
+
+pub(super) struct Event {
+    seq: u64,
+    bytes: Bytes,
+    delivered: bool,
+}
+
+#[derive(Default)]
+pub(super) struct StreamState {
+    events: VecDeque<Event>,
+    /// Request ids (their JSON text) of this POST not answered yet.
+    pending: usize,
+    /// The stream's last event (the answer to its last request) has this sequence number.
+    complete_at: Option<u64>,
+    /// The attachment (HTTP response body) reading this stream: its generation.
+    attached: Option<u64>,
+    waker: Option<Waker>,
+}
+
+pub(super) struct State {
+    next_seq: u64,
+    next_stream: u64,
+    next_generation: u64,
+    pub(super) streams: HashMap<u64, StreamState>,
+    /// Request id (JSON text) → the stream of the POST that carried it.
+    pending_ids: HashMap<String, u64>,
+    /// Progress token (JSON text) → request id (JSON text).
+    progress: HashMap<String, String>,
+    undelivered: usize,
+    kept: usize,
+    sink_waker: Option<Waker>,
+    pub(super) last_activity: Instant,
+    /// The connection ended (its sink closed): bodies end after what is queued.
+    pub(super) closed: bool,
+    /// The session was deleted: bodies end now.
+    pub(super) terminated: bool,
+    /// The revision the session speaks (from the `initialize` answer, else the request).
+    pub(super) version: String,
+}
+
+/// Limits of one session (from the server's settings).
+#[derive(Clone, Copy)]
+pub(super) struct Bounds {
+    pub(super) backlog: usize,
+    pub(super) replay: usize,
+    pub(super) retry_ms: u64,
+    pub(super) max_streams: usize,
+}
+
+pub(super) struct Session {
+    pub(super) id: String,
+    pub(super) principal: Option<String>,
+    pub(super) bounds: Bounds,
+    state: Mutex<State>,
+    pub(super) inbound: futures::channel::mpsc::Sender<crate::framing::Frame>,
+    pub(super) connection: Mutex<Option<crate::Connection>>,
+}
+
+/// Why a POST's request could not be registered.
+pub(super) enum Refused {
+    DuplicateId,
+    TooManyStreams,
+}
+
+impl Session {
+    pub(super) fn new(
+        id: String,
+        principal: Option<String>,
+        bounds: Bounds,
+        version: String,
+        inbound: futures::channel::mpsc::Sender<crate::framing::Frame>,
+    ) -> Self {
+        let mut streams = HashMap::new();
+        streams.insert(STANDALONE, StreamState::default());
+        Session {
+            id,
+            principal,
+            bounds,
+            state: Mutex::new(State {
+                next_seq: 1,
+                next_stream: 1,
+                next_generation: 1,
+                streams,
+                pending_ids: HashMap::new(),
+                progress: HashMap::new(),
+                undelivered: 0,
+                kept: 0,
+                sink_waker: None,
+                last_activity: Instant::now(),
+                closed: false,
+                terminated: false,
+                version,
+            }),
+            inbound,
+            connection: Mutex::new(None),
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn touch(&self) {
+        self.lock().last_activity = Instant::now();
+    }
+
+    /// A new stream for a POST carrying the request `id` (JSON text) with its progress token,
+    /// attached to the response body being built: its body.
+    pub(super) fn open_post_stream(
+        self: &Arc<Self>,
+        id: String,
+        progress_token: Option<String>,
+    ) -> Result<SseBody, Refused> {
+        let mut state = self.lock();
+        if state.pending_ids.contains_key(&id) {
+            return Err(Refused::DuplicateId);
+        }
+        if state.streams.len() > self.bounds.max_streams {
+            return Err(Refused::TooManyStreams);
+        }
+        let stream = state.next_stream;
+        state.next_stream += 1;
+        let generation = state.next_generation;
+        state.next_generation += 1;
+        state.streams.insert(stream, StreamState { pending: 1, attached: Some(generation), ..StreamState::default() });
+        if let Some(token) = progress_token {
+            state.progress.insert(token, id.clone());
+        }
+        state.pending_ids.insert(id, stream);
+        state.last_activity = Instant::now();
+        let cursor = state.next_seq - 1;
+        let priming = priming_event(&state.version, stream, cursor, self.bounds.retry_ms);
+        Ok(SseBody { session: self.clone(), stream, generation, cursor, first: priming })
+    }
+
+    /// Attach a GET: the standalone stream (`resume` = `None`), or the stream a
+    /// `Last-Event-ID` names, from after that event. `None` when that stream is not there
+    /// (answered and evicted, or never ours) or the standalone stream is attached already.
+    pub(super) fn attach(self: &Arc<Self>, resume: Option<(u64, u64)>) -> Option<SseBody> {
+        let mut state = self.lock();
+        let (stream, cursor) = match resume {
+            Some((stream, seq)) => (stream, seq),
+            None => (STANDALONE, state.next_seq - 1),
+        };
+        let generation = state.next_generation;
+        state.next_generation += 1;
+        let version = state.version.clone();
+        let st = state.streams.get_mut(&stream)?;
+        if resume.is_none() && st.attached.is_some() {
+            return None;
+        }
+        // A resumption replaces the attachment it resumes (that response is gone or going).
+        st.attached = Some(generation);
+        if let Some(waker) = st.waker.take() {
+            waker.wake();
+        }
+        state.last_activity = Instant::now();
+        let priming =
+            if resume.is_none() { priming_event(&version, stream, cursor, self.bounds.retry_ms) } else { None };
+        Some(SseBody { session: self.clone(), stream, generation, cursor, first: priming })
+    }
+
+    /// Put an outbound message on its stream.
+    fn push(&self, state: &mut State, body: Vec<u8>) {
+        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+        let stream = parsed.as_ref().map_or(STANDALONE, |msg| route(state, msg));
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let bytes = encode_event(Some(&format!("{stream}-{seq}")), None, &body);
+        state.undelivered += bytes.len();
+        let is_answer = parsed.as_ref().is_some_and(|m| m.get("method").is_none() && m.get("id").is_some());
+        if let Some(version) = parsed.as_ref().and_then(|m| m.get("result")?.get("protocolVersion")?.as_str()) {
+            state.version = version.to_owned();
+        }
+        let st = state.streams.entry(stream).or_default();
+        if is_answer && stream != STANDALONE {
+            st.pending = st.pending.saturating_sub(1);
+            if st.pending == 0 {
+                st.complete_at = Some(seq);
+            }
+        }
+        st.events.push_back(Event { seq, bytes, delivered: false });
+        if let Some(waker) = st.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// End the session now: its bodies end, its connection closes.
+    pub(super) fn terminate(&self) {
+        let mut state = self.lock();
+        state.terminated = true;
+        for st in state.streams.values_mut() {
+            if let Some(waker) = st.waker.take() {
+                waker.wake();
+            }
+        }
+        drop(state);
+        if let Some(conn) = self.connection.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            conn.handle().close();
+            drop(conn);
+        }
+    }
+
+    /// Outbound bytes no reader has taken yet.
+    pub(super) fn backlog(&self) -> usize {
+        self.lock().undelivered
+    }
+
+    /// Is any HTTP response reading from this session?
+    pub(super) fn attached(&self) -> bool {
+        self.lock().streams.values().any(|s| s.attached.is_some())
+    }
+}
+
+fn priming_event(version: &str, stream: u64, cursor: u64, retry_ms: u64) -> Option<Bytes> {
+    // Revision 2025-11-25 (SEP-1699): an event with an id and no data first, so that a client
+    // whose stream breaks before anything else came can resume; older clients may choke on it.
+    (version >= "2025-11-25").then(|| encode_event(Some(&format!("{stream}-{cursor}")), Some(retry_ms), b""))
+}
+
+/// Which stream an outbound message goes to.
+fn route(state: &mut State, msg: &Value) -> u64 {
+    let method = msg.get("method").and_then(Value::as_str);
+    match (method, msg.get("id")) {
+        // An answer: the stream of the POST that asked.
+        (None, Some(id)) => {
+            let key = id.to_string();
+            state.progress.retain(|_, request| *request != key);
+            state.pending_ids.remove(&key).unwrap_or(STANDALONE)
+        }
+        (Some("notifications/progress"), _) => {
+            let token = msg.get("params").and_then(|p| p.get("progressToken")).map(Value::to_string);
+            token
+                .and_then(|t| state.progress.get(&t))
+                .and_then(|request| state.pending_ids.get(request))
+                .copied()
+                .unwrap_or_else(|| newest_open(state))
+        }
+        // A request or notification of the server's: it goes with the newest request still
+        // open (what a handler sends while it runs), else on the GET stream.
+        _ => newest_open(state),
+    }
+}
+
+fn newest_open(state: &State) -> u64 {
+    state.pending_ids.values().copied().max().unwrap_or(STANDALONE)
+}
+
+/// The body of an SSE response: the events of one stream of a session, from a cursor on.
+pub(super) struct SseBody {
+    session: Arc<Session>,
+    stream: u64,
+    generation: u64,
+    cursor: u64,
+    first: Option<Bytes>,
+}
+
+impl SseBody {
+    pub(super) fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        if let Some(first) = self.first.take() {
+            return Poll::Ready(Some(first));
+        }
+        let session = self.session.clone();
+        let mut guard = session.lock();
+        let state = &mut *guard;
+        if state.terminated {
+            return Poll::Ready(None);
+        }
+        let closed = state.closed;
+        let Some(st) = state.streams.get_mut(&self.stream) else { return Poll::Ready(None) };
+        if st.attached != Some(self.generation) {
+            return Poll::Ready(None);
+        }
+        if let Some(event) = st.events.iter_mut().find(|e| e.seq > self.cursor) {
+            self.cursor = event.seq;
+            let bytes = event.bytes.clone();
+            if !event.delivered {
+                event.delivered = true;
+                state.undelivered -= bytes.len();
+                state.kept += bytes.len();
+                if let Some(waker) = state.sink_waker.take() {
+                    waker.wake();
+                }
+                evict(state, session.bounds.replay);
+            }
+            state.last_activity = Instant::now();
+            return Poll::Ready(Some(bytes));
+        }
+        if st.complete_at.is_some_and(|at| self.cursor >= at) || closed {
+            return Poll::Ready(None);
+        }
+        st.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// Drop delivered events, oldest first, until the kept bytes fit the replay budget.
+fn evict(state: &mut State, budget: usize) {
+    while state.kept > budget {
+        let oldest = state
+            .streams
+            .iter()
+            .filter_map(|(n, s)| s.events.front().filter(|e| e.delivered).map(|e| (e.seq, *n)))
+            .min();
+        let Some((_, stream)) = oldest else { break };
+        let st = state.streams.get_mut(&stream).expect("found above");
+        let event = st.events.pop_front().expect("found above");
+        state.kept -= event.bytes.len();
+        if stream != STANDALONE && st.events.is_empty() && st.complete_at.is_some() && st.attached.is_none() {
+            state.streams.remove(&stream);
+        }
+    }
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        let mut state = self.session.lock();
+        state.last_activity = Instant::now();
+        let Some(st) = state.streams.get_mut(&self.stream) else { return };
+        if st.attached == Some(self.generation) {
+            st.attached = None;
+            st.waker = None;
+        }
+        // A finished stream whose every event was read: nothing left to resume.
+        let done = self.stream != STANDALONE
+            && st.attached.is_none()
+            && st.complete_at.is_some_and(|at| self.cursor >= at)
+            && st.events.iter().all(|e| e.delivered);
+        if done {
+            let st = state.streams.remove(&self.stream).expect("present");
+            let bytes: usize = st.events.iter().map(|e| e.bytes.len()).sum();
+            state.kept -= bytes;
+        }
+    }
+}
+
+/// What the session's connection writes into: each message becomes an event.
+pub(super) struct SessionSink {
+    pub(super) session: Weak<Session>,
+}
+
+impl Sink<Vec<u8>> for SessionSink {
+    type Error = io::Error;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), io::Error>> {
+        let Some(session) = self.session.upgrade() else {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the MCP session is gone")));
+        };
+        let mut state = session.lock();
+        if state.terminated {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the MCP session was deleted")));
+        }
+        // At the bound, wait for a reader (one message always fits, however large).
+        if state.undelivered > 0 && state.undelivered >= session.bounds.backlog {
+            state.sink_waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(self: Pin<&mut Self>, body: Vec<u8>) -> Result<(), io::Error> {
+        let Some(session) = self.session.upgrade() else {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the MCP session is gone"));
+        };
+        let mut state = session.lock();
+        session.push(&mut state, body);
+        Ok(())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<(), io::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<(), io::Error>> {
+        if let Some(session) = self.session.upgrade() {
+            let mut state = session.lock();
+            state.closed = true;
+            for st in state.streams.values_mut() {
+                if let Some(waker) = st.waker.take() {
+                    waker.wake();
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}

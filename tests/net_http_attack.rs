@@ -1,0 +1,145 @@
+//! The HTTP server attacked as the byte-stream server is (feature `http`), loopback only, every
+//! load bounded in count and time: bodies trickled on many connections, a huge chunked body,
+//! more connections than the limit, keep-alive connections left idle. After each attack the
+//! server still answers a call at once.
+#![cfg(feature = "http")]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use jsonrpc_duplex::server::ServerBuilder;
+use jsonrpc_duplex::transport::http::serve::HttpServer;
+use jsonrpc_duplex::{Connection, ErrorObject, Router};
+use support::time::{eventually, within};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const LIMIT: usize = 1024 * 1024;
+const MAX_CONNECTIONS: usize = 100;
+const TIMEOUT: Duration = Duration::from_millis(400);
+
+async fn start() -> HttpServer {
+    let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+    ServerBuilder::new(Connection::builder().max_message_size(LIMIT).serve(router))
+        .max_connections(MAX_CONNECTIONS)
+        .message_read_timeout(TIMEOUT)
+        .bind_http("127.0.0.1:0")
+        .await
+        .expect("bind")
+}
+
+/// The server still answers a call, promptly.
+async fn still_serves(addr: SocketAddr) {
+    let client = Connection::builder().connect_http(&format!("http://{addr}/")).unwrap();
+    let started = Instant::now();
+    assert_eq!(within(client.handle().request::<i64>("add", (1, 2))).await.unwrap(), 3);
+    assert!(started.elapsed() < Duration::from_secs(2), "a call took {:?} after the attack", started.elapsed());
+}
+
+/// Read what the server sends until it closes (bounded): the status code of its answer, if any.
+async fn status_then_close(stream: &mut TcpStream) -> Option<u16> {
+    let mut all = Vec::new();
+    let _ = within(stream.read_to_end(&mut all)).await;
+    let text = String::from_utf8_lossy(&all);
+    text.strip_prefix("HTTP/1.1 ").and_then(|rest| rest.get(..3)).and_then(|code| code.parse().ok())
+}
+
+const HEAD: &str = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+
+#[tokio::test]
+async fn bodies_trickled_on_many_connections_are_cut_and_the_server_serves_on() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let mut streams = Vec::new();
+    for _ in 0..50 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(format!("{HEAD}Content-Length: 1000\r\n\r\n{{").as_bytes()).await.unwrap();
+        streams.push(stream);
+    }
+    // While they trickle, a call is served.
+    still_serves(addr).await;
+    let started = Instant::now();
+    for stream in &mut streams {
+        // One more byte now and then does not extend the deadline (it bounds the whole body).
+        let _ = stream.write_all(b" ").await;
+    }
+    for stream in &mut streams {
+        assert_eq!(status_then_close(stream).await, Some(408));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    eventually("the cut connections are gone", || server.stats().live == 0).await;
+    still_serves(addr).await;
+}
+
+#[tokio::test]
+async fn a_huge_chunked_body_is_refused_at_the_limit_not_read_to_its_end() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(format!("{HEAD}Transfer-Encoding: chunked\r\n\r\n").as_bytes()).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    // Up to 256 MiB in 64 KiB chunks; the server must stop it long before.
+    let writer = tokio::spawn(async move {
+        let chunk = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
+        let mut sent = 0usize;
+        while sent < 256 * 1024 * 1024 {
+            if write.write_all(chunk.as_bytes()).await.is_err() {
+                break;
+            }
+            sent += 0x10000;
+        }
+        sent
+    });
+    let mut answer = vec![0u8; 12];
+    within(read.read_exact(&mut answer)).await.expect("an answer");
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    let sent = within(writer).await.unwrap();
+    // What was written beyond the limit sits in the two sockets' buffers, not in the server.
+    assert!(sent < 64 * 1024 * 1024, "the server read {sent} bytes of a body over its {LIMIT}-byte limit");
+    still_serves(addr).await;
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_get_503_and_the_rest_are_served() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let mut held = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        held.push(TcpStream::connect(addr).await.unwrap());
+    }
+    eventually("every connection is taken", || server.stats().live == MAX_CONNECTIONS).await;
+    for _ in 0..20 {
+        let mut extra = TcpStream::connect(addr).await.unwrap();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#;
+        let _ = extra.write_all(format!("{HEAD}Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
+        assert_eq!(status_then_close(&mut extra).await, Some(503));
+    }
+    assert_eq!(server.stats().refused, 20);
+    drop(held);
+    eventually("the held connections are closed", || server.stats().live == 0).await;
+    still_serves(addr).await;
+}
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed_by_the_header_read_timeout() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let mut idle = Vec::new();
+    for _ in 0..20 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // A connection that sent one request and then nothing is closed too.
+    let mut used = TcpStream::connect(addr).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#;
+    used.write_all(format!("{HEAD}Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await.unwrap();
+    assert_eq!(status_then_close(&mut used).await, Some(200));
+    for stream in &mut idle {
+        let mut rest = Vec::new();
+        let n = within(stream.read_to_end(&mut rest)).await.unwrap_or(0);
+        assert!(n < 1024, "an idle connection got {n} bytes");
+    }
+    eventually("the idle connections are gone", || server.stats().live == 0).await;
+    still_serves(addr).await;
+}
