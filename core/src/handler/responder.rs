@@ -407,6 +407,9 @@ enum Writes {
 /// never waits forever.
 pub struct Responder {
     slot: Arc<ReplySlot>,
+    /// Given to a handler inside middleware: dropped unanswered, it tells the chain (which
+    /// answers with what the layers return) instead of answering itself.
+    quiet: bool,
 }
 
 impl std::fmt::Debug for Responder {
@@ -417,7 +420,15 @@ impl std::fmt::Debug for Responder {
 
 impl Responder {
     pub(crate) fn new(slot: Arc<ReplySlot>) -> Self {
-        Responder { slot }
+        Responder { slot, quiet: false }
+    }
+
+    /// The responder of a handler inside middleware, on a watched slot (see [`ReplySlot::watch`]):
+    /// dropped unanswered (the handler gave up, or a layer dropped it on a timeout), it closes
+    /// the watch and leaves the answer to the chain.
+    pub(crate) fn inside_layers(slot: Arc<ReplySlot>) -> Self {
+        let quiet = slot.watched;
+        Responder { slot, quiet }
     }
 
     /// The id of the request this answers.
@@ -470,6 +481,10 @@ impl Drop for Responder {
                 return;
             }
             self.slot.answer_unanswered_from("the task holding the reply panicked", Writes::Later);
+            return;
+        }
+        if self.quiet {
+            drop(self.slot.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
             return;
         }
         self.slot.answer_unanswered_from("the handler dropped the request without answering", Writes::Later);

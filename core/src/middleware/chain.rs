@@ -77,7 +77,7 @@ impl End {
                     slot.set_extensions(extensions);
                 }
                 let watch = slot.watch();
-                let running = handler(request, Responder::new(slot));
+                let running = handler(request, Responder::inside_layers(slot));
                 Box::pin(async move {
                     running.await;
                     // The handler may have handed its responder to another task: the call is
@@ -87,7 +87,10 @@ impl End {
                         Some(answer) => match answer.await {
                             Ok(Ok(())) => Ok(None),
                             Ok(Err(error)) => Err(Error::Remote(error)),
-                            Err(_) => Err(Error::Cancelled),
+                            // Dropped unanswered: the outermost answers `-32603` with this.
+                            Err(_) => Err(Error::Remote(ErrorObject::internal_error(
+                                "the handler dropped the request without answering",
+                            ))),
                         },
                     }
                 })
