@@ -44,7 +44,9 @@ pub use connection::{
     Limits, PeerCredentials, PeerInfo,
 };
 pub use framing::Framing;
-pub use handler::{Extensions, MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
+pub use handler::{
+    Extensions, MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router,
+};
 pub use message::{ErrorObject, Id, IdNumber, codes};
 pub use profile::Profile;
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};

@@ -29,5 +29,6 @@ pub(crate) trait Layered: Send + Sync + 'static {
         options: &'a CallOptions,
     ) -> LayeredFuture<'a, Result<Box<RawValue>, Error>>;
     /// An outbound notification, encoded: through the layers, then queued.
-    fn notify<'a>(&'a self, handle: &'a Handle, method: &'a str, body: Vec<u8>) -> LayeredFuture<'a, Result<(), Error>>;
+    fn notify<'a>(&'a self, handle: &'a Handle, method: &'a str, body: Vec<u8>)
+    -> LayeredFuture<'a, Result<(), Error>>;
 }

@@ -40,8 +40,8 @@ pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
 pub(crate) use layered::{Layered, LayeredFuture};
-pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
 pub(crate) use peer_info::UNKNOWN as UNKNOWN_PEER;
+pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
 
 pub(crate) use dispatch::HELD_OVERHEAD;
 #[cfg_attr(not(feature = "websocket"), allow(unused_imports))]

@@ -9,8 +9,8 @@ mod responder;
 mod router;
 
 pub(crate) use batch::Batch;
-pub(crate) use host::Host;
 pub use extensions::Extensions;
+pub(crate) use host::Host;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
 pub(crate) use responder::{ReplySlot, panic_message, poll_supervised};

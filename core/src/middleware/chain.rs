@@ -150,7 +150,11 @@ fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler
     })
 }
 
-fn wrap_notification(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler: NotificationFn) -> NotificationFn {
+fn wrap_notification(
+    layers: Arc<[Arc<dyn Middleware>]>,
+    peer: Arc<PeerInfo>,
+    handler: NotificationFn,
+) -> NotificationFn {
     Arc::new(move |notification| -> HandlerFuture {
         let method = tracing::enabled!(target: crate::LOG_TARGET, tracing::Level::DEBUG)
             .then(|| notification.method().to_owned());
@@ -224,7 +228,12 @@ impl Layered for Stack {
         })
     }
 
-    fn notify<'a>(&'a self, handle: &'a Handle, method: &'a str, body: Vec<u8>) -> LayeredFuture<'a, Result<(), Error>> {
+    fn notify<'a>(
+        &'a self,
+        handle: &'a Handle,
+        method: &'a str,
+        body: Vec<u8>,
+    ) -> LayeredFuture<'a, Result<(), Error>> {
         let params_at = params_offset(&body, None, method);
         let out = Outgoing { method: method.to_owned(), id: None, body, params_at, cancellable: false };
         let call = Call {

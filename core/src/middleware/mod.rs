@@ -56,10 +56,10 @@
 
 mod chain;
 pub mod limit;
-#[cfg(any())]
+#[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod names;
-#[cfg(any())]
+#[cfg(feature = "tower")]
 pub mod tower;
 pub mod trace;
 
@@ -312,10 +312,11 @@ impl Builder {
     /// # Ok(()) }
     /// ```
     pub fn layer(self, layer: impl Middleware) -> Self {
-        let mut layers: Vec<Arc<dyn Middleware>> = match self.layered().and_then(|l| l.as_any().downcast_ref::<chain::Stack>()) {
-            Some(stack) => stack.layers.iter().cloned().collect(),
-            None => Vec::new(),
-        };
+        let mut layers: Vec<Arc<dyn Middleware>> =
+            match self.layered().and_then(|l| l.as_any().downcast_ref::<chain::Stack>()) {
+                Some(stack) => stack.layers.iter().cloned().collect(),
+                None => Vec::new(),
+            };
         layers.push(Arc::new(layer));
         self.set_layered(Arc::new(chain::Stack { layers: layers.into() }))
     }
