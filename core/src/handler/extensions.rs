@@ -23,6 +23,8 @@ use std::fmt;
 /// ```
 #[derive(Default)]
 pub struct Extensions {
+    // Boxed: an empty map is one word (every reply slot holds room for one).
+    #[allow(clippy::box_collection)]
     map: Option<Box<HashMap<TypeId, Box<dyn Any + Send + Sync>>>>,
 }
 

@@ -48,8 +48,11 @@ pub const IN_FLIGHT: &str = "jsonrpc.calls.in_flight";
 pub struct MetricsLayer {
     names: MethodNames,
     codes: Arc<Vec<i64>>,
-    handles: Arc<RwLock<HashMap<Box<str>, [Option<Arc<Handles>>; 4]>>>,
+    handles: Arc<RwLock<HandleMap>>,
 }
+
+/// Per reported method name, the handles of each (direction, kind).
+type HandleMap = HashMap<Box<str>, [Option<Arc<Handles>>; 4]>;
 
 #[derive(Debug)]
 struct Handles {
