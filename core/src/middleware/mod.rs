@@ -55,6 +55,7 @@
 //! ```
 
 mod chain;
+pub mod context;
 pub mod limit;
 #[cfg(feature = "metrics")]
 pub mod metrics;
