@@ -322,3 +322,30 @@ async fn the_concurrency_limit_holds_a_method_over_its_limit() {
     assert_eq!(ids, [0, 1, 2, 3, 4]);
     assert_eq!(most.load(Ordering::SeqCst), 2, "more than two ran at once");
 }
+
+#[tokio::test]
+async fn a_batch_passes_the_layers_member_by_member() {
+    let builder = Connection::builder()
+        .layer(middleware::from_fn(|call, next| async move {
+            if call.method() == "no" {
+                return middleware::refuse(ErrorObject::new(-32001, "refused"));
+            }
+            next.run(call).await
+        }))
+        .serve(
+            Router::new()
+                .method("yes", |(): (), _| async { Ok::<_, ErrorObject>(1) })
+                .method("no", |(): (), _| async { Ok::<_, ErrorObject>(2) }),
+        );
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    peer.send(r#"[{"jsonrpc":"2.0","id":1,"method":"yes"},{"jsonrpc":"2.0","id":2,"method":"no"}]"#).await;
+    let mut answers: Vec<serde_json::Value> = serde_json::from_value(peer.recv().await).unwrap();
+    answers.sort_by_key(|a| a["id"].as_u64());
+    assert_eq!(
+        serde_json::Value::from(answers),
+        json!([
+            {"jsonrpc": "2.0", "id": 1, "result": 1},
+            {"jsonrpc": "2.0", "id": 2, "error": {"code": -32001, "message": "refused"}},
+        ])
+    );
+}
