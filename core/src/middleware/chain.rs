@@ -115,18 +115,37 @@ impl End {
     }
 }
 
-/// Where the params' JSON starts in an encoded request or notification (see `message::encode`).
-fn params_offset(body: &[u8], id: Option<u64>, method: &str) -> Option<usize> {
-    let mut head = Vec::with_capacity(32 + method.len());
-    head.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+/// Where the params' JSON starts in an encoded request or notification (see `message::encode`),
+/// found without allocating: the head is checked piece by piece against what the encoder writes.
+fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
+    let mut rest = body.strip_prefix(b"{\"jsonrpc\":\"2.0\"")?;
     if let Some(id) = id {
-        head.extend_from_slice(b",\"id\":");
-        head.extend_from_slice(id.to_string().as_bytes());
+        rest = rest.strip_prefix(b",\"id\":")?;
+        let mut digits = [0u8; 20];
+        let mut n = id;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        rest = rest.strip_prefix(&digits[at..])?;
     }
-    head.extend_from_slice(b",\"method\":");
-    serde_json::to_writer(&mut head, method).ok()?;
-    const PARAMS: &[u8] = b",\"params\":";
-    (body.starts_with(&head) && body[head.len()..].starts_with(PARAMS)).then_some(head.len() + PARAMS.len())
+    rest = rest.strip_prefix(b",\"method\":\"")?;
+    // The method's JSON string: its end is the first quote no backslash escapes.
+    let mut i = 0;
+    loop {
+        match rest.get(i)? {
+            b'\\' => i += 2,
+            b'"' => break,
+            _ => i += 1,
+        }
+    }
+    rest = rest[i + 1..].strip_prefix(b",\"params\":")?;
+    Some(body.len() - rest.len())
 }
 
 fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler: RequestFn) -> RequestFn {
@@ -201,7 +220,7 @@ impl Layered for Stack {
         call: EncodedCall,
         options: &'a CallOptions,
     ) -> LayeredFuture<'a, Result<Box<RawValue>, Error>> {
-        let params_at = params_offset(&call.body, Some(call.id), method);
+        let params_at = params_offset(&call.body, Some(call.id));
         let id = call.id;
         let out = Outgoing {
             method: method.to_owned(),
@@ -234,7 +253,7 @@ impl Layered for Stack {
         method: &'a str,
         body: Vec<u8>,
     ) -> LayeredFuture<'a, Result<(), Error>> {
-        let params_at = params_offset(&body, None, method);
+        let params_at = params_offset(&body, None);
         let out = Outgoing { method: method.to_owned(), id: None, body, params_at, cancellable: false };
         let call = Call {
             direction: Direction::Outgoing,
@@ -256,10 +275,23 @@ mod tests {
     fn the_params_are_found_in_what_the_encoder_wrote() {
         let mut buf = Vec::new();
         crate::message::encode_request(&mut buf, 7, "a/\"b", &[1, 2], crate::message::bind::UNBOUND).unwrap();
-        let at = params_offset(&buf, Some(7), "a/\"b").unwrap();
+        let at = params_offset(&buf, Some(7)).unwrap();
         assert_eq!(&buf[at..buf.len() - 1], b"[1,2]");
         buf.clear();
         crate::message::encode_notification(&mut buf, "n", &(), crate::message::bind::UNBOUND).unwrap();
-        assert_eq!(params_offset(&buf, None, "n"), None);
+        assert_eq!(params_offset(&buf, None), None);
+        for (id, method) in [(0, "a"), (18446744073709551615, "x\\\"y\\\\"), (10, "é/\u{1}")] {
+            buf.clear();
+            crate::message::encode_request(
+                &mut buf,
+                id,
+                method,
+                &serde_json::json!({"k": "\\\""}),
+                crate::message::bind::UNBOUND,
+            )
+            .unwrap();
+            let at = params_offset(&buf, Some(id)).unwrap();
+            assert_eq!(&buf[at..buf.len() - 1], br#"{"k":"\\\""}"#, "{method:?}");
+        }
     }
 }
