@@ -46,6 +46,7 @@ macro_rules! readme {
 
 readme! {
     demo: ["cargo run --example demo"] => to_end;
+    middleware_auth: ["cargo run --example middleware_auth"] => to_end;
     workspace_tests: ["cargo test --workspace --all-features"] => in_ci;
     crate_docs: ["cargo doc --open"] => to_end;
     acp_client: ["cargo run --example acp_client -- --deny cargo run --example acp_agent"] => acp_turn;

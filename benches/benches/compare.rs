@@ -22,6 +22,12 @@
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
 //! framing.
+//!
+//! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
+//! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
+//! `tracing-subscriber` registry that records its spans and nothing else), the metrics layer
+//! (under metrics-util's in-memory recorder), as ratios to no layer (`COMPARE_ONLY=layers` runs
+//! it alone).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +36,7 @@ use jsonrpc_duplex::Framing;
 use jsonrpc_duplex_benches::alloc::Counting;
 use jsonrpc_duplex_benches::handwritten::Handwritten;
 use jsonrpc_duplex_benches::harness::{Link, Live, Runner, Sequential, Tally, median, payload};
-use jsonrpc_duplex_benches::ours::{Api, Ours, Transport};
+use jsonrpc_duplex_benches::ours::{Api, Layers, Ours, Transport};
 use jsonrpc_duplex_benches::peers::async_lsp::AsyncLsp;
 use jsonrpc_duplex_benches::peers::jsonrpsee::Jsonrpsee;
 use jsonrpc_duplex_benches::peers::tower_lsp::TowerLsp;
@@ -484,6 +490,73 @@ fn profile(rt: &Runtime, n: usize) {
     );
 }
 
+/// Row A without a layer, with the tracing layer and with the metrics layer, interleaved like
+/// the tables; printed as a table of its own with ratios to no layer.
+fn layer_rows(rt: &Runtime, sizes: Sizes) {
+    use tracing_subscriber::layer::SubscriberExt;
+    // The spans of the tracing layer are recorded (a registry under it, as tracing-opentelemetry
+    // has); nothing else is enabled, so the other contenders pay nothing for the subscriber.
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_target(jsonrpc_duplex::middleware::trace::TRACE_TARGET, tracing::Level::INFO);
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(filter));
+    let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
+    let link = Transport::Link(jsonrpc_duplex_benches::harness::Link::Duplex, Framing::ContentLength);
+    let kinds = [("no layer", Layers::None), ("TraceLayer", Layers::Trace), ("MetricsLayer", Layers::Metrics)];
+    let runners: Vec<Box<dyn Runner>> = kinds
+        .iter()
+        .map(|(name, layers)| {
+            let tally = Tally::new();
+            let contender = rt.block_on(Ours::new(Api::Core, link, tally.clone())).with_layers(*layers);
+            Live::start(rt, name, contender, tally)
+        })
+        .collect();
+    let mut samples = vec![[Vec::new(), Vec::new(), Vec::new()]; kinds.len()];
+    for rep in 0..=jsonrpc_duplex_benches::reps(REPS) {
+        let n = if rep == 0 { sizes.warm_up().sequential } else { sizes.sequential };
+        for (i, runner) in runners.iter().enumerate() {
+            let a = runner.sequential(rt, n);
+            if rep > 0 {
+                samples[i][0].push(a.p50.as_secs_f64() * 1e6);
+                samples[i][1].push(a.per_sec);
+                samples[i][2].push(a.allocs_per_call);
+            }
+        }
+        if rep == 0 {
+            eprint!("[layers] warm-up");
+        } else {
+            eprint!(" {rep}");
+        }
+    }
+    eprintln!();
+    println!(
+        "\n### Middleware on row A (ours core API, {}, both ends)\n",
+        jsonrpc_duplex_benches::harness::Link::Duplex.label()
+    );
+    print!("| row |");
+    for (name, _) in &kinds {
+        print!(" {name} |");
+    }
+    println!("\n|---|---:|---:|---:|");
+    let rows = [
+        ("A sequential: p50 latency", Unit::Micros),
+        ("A sequential: calls/s", Unit::Rate),
+        ("A sequential: heap allocations per call", Unit::Plain),
+    ];
+    for (row, (label, unit)) in rows.iter().enumerate() {
+        let base = median(samples[0][row].clone());
+        print!("| {label} |");
+        for s in &samples {
+            let v = median(s[row].clone());
+            print!(" {} ({:.2}) |", fmt_value(*unit, v), v / base);
+        }
+        println!();
+    }
+    println!(
+        "\nMedians of {REPS} interleaved repetitions after a warm-up; in brackets ÷ no layer. The layer runs on both \
+         ends: one outbound and one inbound pass per call."
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--list") {
@@ -516,6 +589,9 @@ fn main() {
             drop(table);
             tokio::time::sleep(Duration::from_millis(200)).await;
         });
+    }
+    if only.is_empty() || only.iter().any(|o| o == "headline" || o == "layers") {
+        layer_rows(&rt, sizes);
     }
     println!("\nTotal {:.0} s.", start.elapsed().as_secs_f64());
 }

@@ -84,11 +84,34 @@ pub fn stream_settings() -> StreamSettings {
     StreamSettings::new().min_batch_size(1000).max_read_ahead(4000)
 }
 
+/// Middleware on both ends of our pairs (the `compare` bench's layer rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layers {
+    /// None: what every other row measures.
+    None,
+    /// `middleware::trace::TraceLayer` (a span per call, each side).
+    Trace,
+    /// `middleware::metrics::MetricsLayer` (counters and a histogram per call, each side).
+    Metrics,
+}
+
+impl Layers {
+    fn apply(self, builder: Builder) -> Builder {
+        let names = || jsonrpc_duplex::middleware::names::MethodNames::new(BenchServer::<Service>::METHODS);
+        match self {
+            Layers::None => builder,
+            Layers::Trace => builder.layer(jsonrpc_duplex::middleware::trace::TraceLayer::new(names())),
+            Layers::Metrics => builder.layer(jsonrpc_duplex::middleware::metrics::MetricsLayer::new(names())),
+        }
+    }
+}
+
 /// Our contender.
 pub struct Ours {
     api: Api,
     transport: Transport,
     tally: Arc<Tally>,
+    layers: Layers,
     /// The WebSocket server and its URL.
     ws: Option<(Server, String)>,
 }
@@ -96,7 +119,7 @@ pub struct Ours {
 impl Ours {
     /// A contender (inside the runtime: a WebSocket server starts listening).
     pub async fn new(api: Api, transport: Transport, tally: Arc<Tally>) -> Self {
-        let mut ours = Ours { api, transport, tally, ws: None };
+        let mut ours = Ours { api, transport, tally, layers: Layers::None, ws: None };
         if transport == Transport::WebSocket {
             let server = ServerBuilder::new(ours.server_builder())
                 .max_connections(100_000)
@@ -109,8 +132,14 @@ impl Ours {
         ours
     }
 
+    /// The same contender with middleware on both ends (over a link only).
+    pub fn with_layers(mut self, layers: Layers) -> Self {
+        self.layers = layers;
+        self
+    }
+
     fn server_builder(&self) -> Builder {
-        let builder = Connection::builder().stream_settings(stream_settings());
+        let builder = self.layers.apply(Connection::builder().stream_settings(stream_settings()));
         let builder = match self.transport {
             Transport::Link(_, framing) => builder.framing(framing),
             Transport::WebSocket => builder,
@@ -183,7 +212,7 @@ impl Contender for Ours {
             Transport::Link(link, framing) => {
                 let (a, b) = link.pair();
                 let server = self.server_builder().connect_io(b);
-                (Connection::builder().framing(framing).connect_io(a), Some(server))
+                (self.layers.apply(Connection::builder()).framing(framing).connect_io(a), Some(server))
             }
             Transport::WebSocket => {
                 let (_, url) = self.ws.as_ref().expect("a WebSocket server");

@@ -30,6 +30,7 @@ pub mod framing;
 pub mod fuzzing;
 pub mod handler;
 pub mod message;
+pub mod middleware;
 mod profile;
 pub mod progress;
 mod quote;
@@ -41,10 +42,12 @@ mod util;
 
 pub use connection::{
     Builder, CallOptions, CancelProtocol, ChildExit, CloseKind, CloseReason, Connection, Direction, Error, Handle,
-    Limits,
+    Limits, PeerCredentials, PeerInfo,
 };
 pub use framing::Framing;
-pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
+pub use handler::{
+    Extensions, MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router,
+};
 pub use message::{ErrorObject, Id, IdNumber, codes};
 pub use profile::Profile;
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};

@@ -343,6 +343,10 @@ pub(crate) struct Config {
     /// Once the handlers are done (or cancelled), how long the peer may take to read what is
     /// queued before the write side is shut regardless.
     pub(crate) flush_timeout: Duration,
+    /// The middleware layers (`crate::middleware`); `None`: none, and nothing is paid.
+    pub(crate) layered: Option<Arc<dyn super::Layered>>,
+    /// Who the peer is, as the transport told (`None`: it said nothing).
+    pub(crate) peer: Option<Arc<super::PeerInfo>>,
 }
 
 impl Default for Config {
@@ -358,6 +362,8 @@ impl Default for Config {
             redactor: None,
             eof_grace: DEFAULT_EOF_GRACE,
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
+            layered: None,
+            peer: None,
         }
     }
 }

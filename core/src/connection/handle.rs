@@ -326,6 +326,9 @@ impl Handle {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let call = self.encode_call(method, params)?;
+        if let Some(layered) = &self.shared.config.layered {
+            return layered.call(self, method, call, options).await;
+        }
         self.send_call(call, options).await
     }
 
@@ -533,7 +536,20 @@ impl Handle {
         let mut buf = crate::util::bufpool::take(64 + method.len());
         encode_notification(&mut buf, method, &params, &*self.shared).map_err(Error::Serialize)?;
         self.check_size(&buf)?;
-        self.shared.outbound.send(buf).await.map_err(|_| Error::ConnectionLost(self.shared.lost()))
+        if let Some(layered) = &self.shared.config.layered {
+            return layered.notify(self, method, buf).await;
+        }
+        self.send_notification(buf).await
+    }
+
+    /// Queue an encoded notification (in order with every other outbound message).
+    pub(crate) async fn send_notification(&self, body: Vec<u8>) -> Result<(), Error> {
+        self.shared.outbound.send(body).await.map_err(|_| Error::ConnectionLost(self.shared.lost()))
+    }
+
+    /// Who the peer is, as its transport told ([`Builder::peer_info`](super::Builder::peer_info)).
+    pub fn peer_info(&self) -> &super::PeerInfo {
+        self.shared.config.peer.as_deref().unwrap_or(&super::peer_info::UNKNOWN)
     }
 
     /// Resolves with the reason once the connection has ended.

@@ -8,8 +8,10 @@ mod frames;
 mod handle;
 mod host;
 mod lane;
+mod layered;
 mod messages;
 mod outbound;
+mod peer_info;
 mod pending;
 mod reader;
 mod seam;
@@ -37,6 +39,9 @@ pub use config::{
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
+pub(crate) use layered::{Layered, LayeredFuture};
+pub(crate) use peer_info::UNKNOWN as UNKNOWN_PEER;
+pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
 
 pub(crate) use dispatch::HELD_OVERHEAD;
 #[cfg_attr(not(feature = "websocket"), allow(unused_imports))]
@@ -269,8 +274,28 @@ impl Builder {
     }
 
     /// Wrap the router every connection started from this builder ends up serving.
-    pub(crate) fn layer(mut self, layer: RouterLayer) -> Self {
+    pub(crate) fn router_layer(mut self, layer: RouterLayer) -> Self {
         self.layer = Some(layer);
+        self
+    }
+
+    /// Install the middleware of every connection started from this builder
+    /// (`crate::middleware` builds it; see [`Builder::layer`]).
+    pub(crate) fn set_layered(mut self, layered: Arc<dyn Layered>) -> Self {
+        self.config.layered = Some(layered);
+        self
+    }
+
+    /// The middleware installed so far.
+    pub(crate) fn layered(&self) -> Option<&Arc<dyn Layered>> {
+        self.config.layered.as_ref()
+    }
+
+    /// Who the peer is, for middleware ([`Call::peer`](crate::middleware::Call::peer)). The TCP
+    /// and Unix transports set it themselves (address; path and credentials); a transport of
+    /// your own (or a test) sets it here.
+    pub fn peer_info(mut self, peer: PeerInfo) -> Self {
+        self.config.peer = Some(Arc::new(peer));
         self
     }
 
@@ -354,6 +379,11 @@ impl Builder {
         }
         if let Some(layer) = layer {
             router = layer(router);
+        }
+        // Outside the router layer: what the server's drain gate refuses, the layers see.
+        if let Some(layered) = &shared.config.layered {
+            let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
+            router = layered.wrap(router, peer);
         }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();

@@ -372,6 +372,9 @@ impl Reader {
                 if !cancel.never_cancelled.is_empty() && !cancel.may_cancel(&method) {
                     ReplySlot::set_never_cancelled(&mut slot);
                 }
+                if self.shared.config.layered.is_some() {
+                    ReplySlot::set_watched(&mut slot);
+                }
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }
             Incoming::Invalid { id, error, answer } => {

@@ -2,15 +2,17 @@
 //! and the router from method names to handlers.
 
 mod batch;
+mod extensions;
 mod host;
 mod request;
 mod responder;
 mod router;
 
 pub(crate) use batch::Batch;
+pub use extensions::Extensions;
 pub(crate) use host::Host;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
 pub(crate) use responder::{ReplySlot, panic_message, poll_supervised};
-pub(crate) use router::{BoxFuture, RequestFn, Route};
+pub(crate) use router::{BoxFuture, NotificationFn, RequestFn, Route};
 pub use router::{MethodClash, Router};

@@ -67,6 +67,10 @@ impl Request {
     pub fn cancel_reason(&self) -> Option<&str> {
         self.slot.cancel_reason()
     }
+    /// What [middleware](crate::middleware) layers attached to this call.
+    pub fn extensions(&self) -> &super::Extensions {
+        self.slot.extensions()
+    }
     /// The context a typed handler receives.
     pub fn context(&self) -> RequestContext {
         RequestContext { slot: self.slot.clone() }
@@ -113,6 +117,23 @@ impl RequestContext {
     /// ```
     pub fn cancel_reason(&self) -> Option<&str> {
         self.slot.cancel_reason()
+    }
+
+    /// What [middleware](crate::middleware) layers attached to this call (empty on a connection
+    /// without layers).
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{ErrorObject, RequestContext, Router};
+    /// #[derive(Clone)]
+    /// struct User(String);
+    /// let router = Router::new().method("whoami", |(): (), ctx: RequestContext| async move {
+    ///     let user = ctx.extensions().get::<User>().map(|u| u.0.clone());
+    ///     Ok::<_, ErrorObject>(user.unwrap_or_else(|| "anonymous".into()))
+    /// });
+    /// # drop(router);
+    /// ```
+    pub fn extensions(&self) -> &super::Extensions {
+        self.slot.extensions()
     }
 
     /// The request's reply slot (which the connection's map of requests in flight holds too).

@@ -99,6 +99,13 @@ pub(crate) struct ReplySlot {
     /// The protocol forbids cancelling this request (MCP's `initialize`): the peer's
     /// cancellation is ignored.
     never_cancelled: bool,
+    /// Middleware wraps this request ([`ReplySlot::watch`]): set before the slot is shared, so a
+    /// connection without layers tests a plain bool and nothing else.
+    watched: bool,
+    /// Told the answer once it is given (middleware observing it); only used when `watched`.
+    watch: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Result<(), ErrorObject>>>>,
+    /// What the layers attached to the call, for its handler's context; only set when `watched`.
+    extensions: OnceLock<super::Extensions>,
 }
 
 impl ReplySlot {
@@ -125,6 +132,9 @@ impl ReplySlot {
             supervision: AtomicU8::new(supervision::IDLE),
             cancel_reason: OnceLock::new(),
             never_cancelled: false,
+            watched: false,
+            watch: std::sync::Mutex::new(None),
+            extensions: OnceLock::new(),
         })
     }
 
@@ -160,6 +170,11 @@ impl ReplySlot {
         *s.supervision.get_mut() = supervision::IDLE;
         s.cancel_reason = OnceLock::new();
         s.never_cancelled = false;
+        if s.watched {
+            s.watched = false;
+            s.watch = std::sync::Mutex::new(None);
+            s.extensions = OnceLock::new();
+        }
         Ok(())
     }
 
@@ -220,6 +235,42 @@ impl ReplySlot {
         }
     }
 
+    /// Mark a request that middleware wraps (before anyone else holds its slot): its answer
+    /// can be watched ([`ReplySlot::watch`]) and its handler's context carries extensions.
+    pub(crate) fn set_watched(slot: &mut Arc<Self>) {
+        if let Some(s) = Arc::get_mut(slot) {
+            s.watched = true;
+        }
+    }
+
+    /// A receiver told the answer (`Ok` for a result, the error object otherwise) once it is
+    /// given; `None` unless the slot is watched. Replaces an earlier watch.
+    pub(crate) fn watch(&self) -> Option<tokio::sync::oneshot::Receiver<Result<(), ErrorObject>>> {
+        if !self.watched {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+        Some(rx)
+    }
+
+    /// Attach the call's extensions for its handler (the first time only).
+    pub(crate) fn set_extensions(&self, extensions: super::Extensions) {
+        let _ = self.extensions.set(extensions);
+    }
+
+    /// What middleware attached to the call.
+    pub(crate) fn extensions(&self) -> &super::Extensions {
+        self.extensions.get().unwrap_or(&super::extensions::EMPTY)
+    }
+
+    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) {
+        let tx = self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(tx) = tx {
+            let _ = tx.send(outcome.map_err(Clone::clone));
+        }
+    }
+
     /// The protocol forbids cancelling this request.
     pub(crate) fn never_cancelled(&self) -> bool {
         self.never_cancelled
@@ -265,18 +316,21 @@ impl ReplySlot {
     fn answer_from<R: Serialize + ?Sized>(&self, outcome: Result<&R, &ErrorObject>, writes: Writes) -> bool {
         // Streams in the result bind themselves to the connection while it is encoded.
         let binder: &dyn Binder = &*self.host;
-        self.answer_with(|buf| encode_response(buf, &self.id, outcome, binder), writes)
+        self.answer_with(outcome.map(|_| ()), |buf| encode_response(buf, &self.id, outcome, binder), writes)
     }
 
     /// Answer with a result that is JSON text already (a stream's batch, serialized straight
     /// into it).
     pub(crate) fn answer_json(&self, result: &[u8]) -> bool {
-        self.answer_with(|buf| encode_response_json(buf, &self.id, result), Writes::Here)
+        self.answer_with(Ok(()), |buf| encode_response_json(buf, &self.id, result), Writes::Here)
     }
 
-    fn answer_with(&self, encode: impl FnOnce(&mut Vec<u8>), writes: Writes) -> bool {
+    fn answer_with(&self, seen: Result<(), &ErrorObject>, encode: impl FnOnce(&mut Vec<u8>), writes: Writes) -> bool {
         if self.answered.swap(true, Ordering::SeqCst) {
             return false;
+        }
+        if self.watched {
+            self.tell_watch(seen);
         }
         if self.registered.load(Ordering::SeqCst) {
             self.host.leave(self);
@@ -353,6 +407,9 @@ enum Writes {
 /// never waits forever.
 pub struct Responder {
     slot: Arc<ReplySlot>,
+    /// Given to a handler inside middleware: dropped unanswered, it tells the chain (which
+    /// answers with what the layers return) instead of answering itself.
+    quiet: bool,
 }
 
 impl std::fmt::Debug for Responder {
@@ -363,7 +420,15 @@ impl std::fmt::Debug for Responder {
 
 impl Responder {
     pub(crate) fn new(slot: Arc<ReplySlot>) -> Self {
-        Responder { slot }
+        Responder { slot, quiet: false }
+    }
+
+    /// The responder of a handler inside middleware, on a watched slot (see [`ReplySlot::watch`]):
+    /// dropped unanswered (the handler gave up, or a layer dropped it on a timeout), it closes
+    /// the watch and leaves the answer to the chain.
+    pub(crate) fn inside_layers(slot: Arc<ReplySlot>) -> Self {
+        let quiet = slot.watched;
+        Responder { slot, quiet }
     }
 
     /// The id of the request this answers.
@@ -416,6 +481,10 @@ impl Drop for Responder {
                 return;
             }
             self.slot.answer_unanswered_from("the task holding the reply panicked", Writes::Later);
+            return;
+        }
+        if self.quiet {
+            drop(self.slot.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
             return;
         }
         self.slot.answer_unanswered_from("the handler dropped the request without answering", Writes::Later);

@@ -258,6 +258,22 @@ impl Router {
         self
     }
 
+    /// Wrap every notification handler (and the notification fallback) with `wrap`.
+    pub(crate) fn map_notifications(mut self, wrap: impl Fn(NotificationFn) -> NotificationFn) -> Self {
+        for route in self.routes.values_mut() {
+            if let Route::Notification(handler) = route {
+                *handler = wrap(handler.clone());
+            }
+        }
+        self.notification_fallback = self.notification_fallback.take().map(|(name, f)| (name, wrap(f)));
+        self
+    }
+
+    /// Whether a fallback takes requests no route matches.
+    pub(crate) fn has_fallback(&self) -> bool {
+        self.fallback.is_some()
+    }
+
     /// Combine two routers; a method both register is an error naming it.
     pub fn try_merge(mut self, other: impl Into<Router>) -> Result<Self, MethodClash> {
         let other = other.into();

@@ -273,7 +273,7 @@ impl ServerBuilder {
             .connection
             .idle_timeout(self.idle_timeout)
             .message_read_timeout(self.message_read_timeout)
-            .layer(gate.layer());
+            .router_layer(gate.layer());
         inner.accepting.spawn(accept_loop(listener, inner.clone(), template, self.factory));
         inner.accepting.close();
         Server { inner }

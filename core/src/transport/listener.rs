@@ -1,10 +1,7 @@
 //! Listening for peers: one connection per accepted socket.
 
-use std::fmt;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -18,38 +15,7 @@ use crate::{Builder, Connection};
 #[cfg_attr(not(any(feature = "tcp", feature = "unix")), allow(dead_code))]
 pub(crate) const REFUSE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Where a peer connected from.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum PeerAddr {
-    /// A TCP peer (also under WebSocket).
-    Tcp(SocketAddr),
-    /// A Unix domain socket peer: the path it bound, if any (clients are usually unnamed).
-    Unix(Option<PathBuf>),
-    /// Any other transport, described for people.
-    Other(String),
-}
-
-impl PeerAddr {
-    /// The socket address of a TCP (or WebSocket) peer.
-    pub fn socket_addr(&self) -> Option<SocketAddr> {
-        match self {
-            PeerAddr::Tcp(addr) => Some(*addr),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for PeerAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PeerAddr::Tcp(addr) => write!(f, "{addr}"),
-            PeerAddr::Unix(Some(path)) => write!(f, "unix:{}", path.display()),
-            PeerAddr::Unix(None) => f.write_str("unix:(unnamed)"),
-            PeerAddr::Other(text) => f.write_str(text),
-        }
-    }
-}
+pub use crate::connection::PeerAddr;
 
 /// A source of peers: a TCP or Unix listener, a WebSocket listener, or your own.
 ///

@@ -1,0 +1,34 @@
+//! What the connection asks of the middleware installed on it, and nothing more: wrap the
+//! router it serves, and take the calls and notifications its handles send. The layers
+//! themselves live above the connection (`crate::middleware`), which it does not know.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::handle::{CallOptions, EncodedCall, Handle};
+use super::{Error, PeerInfo};
+use crate::handler::Router;
+
+pub(crate) type LayeredFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The middleware of a connection (`None` in its config: none, and nothing is paid).
+pub(crate) trait Layered: Send + Sync + 'static {
+    /// For the builder that adds a layer to those installed.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// Wrap every request and notification handler of the router a connection serves.
+    fn wrap(&self, router: Router, peer: Arc<PeerInfo>) -> Router;
+    /// An outbound call, encoded: through the layers, then sent (`Handle::send_call`).
+    fn call<'a>(
+        &'a self,
+        handle: &'a Handle,
+        method: &'a str,
+        call: EncodedCall,
+        options: &'a CallOptions,
+    ) -> LayeredFuture<'a, Result<Box<RawValue>, Error>>;
+    /// An outbound notification, encoded: through the layers, then queued.
+    fn notify<'a>(&'a self, handle: &'a Handle, method: &'a str, body: Vec<u8>)
+    -> LayeredFuture<'a, Result<(), Error>>;
+}

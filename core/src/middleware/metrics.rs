@@ -1,0 +1,137 @@
+//! Metrics per method and direction on the [`metrics`] facade (feature `metrics`): calls,
+//! errors by code, a duration histogram, calls in flight.
+//!
+//! Why `metrics` and not OpenTelemetry's metrics API: it is a small, stable facade in the
+//! manner of `log` and `tracing` (one crate, no SDK), and its exporters cover Prometheus and
+//! OpenTelemetry alike (`metrics-exporter-prometheus`, `metrics-exporter-opentelemetry`);
+//! OpenTelemetry's API crate changes its interface every few releases and would tie every user
+//! of this feature to one of them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use metrics::{Counter, Gauge, Histogram, Label};
+
+use super::names::{MethodNames, OTHER};
+use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome, error_code};
+use crate::connection::Direction;
+
+/// Every call and notification counted, by `rpc.method` (a listed name or `_OTHER`),
+/// `direction` (`inbound`, `outbound`) and `kind` (`request`, `notification`).
+pub const CALLS: &str = "jsonrpc.calls";
+/// Every request that ended with an error, by the same labels and `rpc.response.status_code`
+/// (the code; `_OTHER` for a code outside JSON-RPC's reserved range that is not listed with
+/// [`MetricsLayer::error_codes`], so a peer cannot make up labels).
+pub const ERRORS: &str = "jsonrpc.errors";
+/// Seconds from the call entering the layer until its answer (notifications: until handled or
+/// queued), by `rpc.method`, `direction`, `kind`. OpenTelemetry names the same histogram
+/// `rpc.server.call.duration` / `rpc.client.call.duration`.
+pub const DURATION: &str = "jsonrpc.call.duration";
+/// Calls in the layer now, by `rpc.method`, `direction`, `kind`.
+pub const IN_FLIGHT: &str = "jsonrpc.calls.in_flight";
+
+/// Records [`CALLS`], [`ERRORS`], [`DURATION`] and [`IN_FLIGHT`] for every call and
+/// notification, both directions, to the recorder installed for the `metrics` facade.
+///
+/// ```
+/// use jsonrpc_duplex_core::{Connection, middleware::{metrics::MetricsLayer, names::MethodNames}};
+/// // With a recorder installed (`metrics_exporter_prometheus::PrometheusBuilder::new().install()`):
+/// let layer = MetricsLayer::new(MethodNames::new(["add", "sub"]));
+/// let builder = Connection::builder().layer(layer);
+/// # drop(builder);
+/// ```
+///
+/// The handles of each (method, direction, kind) are registered with the recorder the first
+/// time the layer sees it, and kept (clones of the layer share them).
+#[derive(Clone, Debug, Default)]
+pub struct MetricsLayer {
+    names: MethodNames,
+    codes: Arc<Vec<i64>>,
+    handles: Arc<RwLock<HandleMap>>,
+}
+
+/// Per reported method name, the handles of each (direction, kind).
+type HandleMap = HashMap<Box<str>, [Option<Arc<Handles>>; 4]>;
+
+#[derive(Debug)]
+struct Handles {
+    labels: Vec<Label>,
+    calls: Counter,
+    duration: Histogram,
+    in_flight: Gauge,
+}
+
+impl MetricsLayer {
+    /// Metrics labelled with these method names; any other is `_OTHER`.
+    pub fn new(names: MethodNames) -> Self {
+        MetricsLayer { names, ..Default::default() }
+    }
+
+    /// Error codes outside JSON-RPC's reserved range (-32768 to -32000) to label as they are.
+    pub fn error_codes(mut self, codes: impl IntoIterator<Item = i64>) -> Self {
+        self.codes = Arc::new(codes.into_iter().collect());
+        self
+    }
+
+    fn handles(&self, method: &str, direction: Direction, kind: Kind) -> Arc<Handles> {
+        let method = self.names.report(method);
+        let slot = usize::from(direction == Direction::Outgoing) * 2 + usize::from(kind == Kind::Notification);
+        let read = self.handles.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = read.get(method).and_then(|slots| slots[slot].as_ref()) {
+            return found.clone();
+        }
+        drop(read);
+        let labels = vec![
+            Label::new("rpc.method", method.to_owned()),
+            Label::new("direction", if direction == Direction::Incoming { "inbound" } else { "outbound" }),
+            Label::new("kind", if kind == Kind::Request { "request" } else { "notification" }),
+        ];
+        let made = Arc::new(Handles {
+            calls: metrics::counter!(CALLS, labels.iter()),
+            duration: metrics::histogram!(DURATION, labels.iter()),
+            in_flight: metrics::gauge!(IN_FLIGHT, labels.iter()),
+            labels,
+        });
+        let mut map = self.handles.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(method.into()).or_default()[slot].get_or_insert(made).clone()
+    }
+}
+
+/// A code as a label: itself inside JSON-RPC's reserved range or when listed, else `_OTHER`.
+fn code_label(listed: &[i64], code: i64) -> String {
+    if (-32768..=-32000).contains(&code) || listed.contains(&code) { code.to_string() } else { OTHER.to_owned() }
+}
+
+/// Takes a call out of the in-flight gauge however it ends (answered, dropped, cancelled).
+struct InFlight(Arc<Handles>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.decrement(1.0);
+    }
+}
+
+impl Middleware for MetricsLayer {
+    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+        let handles = self.handles(call.method(), call.direction(), call.kind());
+        handles.calls.increment(1);
+        handles.in_flight.increment(1.0);
+        let guard = InFlight(handles);
+        let started = Instant::now();
+        let running = next.run(call);
+        let codes = self.codes.clone();
+        Box::pin(async move {
+            let outcome = running.await;
+            let handles = &guard.0;
+            handles.duration.record(started.elapsed().as_secs_f64());
+            if let Err(error) = &outcome {
+                let mut labels = handles.labels.clone();
+                labels.push(Label::new("rpc.response.status_code", code_label(&codes, error_code(error))));
+                metrics::counter!(ERRORS, labels).increment(1);
+            }
+            drop(guard);
+            outcome
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! The method names layers report: known names as they are, anything else as `_OTHER`, so that
+//! a peer cannot blow up the cardinality of a tracing or metrics backend.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// What a layer reports for a method no list names (OpenTelemetry's convention).
+pub const OTHER: &str = "_OTHER";
+
+/// A set of method names to report as they are; any other is [`OTHER`].
+///
+/// An `#[rpc]` trait's generated server lists its own (`GreeterServer::METHODS`); a
+/// [`Router`](crate::Router) lists its routes ([`Router::methods`](crate::Router::methods)).
+///
+/// ```
+/// use jsonrpc_duplex_core::middleware::names::MethodNames;
+/// let names = MethodNames::new(["add", "sub"]);
+/// assert_eq!(names.report("add"), "add");
+/// assert_eq!(names.report("made/up/by/the/peer"), "_OTHER");
+/// assert_eq!(MethodNames::default().report("add"), "_OTHER");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MethodNames {
+    known: Arc<HashSet<Box<str>>>,
+}
+
+impl MethodNames {
+    /// These names, and no others.
+    pub fn new<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        MethodNames { known: Arc::new(names.into_iter().map(|n| n.as_ref().into()).collect()) }
+    }
+
+    /// These names as well.
+    pub fn with<I, S>(self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut known = (*self.known).clone();
+        known.extend(names.into_iter().map(|n| n.as_ref().into()));
+        MethodNames { known: Arc::new(known) }
+    }
+
+    /// The name to report for `method`: itself if listed, else [`OTHER`].
+    pub fn report<'a>(&'a self, method: &str) -> &'a str {
+        self.known.get(method).map_or(OTHER, |n| n)
+    }
+}
