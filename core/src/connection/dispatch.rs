@@ -453,7 +453,7 @@ impl Dispatcher {
     fn request_future(&self, request: Request, responder: Responder) -> Option<HandlerFuture> {
         // Methods a feature serves are its own, whatever the router serves.
         if let Some(extension) = self.shared.seam.serving(&request.method) {
-            return Some(extension.clone().serve(&self.shared, request, responder));
+            return Some(extension.clone().serve(&*self.shared, request, responder));
         }
         match self.router.route(&request.method) {
             Some(Route::Request(f)) => Some(f(request, responder)),
@@ -475,8 +475,8 @@ impl Dispatcher {
                 None => {
                     tracing::debug!(
                         target: crate::LOG_TARGET,
-                        method = %super::trace::quote(&self.shared, &request.method),
-                        id = %super::trace::quote(&self.shared, request.id()),
+                        method = %self.shared.quote(&request.method),
+                        id = %self.shared.quote(request.id()),
                         "unknown method answered -32601"
                     );
                     responder.err(ErrorObject::method_not_found(&request.method));

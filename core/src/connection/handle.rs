@@ -620,3 +620,14 @@ mod tests {
         }
     }
 }
+
+impl Handle {
+    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
+    pub(crate) fn extension<E: super::Extension>(&self) -> Arc<E> {
+        match self.shared.seam.get::<E>() {
+            Some(extension) => extension,
+            // `Builder::default` plugs every feature of the crate into every connection.
+            None => unreachable!("a feature missing from a connection"),
+        }
+    }
+}

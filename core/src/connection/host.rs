@@ -54,7 +54,7 @@ impl Host for Shared {
     }
 
     fn quote(&self, value: &dyn fmt::Display) -> String {
-        super::trace::quote(self, value).to_string()
+        self.quote(value).to_string()
     }
 }
 

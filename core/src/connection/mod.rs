@@ -43,7 +43,7 @@ pub(crate) use dispatch::HELD_OVERHEAD;
 pub(crate) use frames::InMessage;
 pub(crate) use outbound::SharedRefused;
 pub(crate) use reader::EofReason;
-pub(crate) use seam::{Bound, Extension, Feature, Features, Phase, Take, Unbound, registry};
+pub(crate) use seam::{Bound, Extension, Feature, Features, Link, Phase, Take, Unbound, registry};
 
 use self::config::Config;
 use self::dispatch::{Dispatcher, Lane};

@@ -244,10 +244,10 @@ impl Reader {
 
     /// Handle one frame; `false` when the connection must stop reading.
     async fn on_frame(&self, body: &[u8], spares: &mut Spares) -> bool {
-        trace::message(&self.shared, Direction::Incoming, body);
+        self.shared.outbound.tracer.message(Direction::Incoming, body);
         match parse_frame(body, self.shared.config.limits.max_batch_len) {
             Err(error) => {
-                tracing::debug!(target: crate::LOG_TARGET, error = %trace::quote(&self.shared, &error), "unparsable message answered -32700");
+                tracing::debug!(target: crate::LOG_TARGET, error = %self.shared.quote(&error), "unparsable message answered -32700");
                 self.answer_error(&Id::Null, error).await;
                 true
             }
@@ -326,10 +326,10 @@ impl Reader {
                 match delivery {
                     Delivery::Delivered => {}
                     Delivery::Abandoned => {
-                        tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "late answer to an abandoned call absorbed")
+                        tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "late answer to an abandoned call absorbed")
                     }
                     Delivery::Unknown => {
-                        tracing::warn!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "answer to an id we never sent (ignored)")
+                        tracing::warn!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "answer to an id we never sent (ignored)")
                     }
                 }
                 Routed::Done
@@ -342,7 +342,7 @@ impl Reader {
                 // What a feature takes (progress for our tokens, stream aborts) bypasses the queue,
                 // like a cancellation; what it holds counts against the read-ahead, like queued
                 // messages.
-                match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
+                match self.shared.seam.take(&*self.shared, &method, params.as_deref()) {
                     Take::Pass => self.enqueue_now(Inbound::Notification { method, params }, spares, cx),
                     Take::Taken => Routed::Done,
                     Take::Held if self.shared.read_ahead_full() => Routed::Held,
@@ -357,8 +357,8 @@ impl Reader {
                 if reused {
                     tracing::warn!(
                         target: crate::LOG_TARGET,
-                        id = %trace::quote(&self.shared, &id),
-                        method = %trace::quote(&self.shared, &method),
+                        id = %self.shared.quote(&id),
+                        method = %self.shared.quote(&method),
                         "request id reused while in flight"
                     );
                     let error = ErrorObject::invalid_request(format!(
@@ -377,8 +377,8 @@ impl Reader {
             Incoming::Invalid { id, error, answer } => {
                 tracing::warn!(
                     target: crate::LOG_TARGET,
-                    id = %trace::quote(&self.shared, id.as_ref().unwrap_or(&Id::Null)),
-                    error = %trace::quote(&self.shared, &error),
+                    id = %self.shared.quote(id.as_ref().unwrap_or(&Id::Null)),
+                    error = %self.shared.quote(&error),
                     "invalid message"
                 );
                 if answer {
@@ -405,7 +405,7 @@ impl Reader {
         let Some((id, reason)) = target else {
             tracing::warn!(
                 target: crate::LOG_TARGET,
-                params = %trace::quote(&self.shared, trace::Json(params)),
+                params = %self.shared.quote(trace::Json(params)),
                 "cancellation without a usable id (ignored)"
             );
             return;
@@ -418,14 +418,14 @@ impl Reader {
             Some(slot) => {
                 tracing::debug!(
                     target: crate::LOG_TARGET,
-                    id = %trace::quote(&self.shared, &id),
-                    reason = %trace::quote(&self.shared, reason.as_deref().unwrap_or("")),
+                    id = %self.shared.quote(&id),
+                    reason = %self.shared.quote(reason.as_deref().unwrap_or("")),
                     "peer cancelled request"
                 );
                 slot.cancel_by_peer(reason);
             }
             None => {
-                tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "cancellation for a request not in flight (ignored)")
+                tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "cancellation for a request not in flight (ignored)")
             }
         }
     }

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Config;
 use super::outbound::Outbound;
 use super::pending::Pending;
+use super::trace::Quoted;
 use super::{ChildExit, CloseKind, CloseReason};
 use crate::handler::ReplySlot;
 use crate::message::Id;
@@ -130,7 +131,7 @@ impl Shared {
                 tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
             }
             _ => {
-                tracing::warn!(target: crate::LOG_TARGET, reason = %super::trace::quote(self, &reason), "connection closed")
+                tracing::warn!(target: crate::LOG_TARGET, reason = %self.quote(&reason), "connection closed")
             }
         }
         self.pending.close(&reason);
@@ -230,6 +231,11 @@ impl Shared {
             || self.queued_bytes.load(Ordering::Acquire) >= limits.read_ahead_bytes.max(1)
     }
 
+    /// Quote peer input in a log line of this connection (see [`Tracer::quote`](super::trace::Tracer::quote)).
+    pub(crate) fn quote<T: std::fmt::Display>(&self, value: T) -> Quoted<'_, T> {
+        self.outbound.tracer.quote(value)
+    }
+
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -243,6 +249,29 @@ impl crate::message::bind::Binder for Shared {
     }
 
     fn bind(&self, found: crate::message::bind::Found, target: crate::message::bind::Target) -> Result<(), String> {
-        self.seam.bind(self, found, target)
+        self.seam.bind(found, target)
+    }
+}
+
+/// The connection as its extensions see it.
+impl super::seam::Link for Shared {
+    fn limits(&self) -> &super::Limits {
+        &self.config.limits
+    }
+
+    fn tracer(&self) -> &super::trace::Tracer {
+        &self.outbound.tracer
+    }
+
+    fn hold_inbound(&self, bytes: usize) {
+        Shared::hold_inbound(self, bytes)
+    }
+
+    fn release_inbound(&self, bytes: usize) {
+        Shared::release_inbound(self, bytes)
+    }
+
+    fn close(&self, reason: CloseReason) {
+        Shared::close(self, reason)
     }
 }
