@@ -3,6 +3,7 @@
 mod close;
 mod config;
 mod dispatch;
+mod drain;
 mod error;
 mod frames;
 mod handle;
@@ -375,7 +376,7 @@ impl Builder {
         let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
         tracker.spawn(reader.run(frames, eof_reason));
         tracker.spawn(lane.run());
-        tokio::spawn(outbound::run_writer(outbound::Drain::new(shared.clone(), tracker), done.clone()));
+        tokio::spawn(drain::run_writer(drain::Drain::new(shared.clone(), tracker), done.clone()));
         (Connection { handle, done, transport_done: None }, shared)
     }
 }

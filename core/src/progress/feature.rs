@@ -11,7 +11,9 @@ use serde_json::value::RawValue;
 
 use super::ProgressProtocol;
 use super::registry::{Delivery, Receivers};
-use crate::connection::{Bound, Builder, CloseKind, CloseReason, Extension, Feature, Limits, Link, Phase, Take, Unbound};
+use crate::connection::{
+    Bound, Builder, CloseKind, CloseReason, Extension, Feature, Limits, Link, Phase, Take, Unbound,
+};
 use crate::message::bind::Target;
 
 /// The settings of progress, in the builder.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connection::shared::Shared;
-use crate::connection::{CloseKind, CloseReason};
+use super::shared::Shared;
+use super::{CloseKind, CloseReason};
 
 /// The writer task's side, shared by the byte writer and the message writer: its turns while the
 /// connection lives, then the final drain when it stops. After the peer's EOF the handlers still
