@@ -128,7 +128,7 @@ impl Builder {
 
     /// A profile's framing and cancellation, except those set one by one (its features'
     /// conventions are theirs to apply).
-    pub(crate) fn apply_profile(mut self, name: &'static str, framing: Framing, cancel: CancelProtocol) -> Self {
+    pub(crate) fn apply_profile(mut self, name: std::borrow::Cow<'static, str>, framing: Framing, cancel: CancelProtocol) -> Self {
         self.config.apply_profile(name, framing, cancel, self.explicit);
         self
     }

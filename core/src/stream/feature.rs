@@ -20,6 +20,8 @@ use crate::message::bind::Target;
 pub(crate) struct StreamsFeature {
     settings: StreamSettings,
     protocol: EnumeratorProtocol,
+    /// The protocol was set one by one (a profile leaves it alone).
+    explicit: bool,
 }
 
 impl Feature for StreamsFeature {
@@ -126,7 +128,18 @@ impl Builder {
     /// How the enumerator methods are spelled on the wire ([`EnumeratorProtocol::stream_json_rpc`]
     /// by default).
     pub fn enumerator_protocol(mut self, protocol: EnumeratorProtocol) -> Self {
-        self.feature_mut::<StreamsFeature>().protocol = protocol;
+        let feature = self.feature_mut::<StreamsFeature>();
+        feature.protocol = protocol;
+        feature.explicit = true;
+        self
+    }
+
+    /// A profile's enumerator spelling, unless it was set one by one.
+    pub(crate) fn with_profile_enumerator(mut self, protocol: EnumeratorProtocol) -> Self {
+        let feature = self.feature_mut::<StreamsFeature>();
+        if !feature.explicit {
+            feature.protocol = protocol;
+        }
         self
     }
 }
