@@ -136,7 +136,10 @@ fn the_presets_are_built_from_the_names_in_one_place() {
     assert_eq!(Profile::lsp().progress.request_token.as_deref(), Some(names::progress::LSP_WORK_DONE_TOKEN));
     assert_eq!(Profile::acp().cancel.method, names::cancel::ACP);
     for p in Profile::presets() {
-        assert_eq!((p.enumerator.next.as_ref(), p.enumerator.abort.as_ref()), (names::enumerator::NEXT, names::enumerator::ABORT));
+        assert_eq!(
+            (p.enumerator.next.as_ref(), p.enumerator.abort.as_ref()),
+            (names::enumerator::NEXT, names::enumerator::ABORT)
+        );
         // Every cancellation a preset speaks is a name `#[rpc]` refuses to declare.
         assert_eq!(names::handled(&p.cancel.method), Some(names::Handled::Cancellation), "{}", p.name());
     }

@@ -44,14 +44,14 @@ pub use connection::{
 };
 pub use framing::Framing;
 pub use handler::{MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router};
+/// Every protocol spelling this crate speaks, in one place (the presets of [`Profile`],
+/// [`CancelProtocol`], [`ProgressProtocol`] and [`EnumeratorProtocol`] are built from them).
+pub use jsonrpc_duplex_names as names;
 pub use message::{ErrorObject, Id, IdNumber, codes};
 pub use profile::Profile;
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};
 pub use stream::{Enumerable, EnumeratorProtocol, OfferedStream, RemoteStream, StreamSettings};
 pub use tokio_util::sync::CancellationToken;
-/// Every protocol spelling this crate speaks, in one place (the presets of [`Profile`],
-/// [`CancelProtocol`], [`ProgressProtocol`] and [`EnumeratorProtocol`] are built from them).
-pub use jsonrpc_duplex_names as names;
 
 /// The tracing target of every raw message in and out (TRACE).
 pub const WIRE_TARGET: &str = "jsonrpc_duplex::wire";

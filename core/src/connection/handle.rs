@@ -515,7 +515,7 @@ impl Handle {
             // A notification handler's own handle waits only for the notifications before it
             // (waiting for itself would never end).
             let target = self.lane_seq.map_or(read_before, |seq| read_before.min(seq.saturating_sub(1)));
-            Box::pin(self.shared.settle.wait(target, &self.shared.handlers)).await;
+            Box::pin(self.shared.settle.wait(target, self.shared.lifecycle.handlers())).await;
         }
         result
     }

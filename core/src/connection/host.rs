@@ -34,7 +34,7 @@ impl Host for Shared {
     }
 
     fn handlers(&self) -> &CancellationToken {
-        &self.handlers
+        self.lifecycle.handlers()
     }
 
     fn handlers_cancelled(&self) -> bool {

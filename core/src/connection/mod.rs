@@ -9,9 +9,11 @@ mod frames;
 mod handle;
 mod host;
 mod lane;
+mod lifecycle;
 mod messages;
 mod outbound;
 mod pending;
+mod permits;
 mod reader;
 mod seam;
 mod settle;
@@ -128,7 +130,12 @@ impl Builder {
 
     /// A profile's framing and cancellation, except those set one by one (its features'
     /// conventions are theirs to apply).
-    pub(crate) fn apply_profile(mut self, name: std::borrow::Cow<'static, str>, framing: Framing, cancel: CancelProtocol) -> Self {
+    pub(crate) fn apply_profile(
+        mut self,
+        name: std::borrow::Cow<'static, str>,
+        framing: Framing,
+        cancel: CancelProtocol,
+    ) -> Self {
         self.config.apply_profile(name, framing, cancel, self.explicit);
         self
     }
@@ -360,7 +367,7 @@ impl Builder {
         let done = CancellationToken::new();
         let limits = &shared.config.limits;
         let permits =
-            Arc::new(dispatch::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
+            Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
         if let Some(refused) = shadowed_route(&router, &shared) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));

@@ -148,7 +148,7 @@ impl Reader {
             let next = std::future::poll_fn(|cx| {
                 // Registered before the check: a close from here on wakes this poll.
                 if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    self.shared.reader_wake.register(cx.waker());
+                    self.shared.lifecycle.register_reader(cx.waker());
                     registered = Some(cx.waker().clone());
                 }
                 if self.shared.is_closing() {
@@ -220,7 +220,7 @@ impl Reader {
     /// Answer a broken message. Waits while answers pile up unread: a peer that floods garbage
     /// without reading our errors is slowed down, not buffered without bound.
     async fn answer_error(&self, id: &Id, error: ErrorObject) {
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.lifecycle.stopped().is_cancelled() {
             return;
         }
         if !self.shared.outbound.has_room() {
@@ -229,7 +229,7 @@ impl Reader {
             let wait = async {
                 tokio::select! {
                     biased;
-                    _ = self.shared.shutdown.cancelled() => false,
+                    _ = self.shared.lifecycle.stopped().cancelled() => false,
                     _ = self.shared.outbound.wait_room() => true,
                 }
             };
@@ -503,7 +503,7 @@ impl Reader {
             tokio::select! {
                 _ = space => {}
                 _ = call_started => {}
-                _ = self.shared.shutdown.cancelled() => return false,
+                _ = self.shared.lifecycle.stopped().cancelled() => return false,
             }
         }
     }

@@ -1,13 +1,13 @@
 //! State shared by the handle, the reader, the dispatcher, the writer and reply handles.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
 
 use super::config::Config;
+use super::lifecycle::Lifecycle;
 use super::outbound::Outbound;
 use super::pending::Pending;
 use super::trace::Quoted;
@@ -28,21 +28,9 @@ pub(crate) struct Shared {
     /// The map's size (stored under its lock): the reader's duplicate check skips the lock
     /// while nothing is in flight.
     pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
-    /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
-    /// connection ends — except after the peer's clean EOF, when what was read is still
-    /// dispatched and answered, and it is cancelled when the EOF grace is over (or once the
-    /// writer has finished, if that is sooner).
-    pub(crate) handlers: CancellationToken,
-    /// `handlers` is cancelled (a cheaper check than the token's).
-    handlers_cancelled: AtomicBool,
-    /// Stops the reader; starts the writer's final flush.
-    pub(crate) shutdown: CancellationToken,
-    /// `shutdown` is cancelled (what the reader checks between messages).
-    closing: AtomicBool,
-    /// The reader, woken when `shutdown` is cancelled.
-    pub(crate) reader_wake: futures::task::AtomicWaker,
-    /// The writer is done and the write side shut (or given up on).
-    pub(crate) finished: CancellationToken,
+    /// What runs: the reader, the handlers, the writer (one state machine, see
+    /// [`Lifecycle`]).
+    pub(crate) lifecycle: Lifecycle,
     /// Messages read but not yet taken by the dispatcher.
     pub(crate) queued: AtomicUsize,
     /// Bytes held for the peer's input not yet taken: messages read but not yet taken by the
@@ -68,12 +56,7 @@ impl Shared {
             seam,
             inbound: Mutex::new(HashMap::default()),
             inbound_len: std::sync::atomic::AtomicUsize::new(0),
-            handlers: CancellationToken::new(),
-            handlers_cancelled: AtomicBool::new(false),
-            shutdown: CancellationToken::new(),
-            closing: AtomicBool::new(false),
-            reader_wake: futures::task::AtomicWaker::new(),
-            finished: CancellationToken::new(),
+            lifecycle: Lifecycle::new(),
             queued: AtomicUsize::new(0),
             queued_bytes: AtomicUsize::new(0),
             space: Notify::new(),
@@ -105,9 +88,8 @@ impl Shared {
     /// The writer is done: nothing more can be sent, so stop everything still running.
     pub(crate) fn finish(&self) {
         self.outbound.finish();
-        self.cancel_handlers();
+        self.lifecycle.finish();
         self.space.notify_waiters();
-        self.finished.cancel();
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
@@ -137,13 +119,12 @@ impl Shared {
         self.pending.close(&reason);
         // No `next` or progress report can arrive any more (after an EOF neither).
         self.seam.close(&reason);
-        if !drain {
+        if drain {
+            self.lifecycle.peer_ended();
+        } else {
             self.outbound.close();
-            self.cancel_handlers();
+            self.lifecycle.close();
         }
-        self.closing.store(true, Ordering::SeqCst);
-        self.shutdown.cancel();
-        self.reader_wake.wake();
         self.space.notify_waiters();
     }
 
@@ -165,18 +146,12 @@ impl Shared {
 
     /// The connection is closing: the reader stops.
     pub(crate) fn is_closing(&self) -> bool {
-        self.closing.load(Ordering::SeqCst)
-    }
-
-    /// Fire every inbound request's cancellation token and stop dispatching.
-    pub(crate) fn cancel_handlers(&self) {
-        self.handlers_cancelled.store(true, Ordering::SeqCst);
-        self.handlers.cancel();
+        self.lifecycle.is_stopped()
     }
 
     /// The handlers' token is cancelled (the connection ended).
     pub(crate) fn handlers_cancelled(&self) -> bool {
-        self.handlers_cancelled.load(Ordering::SeqCst)
+        self.lifecycle.handlers_cancelled()
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
