@@ -94,7 +94,7 @@ impl Lane {
         // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it at
         // once.
         let queued = |item: &Inbound| {
-            shared.queued.fetch_add(1, Ordering::AcqRel);
+            shared.read_ahead.queued_one();
             shared.hold_inbound(item.held_bytes());
             if let Inbound::Request { slot, .. } = item {
                 slot.register();
@@ -212,9 +212,7 @@ impl Lane {
                 d.shared.settle.set_handled(self.taken.load(Ordering::Acquire));
             }
             while let Some(item) = self.turns.next() {
-                if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
-                    d.shared.space.notify_one();
-                }
+                d.shared.read_ahead.took_one(read_ahead);
                 d.shared.release_inbound(item.held_bytes());
                 let taken = self.taken.load(Ordering::Acquire) + 1;
                 self.taken.store(taken, Ordering::Release);

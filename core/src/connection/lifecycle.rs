@@ -164,3 +164,40 @@ mod tests {
         assert_eq!(l.state.load(Ordering::SeqCst), FINISHED);
     }
 }
+
+/// The reader's stop, every interleaving (`scripts/loom.sh`): the reader registers and checks
+/// between messages while another task ends the connection; it is always woken (loom fails a
+/// model whose threads all block) and sees the state the end announced.
+#[cfg(all(test, jsonrpc_duplex_loom))]
+mod loom_tests {
+    use std::sync::Arc;
+    use std::task::Poll;
+
+    use super::*;
+
+    fn model(end: fn(&Lifecycle)) {
+        loom::model(move || {
+            let l = Arc::new(Lifecycle::new());
+            let ender = {
+                let l = l.clone();
+                loom::thread::spawn(move || end(&l))
+            };
+            loom::future::block_on(std::future::poll_fn(|cx| {
+                l.register_reader(cx.waker());
+                if l.is_stopped() { Poll::Ready(()) } else { Poll::Pending }
+            }));
+            ender.join().unwrap();
+            assert!(l.is_stopped());
+        });
+    }
+
+    #[test]
+    fn loom_lifecycle_the_reader_is_woken_by_the_end() {
+        model(Lifecycle::close);
+    }
+
+    #[test]
+    fn loom_lifecycle_the_reader_is_woken_by_the_peers_eof() {
+        model(Lifecycle::peer_ended);
+    }
+}

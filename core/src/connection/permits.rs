@@ -7,37 +7,42 @@
 //! compare-and-swap loop, giving it back one `fetch_sub`: a request that finishes in its first
 //! poll costs two atomic operations.
 //!
-//! Only the dispatcher task ever waits for a permit, so a single registered waker is enough:
+//! Only the dispatcher task ever waits for a permit, so one registered waker is enough, and the
+//! announcement that it waits is a bit of the same word ([`WAITING`]): the waiter's last check
+//! and its announcement are one read-modify-write, and so is a release and its look at the
+//! announcement, so the two are ordered by the word itself (no fence, no second atomic):
 //!
 //! | state | event | next |
 //! |---|---|---|
 //! | not waiting | [`Permits::try_take`] fits | not waiting (a permit is out) |
-//! | not waiting | `take` finds no room: registers its waker, raises `waiting`, checks again | waiting, or not waiting with a permit if the second check fits |
-//! | waiting | a permit is given back ([`Permits::give`]) | woken: `take` checks again |
+//! | not waiting | `take` finds no room: registers its waker, then in one step takes a permit if one fits now, or sets `WAITING` | not waiting with a permit, or waiting |
+//! | waiting | a permit is given back ([`Permits::give`]: `fetch_sub`, which returns `WAITING`) | woken: `take` checks again |
+//! | waiting | a permit is taken (the waiter's check, or the lane's next owner) | not waiting |
 //!
 //! What this guarantees (checked by `loom_permits_*` below, on `crate::sync`'s primitives): the
-//! counts never go over their limits except for a lone request; a waiting dispatcher is always
-//! woken once room is made (a permit given back between its check and its wait raises no lost
-//! wake-up: it registers and announces itself before the second check, and `give` reads the
-//! announcement after its `fetch_sub`, both sequentially consistent).
+//! counts never go over their limits except for a lone request, and a waiting dispatcher is
+//! always woken once room is made.
 
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::sync::{AtomicBool, AtomicU64, AtomicWaker, Ordering};
+use crate::sync::{AtomicU64, AtomicWaker, Ordering};
 
 /// Bits of the word that count KiB (up to 1 PiB); the count of requests is above them.
 const KIB_BITS: u32 = 40;
 const ONE_REQUEST: u64 = 1 << KIB_BITS;
+const KIB_MASK: u64 = ONE_REQUEST - 1;
+/// The top bit: the dispatcher task waits for a permit.
+const WAITING: u64 = 1 << 63;
+/// Most requests counted (the count stays below [`WAITING`]).
+const MAX_REQUESTS: u64 = 1 << 22;
 
 /// The in-flight request limit, in requests and in the KiB of their params (see the module).
 pub(crate) struct Permits {
     in_use: AtomicU64,
     max: u64,
     max_kib: u64,
-    /// The dispatcher task waits for a permit.
-    waiting: AtomicBool,
     /// The dispatcher task, while it waits.
     waker: AtomicWaker,
 }
@@ -46,9 +51,8 @@ impl Permits {
     pub(crate) fn new(max: usize, max_bytes: usize) -> Self {
         Permits {
             in_use: AtomicU64::new(0),
-            max: (max as u64).clamp(1, (u64::MAX >> KIB_BITS) - 1),
-            max_kib: (max_bytes as u64).div_ceil(1024).clamp(1, ONE_REQUEST - 1),
-            waiting: AtomicBool::new(false),
+            max: (max as u64).clamp(1, MAX_REQUESTS),
+            max_kib: (max_bytes as u64).div_ceil(1024).clamp(1, KIB_MASK),
             waker: AtomicWaker::new(),
         }
     }
@@ -58,15 +62,19 @@ impl Permits {
         ONE_REQUEST + (bytes as u64).div_ceil(1024).clamp(1, self.max_kib)
     }
 
+    /// The word with a request of `weight` more, if it may start now (and the waiting bit
+    /// cleared: whoever takes a permit is the lane's owner, who is not waiting any more).
+    fn with(&self, n: u64, weight: u64) -> Option<u64> {
+        let (running, kib) = ((n & !WAITING) >> KIB_BITS, n & KIB_MASK);
+        let fits = running < self.max && kib + (weight & KIB_MASK) <= self.max_kib;
+        (running == 0 || fits).then_some((n & !WAITING) + weight)
+    }
+
     /// A permit for a request whose params take `bytes`, if it may start now.
     pub(crate) fn try_take(self: &Arc<Self>, bytes: usize) -> Option<Permit<'_>> {
         let weight = self.weight(bytes);
         self.in_use
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                let (running, kib) = (n >> KIB_BITS, n & (ONE_REQUEST - 1));
-                let fits = running < self.max && kib + (weight & (ONE_REQUEST - 1)) <= self.max_kib;
-                (running == 0 || fits).then_some(n + weight)
-            })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| self.with(n, weight))
             .ok()
             .map(|_| Permit(self, weight))
     }
@@ -80,23 +88,21 @@ impl Permits {
         if let Some(permit) = self.try_take(bytes) {
             return Poll::Ready(permit);
         }
-        // Registered and announced before the second check: a permit given back from here on
-        // wakes this task.
+        // Registered before the last check, which is one step with the announcement: a permit
+        // given back after it sees `WAITING` and wakes this task.
         self.waker.register(cx.waker());
-        self.waiting.store(true, Ordering::SeqCst);
-        match self.try_take(bytes) {
-            Some(permit) => {
-                self.waiting.store(false, Ordering::Relaxed);
-                Poll::Ready(permit)
-            }
-            None => Poll::Pending,
-        }
+        let weight = self.weight(bytes);
+        let mut took = false;
+        let _ = self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            let next = self.with(n, weight);
+            took = next.is_some();
+            Some(next.unwrap_or(n | WAITING))
+        });
+        if took { Poll::Ready(Permit(self, weight)) } else { Poll::Pending }
     }
 
     fn give(&self, weight: u64) {
-        self.in_use.fetch_sub(weight, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) {
-            self.waiting.store(false, Ordering::Relaxed);
+        if self.in_use.fetch_sub(weight, Ordering::AcqRel) & WAITING != 0 {
             self.waker.wake();
         }
     }
@@ -104,8 +110,8 @@ impl Permits {
     /// The requests running and the KiB they hold (for the models).
     #[cfg(all(test, jsonrpc_duplex_loom))]
     fn counts(&self) -> (u64, u64) {
-        let n = self.in_use.load(Ordering::SeqCst);
-        (n >> KIB_BITS, n & (ONE_REQUEST - 1))
+        let n = self.in_use.load(Ordering::SeqCst) & !WAITING;
+        (n >> KIB_BITS, n & KIB_MASK)
     }
 }
 

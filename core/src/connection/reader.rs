@@ -352,8 +352,7 @@ impl Reader {
             Incoming::Request { id, method, params } => {
                 // Every request that may still be unanswered is in the map by now (see
                 // `ReplySlot::register`); while it is empty, no lock is needed to know.
-                let reused =
-                    self.shared.inbound_len.load(Ordering::Acquire) > 0 && self.shared.inbound_map().contains_key(&id);
+                let reused = self.shared.in_flight.contains(&id);
                 if reused {
                     tracing::warn!(
                         target: crate::LOG_TARGET,
@@ -410,7 +409,7 @@ impl Reader {
             );
             return;
         };
-        let slot = self.shared.inbound_map().get(&id).cloned();
+        let slot = self.shared.in_flight.get(&id);
         match slot {
             Some(slot) if slot.never_cancelled() => {
                 tracing::warn!(target: crate::LOG_TARGET, %id, ?reason, "cancellation of a request the protocol forbids cancelling (ignored)");
@@ -474,8 +473,7 @@ impl Reader {
                 // read-ahead itself, where the reader would simply pause).
                 let max = limits.max_buffered_inbound.max(limits.read_ahead.max(1));
                 let max_bytes = limits.max_buffered_inbound_bytes.max(limits.read_ahead_bytes.max(1));
-                let (queued, bytes) =
-                    (self.shared.queued.load(Ordering::Acquire), self.shared.queued_bytes.load(Ordering::Acquire));
+                let (queued, bytes) = self.shared.read_ahead.counts();
                 if queued >= max || bytes >= max_bytes {
                     let what = if queued >= max {
                         format!("more than {max} messages")
@@ -492,7 +490,7 @@ impl Reader {
             }
             // About to wait: what is held must go out first (the peer may wait for it).
             self.hold.release(&self.shared.outbound);
-            let space = self.shared.space.notified();
+            let space = self.shared.read_ahead.space().notified();
             let call_started = self.shared.pending.call_started.notified();
             tokio::pin!(space, call_started);
             space.as_mut().enable();

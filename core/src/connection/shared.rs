@@ -1,20 +1,18 @@
 //! State shared by the handle, the reader, the dispatcher, the writer and reply handles.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::config::Config;
+use super::in_flight::InFlight;
 use super::lifecycle::Lifecycle;
 use super::outbound::Outbound;
 use super::pending::Pending;
+use super::read_ahead::ReadAhead;
 use super::trace::Quoted;
 use super::{ChildExit, CloseKind, CloseReason};
-use crate::handler::ReplySlot;
-use crate::message::Id;
-use crate::util::hash::PeerBuild;
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -23,21 +21,13 @@ pub(crate) struct Shared {
     pub(crate) outbound: Outbound,
     /// The features plugged into this connection (streams, progress) and what it keeps for them.
     pub(crate) seam: super::seam::Seam,
-    /// Inbound requests not answered yet, by the peer's id (for cancellation).
-    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, PeerBuild>>,
-    /// The map's size (stored under its lock): the reader's duplicate check skips the lock
-    /// while nothing is in flight.
-    pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
+    /// The peer's requests not answered yet, by their ids (for cancellation).
+    pub(crate) in_flight: InFlight,
     /// What runs: the reader, the handlers, the writer (one state machine, see
     /// [`Lifecycle`]).
     pub(crate) lifecycle: Lifecycle,
-    /// Messages read but not yet taken by the dispatcher.
-    pub(crate) queued: AtomicUsize,
-    /// Bytes held for the peer's input not yet taken: messages read but not yet taken by the
-    /// dispatcher, progress reports not yet taken by their receivers (see [`Shared::hold_inbound`]).
-    pub(crate) queued_bytes: AtomicUsize,
-    /// Signalled when the dispatcher takes a message (room for a paused reader).
-    pub(crate) space: Notify,
+    /// How far the reader has read ahead of dispatch, in messages and bytes.
+    pub(crate) read_ahead: ReadAhead,
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
     pub(crate) settle: super::settle::Settle,
     reason: watch::Sender<Option<CloseReason>>,
@@ -54,20 +44,13 @@ impl Shared {
             pending,
             outbound,
             seam,
-            inbound: Mutex::new(HashMap::default()),
-            inbound_len: std::sync::atomic::AtomicUsize::new(0),
+            in_flight: InFlight::default(),
             lifecycle: Lifecycle::new(),
-            queued: AtomicUsize::new(0),
-            queued_bytes: AtomicUsize::new(0),
-            space: Notify::new(),
+            read_ahead: ReadAhead::default(),
             settle: Default::default(),
             reason: watch::Sender::new(None),
             child_exit: OnceLock::new(),
         }
-    }
-
-    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, PeerBuild>> {
-        self.inbound.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// End the connection (the first reason wins): fail pending calls, cancel handlers, stop
@@ -89,7 +72,7 @@ impl Shared {
     pub(crate) fn finish(&self) {
         self.outbound.finish();
         self.lifecycle.finish();
-        self.space.notify_waiters();
+        self.read_ahead.space().notify_waiters();
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
@@ -125,7 +108,7 @@ impl Shared {
             self.outbound.close();
             self.lifecycle.close();
         }
-        self.space.notify_waiters();
+        self.read_ahead.space().notify_waiters();
     }
 
     /// The child process behind the connection has ended: the reason says how, from now on (and
@@ -185,25 +168,19 @@ impl Shared {
 
     /// `bytes` of the peer's input are held until dispatch or a progress receiver takes them.
     pub(crate) fn hold_inbound(&self, bytes: usize) {
-        self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+        self.read_ahead.hold(bytes);
     }
 
     /// `bytes` held by [`Shared::hold_inbound`] were taken: a reader paused on the byte
     /// read-ahead may go on.
     pub(crate) fn release_inbound(&self, bytes: usize) {
-        let before = self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
-        let limit = self.config.limits.read_ahead_bytes.max(1);
-        if before >= limit && before - bytes < limit {
-            self.space.notify_one();
-        }
+        self.read_ahead.release(bytes, self.config.limits.read_ahead_bytes.max(1));
     }
 
     /// The reader has read as far ahead of dispatch as it may without a reason to read on (in
     /// messages or in bytes).
     pub(crate) fn read_ahead_full(&self) -> bool {
-        let limits = &self.config.limits;
-        self.queued.load(Ordering::Acquire) >= limits.read_ahead.max(1)
-            || self.queued_bytes.load(Ordering::Acquire) >= limits.read_ahead_bytes.max(1)
+        self.read_ahead.full(&self.config.limits)
     }
 
     /// Quote peer input in a log line of this connection (see [`Tracer::quote`](super::trace::Tracer::quote)).
