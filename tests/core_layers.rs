@@ -308,7 +308,7 @@ impl Graph {
     fn of(sources: &Sources) -> Graph {
         let modules: BTreeMap<Vec<String>, String> =
             sources.iter().map(|(rel, _)| (module_of(rel), rel.clone())).collect();
-        let file_of = |segs: &[String]| (0..=segs.len()).rev().find_map(|k| modules.get(&segs[..k].to_vec())).cloned();
+        let file_of = |segs: &[String]| (0..=segs.len()).rev().find_map(|k| modules.get(&segs[..k])).cloned();
         let mut edges = BTreeMap::new();
         for (rel, text) in sources {
             let here = module_of(rel);

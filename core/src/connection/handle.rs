@@ -555,6 +555,17 @@ impl Handle {
     }
 }
 
+impl Handle {
+    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
+    pub(crate) fn extension<E: super::Extension>(&self) -> Arc<E> {
+        match self.shared.seam.get::<E>() {
+            Some(extension) => extension,
+            // `Builder::default` plugs every feature of the crate into every connection.
+            None => unreachable!("a feature missing from a connection"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::value::RawValue;
@@ -617,17 +628,6 @@ mod tests {
                     "{what}: a cancellation went out for an answered request: {next}"
                 );
             }
-        }
-    }
-}
-
-impl Handle {
-    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
-    pub(crate) fn extension<E: super::Extension>(&self) -> Arc<E> {
-        match self.shared.seam.get::<E>() {
-            Some(extension) => extension,
-            // `Builder::default` plugs every feature of the crate into every connection.
-            None => unreachable!("a feature missing from a connection"),
         }
     }
 }
