@@ -8,8 +8,8 @@ mod support;
 use std::time::Duration;
 
 use jsonrpc_duplex::{
-    Builder, CallOptions, CancelProtocol, CancellationToken, CloseKind, Connection, ErrorObject, Framing, Notification,
-    Profile, Request, Responder, Router,
+    Builder, CallOptions, CancelProtocol, CancellationToken, CloseKind, Connection, EnumeratorProtocol, ErrorObject,
+    Framing, Notification, Profile, Request, Responder, Router,
 };
 use serde_json::json;
 use support::logs::capture_logs;
@@ -70,6 +70,80 @@ async fn lsp_and_plain_profiles_are_content_length_with_lsp_cancellation() {
         let (id, code, _) = within(peer.recv_error()).await;
         assert_eq!((id, code), (json!(1), -32800));
     }
+}
+
+/// A protocol of the user's own: lines, `acme/cancel {"call": id}` never answered, streams
+/// pulled with `acme/next`.
+fn acme() -> Profile {
+    let mut cancel = CancelProtocol::new("acme/cancel", "call");
+    cancel.answers_cancelled = false;
+    Profile::new("ACME")
+        .with_framing(Framing::NewlineDelimited)
+        .with_cancel(cancel)
+        .with_enumerator(EnumeratorProtocol::new("acme/next", "acme/abort"))
+}
+
+#[tokio::test]
+async fn a_user_built_profile_sets_its_framing_and_its_spellings() {
+    let (tx, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
+    let router = Router::new()
+        .method("slow", move |(): (), ctx: jsonrpc_duplex::RequestContext| {
+            let tx = tx.clone();
+            async move {
+                ctx.cancellation().cancelled().await;
+                let _ = tx.send(());
+                Ok::<_, ErrorObject>(())
+            }
+        })
+        .method("ping", |(): (), _| async { Ok::<_, ErrorObject>("pong") });
+    let (conn, mut peer) = start(Connection::builder().profile(acme()).serve(router), Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":3,"method":"slow"}"#).await;
+    peer.send(r#"{"jsonrpc":"2.0","method":"acme/cancel","params":{"call":3}}"#).await;
+    within(cancelled.recv()).await.expect("the handler's token fired");
+    // Not answered (`answers_cancelled = false`): the next answer is the ping's.
+    peer.send(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":4,"result":"pong"})).await;
+    // `$/cancelRequest` means nothing under this profile: it is an unknown notification.
+    peer.send(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":4}}"#).await;
+    // The profile's enumerator spelling is served by the connection (a token nobody offered:
+    // -32001), StreamJsonRpc's is an unknown method.
+    peer.send(r#"{"jsonrpc":"2.0","id":5,"method":"acme/next","params":{"token":99}}"#).await;
+    let (id, code, _) = within(peer.recv_error()).await;
+    assert_eq!((id, code), (json!(5), -32001));
+    peer.send(r#"{"jsonrpc":"2.0","id":6,"method":"$/enumerator/next","params":{"token":99}}"#).await;
+    let (id, code, _) = within(peer.recv_error()).await;
+    assert_eq!((id, code), (json!(6), -32601));
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test]
+async fn a_route_for_a_user_built_profiles_names_is_refused() {
+    for taken in ["acme/cancel", "acme/next"] {
+        let router = Router::new().method(taken, |_: serde_json::Value, _| async { Ok::<_, ErrorObject>(()) });
+        let (conn, _peer) = start(Connection::builder().profile(acme()).serve(router), Framing::NewlineDelimited);
+        let reason = within(conn.closed()).await;
+        assert_eq!(reason.kind, CloseKind::FatalError);
+        assert!(reason.message.contains(&format!("{taken:?}")), "{reason}");
+    }
+}
+
+#[test]
+fn the_presets_are_built_from_the_names_in_one_place() {
+    use jsonrpc_duplex::names;
+    let mcp = Profile::mcp();
+    assert_eq!((mcp.cancel.method.as_ref(), mcp.progress.method.as_ref()), (names::cancel::MCP, names::progress::MCP));
+    assert_eq!(mcp.progress.request_token.as_deref(), Some(names::progress::MCP_REQUEST_TOKEN));
+    assert_eq!(Profile::lsp().progress.request_token.as_deref(), Some(names::progress::LSP_WORK_DONE_TOKEN));
+    assert_eq!(Profile::acp().cancel.method, names::cancel::ACP);
+    for p in Profile::presets() {
+        assert_eq!(
+            (p.enumerator.next.as_ref(), p.enumerator.abort.as_ref()),
+            (names::enumerator::NEXT, names::enumerator::ABORT)
+        );
+        // Every cancellation a preset speaks is a name `#[rpc]` refuses to declare.
+        assert_eq!(names::handled(&p.cancel.method), Some(names::Handled::Cancellation), "{}", p.name());
+    }
+    assert_eq!(Profile::new("X").cancel, Profile::json_rpc().cancel);
 }
 
 #[tokio::test]

@@ -3,6 +3,9 @@
 //! view, `show` (text, summary, HTML) and `replay`.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use jsonrpc_duplex_core::{CancelProtocol, Profile, ProgressProtocol, names};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -228,12 +231,21 @@ impl Conversation {
 
     fn notification(&mut self, from: Side, method: String, params: Option<&RawValue>, event: Event) -> Event {
         let params = params.and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
-        let note = match (method.as_str(), &params) {
-            ("$/cancelRequest", Some(p)) => self.cancel(from, p.get("id")),
-            ("$/cancel_request" | "notifications/cancelled", Some(p)) => self.cancel(from, p.get("requestId")),
-            ("$/progress", Some(p)) => Some(self.progress(p.get("token"), lsp_progress(p.get("value")))),
-            ("notifications/progress", Some(p)) => Some(self.progress(p.get("progressToken"), mcp_progress(p))),
-            _ => None,
+        // The spellings of every protocol the core knows (`Profile::presets`), whichever one
+        // the recorded peers speak.
+        let note = match &params {
+            Some(p) => match spelling(&method) {
+                Some(Spelling::Cancel(cancel)) => self.cancel(from, p.get(&*cancel.id_member)),
+                Some(Spelling::Progress(progress)) => {
+                    let what = match &progress.value_member {
+                        Some(member) => lsp_progress(p.get(&**member)),
+                        None => mcp_progress(p),
+                    };
+                    Some(self.progress(p.get(&*progress.token_member), what))
+                }
+                None => None,
+            },
+            None => None,
         };
         Event { kind: EventKind::Notification, method: Some(method), note, ..event }
     }
@@ -283,14 +295,31 @@ impl Conversation {
     }
 }
 
+/// What a notification's method is, in one of the protocols the core knows.
+enum Spelling {
+    Cancel(&'static CancelProtocol),
+    Progress(&'static ProgressProtocol),
+}
+
+/// The protocols the core knows, once.
+static PRESETS: LazyLock<[Profile; 4]> = LazyLock::new(Profile::presets);
+
+fn spelling(method: &str) -> Option<Spelling> {
+    let presets = &*PRESETS;
+    if let Some(p) = presets.iter().find(|p| p.cancel.method == method) {
+        return Some(Spelling::Cancel(&p.cancel));
+    }
+    presets.iter().find(|p| p.progress.method == method).map(|p| Spelling::Progress(&p.progress))
+}
+
 /// Progress tokens a request passes: LSP's `workDoneToken` and `partialResultToken`, MCP's
 /// `_meta.progressToken`, StreamJsonRpc-style `progressToken`.
 fn progress_tokens(params: &RawValue) -> Vec<String> {
     let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(params.get()) else {
         return Vec::new();
     };
-    let meta = map.get("_meta").and_then(|m| m.get("progressToken"));
-    ["workDoneToken", "partialResultToken", "progressToken"]
+    let meta = map.get(names::progress::MCP_META).and_then(|m| m.get(names::progress::MCP_TOKEN));
+    [names::progress::LSP_WORK_DONE_TOKEN, names::progress::LSP_PARTIAL_RESULT_TOKEN, names::progress::MCP_TOKEN]
         .iter()
         .filter_map(|name| map.get(*name))
         .chain(meta)

@@ -16,7 +16,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
-use jsonrpc_duplex_core::{CallOptions, CancelProtocol, CancellationToken, Connection, Error, ErrorObject, Router};
+use jsonrpc_duplex_core::{
+    CallOptions, CancelProtocol, CancellationToken, Connection, Error, ErrorObject, Profile, Router,
+};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -189,19 +191,14 @@ fn raw(value: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
+/// The cancellation of the protocol the core knows (`Profile::presets`) that spells it `method`.
 fn cancel_protocol(method: &str) -> Option<CancelProtocol> {
-    match method {
-        "$/cancelRequest" => Some(CancelProtocol::lsp()),
-        "$/cancel_request" => Some(CancelProtocol::acp()),
-        "notifications/cancelled" => Some(CancelProtocol::mcp()),
-        _ => None,
-    }
+    Profile::presets().into_iter().map(|p| p.cancel).find(|cancel| cancel.method == method)
 }
 
 fn cancelled_id(method: &str, params: Option<&RawValue>) -> Option<String> {
     let params: Value = serde_json::from_str(params?.get()).ok()?;
-    let member = if method == "$/cancelRequest" { "id" } else { "requestId" };
-    params.get(member).map(Value::to_string)
+    params.get(&*cancel_protocol(method)?.id_member).map(Value::to_string)
 }
 
 fn find_request(steps: &[Step], wanted: &str) -> Option<usize> {

@@ -48,6 +48,9 @@ pub use framing::Framing;
 pub use handler::{
     Extensions, MethodClash, Notification, NotificationContext, Request, RequestContext, Responder, Router,
 };
+/// Every protocol spelling this crate speaks, in one place (the presets of [`Profile`],
+/// [`CancelProtocol`], [`ProgressProtocol`] and [`EnumeratorProtocol`] are built from them).
+pub use jsonrpc_duplex_names as names;
 pub use message::{ErrorObject, Id, IdNumber, codes};
 pub use profile::Profile;
 pub use progress::{Progress, ProgressProtocol, ProgressReceiver, ProgressToken, TokenInParams};

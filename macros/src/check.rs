@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use jsonrpc_duplex_names::Handled;
+
 use crate::attr::{Kind, ParamStyle};
 use crate::ctxt::Errors;
 use crate::model::{Method, NameOrigin, ReturnKind, Role, RpcTrait, Special, WireName};
@@ -15,31 +17,27 @@ const RESERVED_PREFIX: (&str, &str) = (
      `Router::new().request_raw(\"rpc.…\", ..)` next to the generated server",
 );
 
-/// Names the connection handles itself (in any profile that uses them), and what to write
-/// instead. Other `$/` names (`$/setTrace`, `$/logTrace`, `$/progress` for tokens the peer made)
-/// are the trait's to declare.
-const RESERVED: &[(&str, &str)] = &[
-    (
-        "$/cancelRequest",
-        "the connection handles cancellation itself; take a `CancellationToken` argument in the method to be \
-         cancelled, and cancel your own calls with `CallOptions::cancel`",
-    ),
-    (
-        "$/cancel_request",
-        "the connection handles cancellation itself (ACP's spelling, `Profile::acp()`); take a \
-         `CancellationToken` argument in the method to be cancelled, and cancel your own calls with \
-         `CallOptions::cancel`",
-    ),
-    (
-        "$/enumerator/next",
-        "the connection serves streams itself; return `impl Stream<Item = T> + Send` from a method, or take an \
-         `RpcStream<T>` argument",
-    ),
-    (
-        "$/enumerator/abort",
-        "the connection serves streams itself; a stream returned by a method is dropped when its consumer aborts it",
-    ),
-];
+/// What to write instead of a method the connection handles itself (the names are
+/// [`jsonrpc_duplex_names::HANDLED`], the one list the connection's presets are built from too;
+/// other `$/` names, like `$/setTrace`, `$/logTrace` or `$/progress` for tokens the peer made, are
+/// the trait's to declare).
+fn instead(handled: Handled) -> &'static str {
+    match handled {
+        Handled::Cancellation => {
+            "the connection handles cancellation itself (under the profile that spells it so: `$/cancelRequest` \
+             by default and for LSP, `$/cancel_request` for ACP, `notifications/cancelled` for MCP); take a \
+             `CancellationToken` argument in the method to be cancelled, and cancel your own calls with \
+             `CallOptions::cancel`"
+        }
+        Handled::StreamNext => {
+            "the connection serves streams itself; return `impl Stream<Item = T> + Send` from a method, or take an \
+             `RpcStream<T>` argument"
+        }
+        Handled::StreamAbort => {
+            "the connection serves streams itself; a stream returned by a method is dropped when its consumer aborts it"
+        }
+    }
+}
 
 /// Inherent methods of the generated client, which a trait method of the same name would clash with.
 const CLIENT_METHODS: &[&str] = &["new", "handle", "options", "with_options"];
@@ -192,7 +190,8 @@ fn check_name(name: &WireName, errors: &mut Errors) {
     if name.value.starts_with(prefix) {
         errors.at(name.span, format_args!("reserved method name{derived}: {why}"));
     }
-    if let Some((reserved, instead)) = RESERVED.iter().find(|(reserved, _)| *reserved == name.value) {
+    if let Some(handled) = jsonrpc_duplex_names::handled(&name.value) {
+        let (reserved, instead) = (&name.value, instead(handled));
         errors.at(name.span, format_args!("`{reserved}` is never routed to a trait{derived}: {instead}"));
     }
 }

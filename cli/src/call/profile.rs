@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use jsonrpc_duplex_core::names::lifecycle;
 use jsonrpc_duplex_core::{CallOptions, CancelProtocol, Error, Framing, Handle};
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -22,21 +23,24 @@ pub(crate) enum Profile {
 }
 
 impl Profile {
+    /// The protocol's wire conventions, as the core spells them.
+    pub(crate) fn wire(self) -> jsonrpc_duplex_core::Profile {
+        match self {
+            Profile::Plain => jsonrpc_duplex_core::Profile::json_rpc(),
+            Profile::Lsp => jsonrpc_duplex_core::Profile::lsp(),
+            Profile::Mcp => jsonrpc_duplex_core::Profile::mcp(),
+            Profile::Acp => jsonrpc_duplex_core::Profile::acp(),
+        }
+    }
+
     /// The protocol's framing.
     pub(crate) fn framing(self) -> Framing {
-        match self {
-            Profile::Plain | Profile::Lsp => Framing::ContentLength,
-            Profile::Mcp | Profile::Acp => Framing::NewlineDelimited,
-        }
+        self.wire().framing
     }
 
     /// How the protocol spells cancellation.
     pub(crate) fn cancel(self) -> CancelProtocol {
-        match self {
-            Profile::Plain | Profile::Lsp => CancelProtocol::lsp(),
-            Profile::Mcp => CancelProtocol::mcp(),
-            Profile::Acp => CancelProtocol::acp(),
-        }
+        self.wire().cancel
     }
 
     /// The `initialize` params this tool sends by default.
@@ -87,16 +91,16 @@ impl Profile {
         let Some(default) = self.default_init() else { return Ok(None) };
         let options = CallOptions::new().timeout(timeout);
         let result = match &init {
-            Some(init) => peer.request_raw("initialize", init, options).await,
-            None => peer.request_raw("initialize", &default, options).await,
+            Some(init) => peer.request_raw(lifecycle::INITIALIZE, init, options).await,
+            None => peer.request_raw(lifecycle::INITIALIZE, &default, options).await,
         }
         .map_err(|e| match e {
             Error::Remote(error) => format!("the server refused `initialize`: {} {}", error.code, error.message),
             other => format!("`initialize` failed: {other}"),
         })?;
         let initialized = match self {
-            Profile::Lsp => Some("initialized"),
-            Profile::Mcp => Some("notifications/initialized"),
+            Profile::Lsp => Some(lifecycle::LSP_INITIALIZED),
+            Profile::Mcp => Some(lifecycle::MCP_INITIALIZED),
             Profile::Acp | Profile::Plain => None,
         };
         if let Some(method) = initialized {
@@ -110,8 +114,8 @@ impl Profile {
     pub(crate) async fn close(self, peer: &Handle, timeout: Duration) {
         if self == Profile::Lsp {
             let options = CallOptions::new().timeout(timeout);
-            if peer.request_raw("shutdown", &(), options).await.is_ok() {
-                let _ = peer.notify("exit", ()).await;
+            if peer.request_raw(lifecycle::LSP_SHUTDOWN, &(), options).await.is_ok() {
+                let _ = peer.notify(lifecycle::LSP_EXIT, ()).await;
             }
         }
     }

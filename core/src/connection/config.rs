@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jsonrpc_duplex_names as names;
+
 use crate::framing::{FrameLimits, Framing};
 
 /// How a protocol spells request cancellation.
@@ -62,8 +64,8 @@ impl CancelProtocol {
     /// LSP / StreamJsonRpc / vscode-jsonrpc: `$/cancelRequest {"id"}`.
     pub fn lsp() -> Self {
         CancelProtocol {
-            method: "$/cancelRequest".into(),
-            id_member: "id".into(),
+            method: names::cancel::LSP.into(),
+            id_member: names::cancel::LSP_ID.into(),
             answers_cancelled: true,
             send_reason: false,
             never_cancelled: Vec::new(),
@@ -72,8 +74,8 @@ impl CancelProtocol {
     /// ACP: `$/cancel_request {"requestId"}`.
     pub fn acp() -> Self {
         CancelProtocol {
-            method: "$/cancel_request".into(),
-            id_member: "requestId".into(),
+            method: names::cancel::ACP.into(),
+            id_member: names::cancel::ACP_ID.into(),
             answers_cancelled: true,
             send_reason: false,
             never_cancelled: Vec::new(),
@@ -83,11 +85,11 @@ impl CancelProtocol {
     /// answered, and `initialize` is never cancelled.
     pub fn mcp() -> Self {
         CancelProtocol {
-            method: "notifications/cancelled".into(),
-            id_member: "requestId".into(),
+            method: names::cancel::MCP.into(),
+            id_member: names::cancel::MCP_ID.into(),
             answers_cancelled: false,
             send_reason: true,
-            never_cancelled: vec!["initialize".into()],
+            never_cancelled: names::cancel::MCP_NEVER_CANCELLED.iter().map(|m| Cow::Borrowed(*m)).collect(),
         }
     }
 
@@ -327,7 +329,7 @@ impl Limits {
 #[derive(Clone)]
 pub(crate) struct Config {
     /// The name of the profile in force, for messages (`"JSON-RPC"` without one).
-    pub(crate) profile: Option<&'static str>,
+    pub(crate) profile: Option<Cow<'static, str>>,
     pub(crate) framing: Framing,
     pub(crate) limits: Limits,
     pub(crate) cancel: CancelProtocol,
@@ -372,7 +374,7 @@ impl Config {
     /// Take a profile's conventions, except those set one by one.
     pub(crate) fn apply_profile(
         &mut self,
-        name: &'static str,
+        name: Cow<'static, str>,
         framing: Framing,
         cancel: CancelProtocol,
         explicit: Explicit,
@@ -387,7 +389,7 @@ impl Config {
     }
 
     /// The profile's name, for messages.
-    pub(crate) fn profile_name(&self) -> &'static str {
-        self.profile.unwrap_or("JSON-RPC")
+    pub(crate) fn profile_name(&self) -> &str {
+        self.profile.as_deref().unwrap_or("JSON-RPC")
     }
 }

@@ -16,15 +16,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use serde_json::value::RawValue;
-use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 use super::lane::{Handoff, LaneTurns, Offered};
+use super::permits::{Permit, Permits};
 use super::shared::Shared;
 use crate::handler::{
     Host, Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised,
@@ -71,106 +71,6 @@ pub(crate) struct Dispatcher {
     pub(crate) unknown: super::unknown::UnknownNotifications,
 }
 
-/// The in-flight request limit, in requests and in the bytes of their params: one word, taken
-/// without a lock (a request that finishes in its first poll costs two atomic operations). Only
-/// the dispatcher task ever waits for a permit.
-///
-/// The word holds the requests running (above [`KIB_BITS`]) and the KiB their params held when
-/// they were read (below). A request may start while both are within their limits, or when none
-/// runs (one always may, however large).
-pub(crate) struct Permits {
-    in_use: AtomicU64,
-    max: u64,
-    max_kib: u64,
-    /// The dispatcher task waits for a permit.
-    waiting: AtomicBool,
-    freed: Notify,
-}
-
-/// Bits of [`Permits::in_use`] that count KiB (up to 1 PiB); the count is above them.
-const KIB_BITS: u32 = 40;
-const ONE_REQUEST: u64 = 1 << KIB_BITS;
-
-impl Permits {
-    pub(crate) fn new(max: usize, max_bytes: usize) -> Self {
-        Permits {
-            in_use: AtomicU64::new(0),
-            max: (max as u64).clamp(1, (u64::MAX >> KIB_BITS) - 1),
-            max_kib: (max_bytes as u64).div_ceil(1024).clamp(1, ONE_REQUEST - 1),
-            waiting: AtomicBool::new(false),
-            freed: Notify::new(),
-        }
-    }
-
-    /// What a request whose params take `bytes` counts (its KiB, at least one).
-    fn weight(&self, bytes: usize) -> u64 {
-        ONE_REQUEST + (bytes as u64).div_ceil(1024).clamp(1, self.max_kib)
-    }
-
-    fn try_take(self: &Arc<Self>, bytes: usize) -> Option<Permit<'_>> {
-        let weight = self.weight(bytes);
-        self.in_use
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                let (running, kib) = (n >> KIB_BITS, n & (ONE_REQUEST - 1));
-                let fits = running < self.max && kib + (weight & (ONE_REQUEST - 1)) <= self.max_kib;
-                (running == 0 || fits).then_some(n + weight)
-            })
-            .ok()
-            .map(|_| Permit(self, weight))
-    }
-
-    /// Wait for a permit (the dispatcher task only: one waiter at a time).
-    async fn take(self: &Arc<Self>, bytes: usize) -> Permit<'_> {
-        loop {
-            if let Some(permit) = self.try_take(bytes) {
-                return permit;
-            }
-            // Announced before the second check: a release from here on notifies (a release
-            // between the check and the wait leaves its notification stored in `freed`).
-            self.waiting.store(true, Ordering::SeqCst);
-            if let Some(permit) = self.try_take(bytes) {
-                self.waiting.store(false, Ordering::Relaxed);
-                return permit;
-            }
-            self.freed.notified().await;
-            self.waiting.store(false, Ordering::Relaxed);
-        }
-    }
-
-    fn give(&self, weight: u64) {
-        self.in_use.fetch_sub(weight, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) {
-            self.freed.notify_one();
-        }
-    }
-}
-
-/// One in-flight request's permit (and its weight), given back when dropped.
-struct Permit<'a>(&'a Arc<Permits>, u64);
-
-impl Permit<'_> {
-    /// For a handler that goes on as its own task.
-    fn owned(self) -> OwnedPermit {
-        let owned = OwnedPermit(self.0.clone(), self.1);
-        std::mem::forget(self);
-        owned
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        self.0.give(self.1);
-    }
-}
-
-struct OwnedPermit(Arc<Permits>, u64);
-
-impl Drop for OwnedPermit {
-    fn drop(&mut self) {
-        self.0.give(self.1);
-    }
-}
-
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// What became of a message the reader tried to dispatch itself.
@@ -194,7 +94,7 @@ impl Lane {
         // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it at
         // once.
         let queued = |item: &Inbound| {
-            shared.queued.fetch_add(1, Ordering::AcqRel);
+            shared.read_ahead.queued_one();
             shared.hold_inbound(item.held_bytes());
             if let Inbound::Request { slot, .. } = item {
                 slot.register();
@@ -250,9 +150,11 @@ impl Lane {
                         d.shared.settle.set_handled(taken);
                         Step::Done(None)
                     }
-                    Poll::Pending => {
-                        Step::Handoff(Handoff::Running(NotificationJob::new(name.clone(), fut, &d.shared.handlers)))
-                    }
+                    Poll::Pending => Step::Handoff(Handoff::Running(NotificationJob::new(
+                        name.clone(),
+                        fut,
+                        d.shared.lifecycle.handlers(),
+                    ))),
                 }
             }
             Inbound::Request { method, params, slot } => {
@@ -290,7 +192,7 @@ impl Lane {
         let d = &self.dispatcher;
         // Not `shutdown`: after the peer's EOF the messages already read are still dispatched
         // (the reader then stops offering).
-        let shutdown = d.shared.handlers.clone();
+        let shutdown = d.shared.lifecycle.handlers().clone();
         let read_ahead = d.shared.config.limits.read_ahead.max(1);
         // One cancellation future for the whole loop (a new one per message costs a registration).
         let stopped = shutdown.cancelled();
@@ -310,9 +212,7 @@ impl Lane {
                 d.shared.settle.set_handled(self.taken.load(Ordering::Acquire));
             }
             while let Some(item) = self.turns.next() {
-                if d.shared.queued.fetch_sub(1, Ordering::AcqRel) >= read_ahead {
-                    d.shared.space.notify_one();
-                }
+                d.shared.read_ahead.took_one(read_ahead);
                 d.shared.release_inbound(item.held_bytes());
                 let taken = self.taken.load(Ordering::Acquire) + 1;
                 self.taken.store(taken, Ordering::Release);
@@ -337,7 +237,7 @@ impl Dispatcher {
     async fn dispatch(&self, item: Inbound, taken: u64, shutdown: &CancellationToken) -> bool {
         match item {
             Inbound::Notification { method, params } => match self.notification_start(method, params, taken) {
-                Some((name, fut)) => NotificationJob::new(name.clone(), fut, &self.shared.handlers).await,
+                Some((name, fut)) => NotificationJob::new(name.clone(), fut, self.shared.lifecycle.handlers()).await,
                 None => true,
             },
             Inbound::Request { method, params, slot } => {
@@ -453,7 +353,7 @@ impl Dispatcher {
     fn request_future(&self, request: Request, responder: Responder) -> Option<HandlerFuture> {
         // Methods a feature serves are its own, whatever the router serves.
         if let Some(extension) = self.shared.seam.serving(&request.method) {
-            return Some(extension.clone().serve(&self.shared, request, responder));
+            return Some(extension.clone().serve(&*self.shared, request, responder));
         }
         match self.router.route(&request.method) {
             Some(Route::Request(f)) => Some(f(request, responder)),
@@ -475,8 +375,8 @@ impl Dispatcher {
                 None => {
                     tracing::debug!(
                         target: crate::LOG_TARGET,
-                        method = %super::trace::quote(&self.shared, &request.method),
-                        id = %super::trace::quote(&self.shared, request.id()),
+                        method = %self.shared.quote(&request.method),
+                        id = %self.shared.quote(request.id()),
                         "unknown method answered -32601"
                     );
                     responder.err(ErrorObject::method_not_found(&request.method));

@@ -518,7 +518,7 @@ impl Handle {
             // A notification handler's own handle waits only for the notifications before it
             // (waiting for itself would never end).
             let target = self.lane_seq.map_or(read_before, |seq| read_before.min(seq.saturating_sub(1)));
-            Box::pin(self.shared.settle.wait(target, &self.shared.handlers)).await;
+            Box::pin(self.shared.settle.wait(target, self.shared.lifecycle.handlers())).await;
         }
         result
     }
@@ -568,6 +568,17 @@ impl Handle {
     /// flushed, the write side is shut down.
     pub fn close(&self) {
         self.shared.close(CloseReason::new(CloseKind::LocallyClosed, "closed by this side"));
+    }
+}
+
+impl Handle {
+    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
+    pub(crate) fn extension<E: super::Extension>(&self) -> Arc<E> {
+        match self.shared.seam.get::<E>() {
+            Some(extension) => extension,
+            // `Builder::default` plugs every feature of the crate into every connection.
+            None => unreachable!("a feature missing from a connection"),
+        }
     }
 }
 

@@ -4,7 +4,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio_util::sync::CancellationToken;
 
@@ -14,27 +13,19 @@ use crate::handler::{Host, Notification, NotificationContext, ReplySlot, Request
 
 impl Host for Shared {
     fn enter(&self, slot: &Arc<ReplySlot>) {
-        let mut map = self.inbound_map();
-        if slot.mark_registered() {
-            map.insert(slot.id.clone(), slot.clone());
-            self.inbound_len.store(map.len(), Ordering::Release);
-        }
+        self.in_flight.enter(slot);
     }
 
     fn leave(&self, slot: &ReplySlot) {
-        let mut map = self.inbound_map();
-        if map.get(&slot.id).is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), slot)) {
-            map.remove(&slot.id);
-            self.inbound_len.store(map.len(), Ordering::Release);
-        }
+        self.in_flight.leave(slot);
     }
 
     fn in_flight(&self, slot: &Arc<ReplySlot>) -> bool {
-        self.inbound_map().get(&slot.id).is_some_and(|c| Arc::ptr_eq(c, slot))
+        self.in_flight.holds(slot)
     }
 
     fn handlers(&self) -> &CancellationToken {
-        &self.handlers
+        self.lifecycle.handlers()
     }
 
     fn handlers_cancelled(&self) -> bool {
@@ -54,7 +45,7 @@ impl Host for Shared {
     }
 
     fn quote(&self, value: &dyn fmt::Display) -> String {
-        super::trace::quote(self, value).to_string()
+        self.quote(value).to_string()
     }
 }
 

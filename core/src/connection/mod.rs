@@ -3,16 +3,21 @@
 mod close;
 mod config;
 mod dispatch;
+mod drain;
 mod error;
 mod frames;
 mod handle;
 mod host;
+mod in_flight;
 mod lane;
 mod layered;
+mod lifecycle;
 mod messages;
 mod outbound;
 mod peer_info;
 mod pending;
+mod permits;
+mod read_ahead;
 mod reader;
 mod seam;
 mod settle;
@@ -48,7 +53,7 @@ pub(crate) use dispatch::HELD_OVERHEAD;
 pub(crate) use frames::InMessage;
 pub(crate) use outbound::SharedRefused;
 pub(crate) use reader::EofReason;
-pub(crate) use seam::{Bound, Extension, Feature, Features, Phase, Take, Unbound, registry};
+pub(crate) use seam::{Bound, Extension, Feature, Features, Link, Phase, Take, Unbound, registry};
 
 use self::config::Config;
 use self::dispatch::{Dispatcher, Lane};
@@ -132,7 +137,12 @@ impl Builder {
 
     /// A profile's framing and cancellation, except those set one by one (its features'
     /// conventions are theirs to apply).
-    pub(crate) fn apply_profile(mut self, name: &'static str, framing: Framing, cancel: CancelProtocol) -> Self {
+    pub(crate) fn apply_profile(
+        mut self,
+        name: std::borrow::Cow<'static, str>,
+        framing: Framing,
+        cancel: CancelProtocol,
+    ) -> Self {
         self.config.apply_profile(name, framing, cancel, self.explicit);
         self
     }
@@ -389,7 +399,7 @@ impl Builder {
         let done = CancellationToken::new();
         let limits = &shared.config.limits;
         let permits =
-            Arc::new(dispatch::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
+            Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
         if let Some(refused) = shadowed_route(&router, &shared) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
@@ -405,7 +415,7 @@ impl Builder {
         let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
         tracker.spawn(reader.run(frames, eof_reason));
         tracker.spawn(lane.run());
-        tokio::spawn(outbound::run_writer(outbound::Drain::new(shared.clone(), tracker), done.clone()));
+        tokio::spawn(drain::run_writer(drain::Drain::new(shared.clone(), tracker), done.clone()));
         (Connection { handle, done, transport_done: None }, shared)
     }
 }

@@ -1,13 +1,13 @@
 //! Where replies are matched to calls: our outbound request ids → the waiting callers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Mutex;
 
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, oneshot};
 
 use super::{CloseReason, Error};
 use crate::message::ErrorObject;
+use crate::sync::{Mutex, MutexGuard};
 use crate::util::hash::IdBuild;
 
 /// What a waiting call receives: the answer, and how many inbound messages had been handed to
@@ -49,17 +49,17 @@ pub(crate) struct Pending {
 impl Pending {
     pub(crate) fn new(max_pending_calls: usize) -> Self {
         Pending {
-            inner: Mutex::default(),
+            inner: Mutex::new(Inner::default()),
             call_started: Notify::new(),
             max: max_pending_calls.max(1),
             slot_freed: Notify::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock cannot leave the maps inconsistent (every critical
         // section is a single map operation), so a poisoned lock is still usable.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Register our call `id` unless [`Limits::max_pending_calls`](super::Limits) calls await
@@ -168,5 +168,88 @@ impl Pending {
         for (_, tx) in calls {
             let _ = tx.send((Err(Error::ConnectionLost(reason.clone())), 0));
         }
+    }
+}
+
+/// The table's races, every interleaving of its lock (the `loom_` models, `scripts/loom.sh`):
+/// an answer against the caller giving up, the connection's end against an answer and a new
+/// call on a full table. The answers travel in tokio's `oneshot` and the slot waits in tokio's
+/// `Notify`, which loom does not explore (their own tests cover them); what is checked is that
+/// the table hands each call exactly one outcome and never holds more calls than its limit.
+#[cfg(all(test, jsonrpc_duplex_loom))]
+mod loom_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::connection::CloseKind;
+
+    fn answer() -> Result<Box<RawValue>, ErrorObject> {
+        Ok(RawValue::from_string("1".to_owned()).unwrap())
+    }
+
+    #[test]
+    fn loom_pending_an_answer_races_the_caller_giving_up() {
+        loom::model(|| {
+            let pending = Arc::new(Pending::new(4));
+            let mut rx = pending.try_register(0).unwrap().unwrap();
+            let reader = {
+                let pending = pending.clone();
+                loom::thread::spawn(move || pending.complete(0, answer(), 0))
+            };
+            let gave_up = pending.abandon(0);
+            let delivery = reader.join().unwrap();
+            let got = rx.try_recv();
+            if gave_up {
+                // The late answer is absorbed; the caller never sees it.
+                assert_eq!(delivery, Delivery::Abandoned);
+                assert!(got.is_err());
+            } else {
+                // The answer was read first: the caller must take it from its receiver.
+                assert_eq!(delivery, Delivery::Delivered);
+                assert_eq!(got.expect("the answer").0.expect("a result").get(), "1");
+            }
+            assert_eq!(pending.len(), 0);
+        });
+    }
+
+    #[test]
+    fn loom_pending_the_end_races_an_answer_and_a_new_call() {
+        loom::model(|| {
+            // Full with call 0: call 1 fits only once call 0 is answered.
+            let pending = Arc::new(Pending::new(1));
+            let mut rx0 = pending.try_register(0).unwrap().unwrap();
+            let reader = {
+                let pending = pending.clone();
+                loom::thread::spawn(move || pending.complete(0, answer(), 0))
+            };
+            let closer = {
+                let pending = pending.clone();
+                loom::thread::spawn(move || pending.close(&CloseReason::new(CloseKind::RemoteClosed, "eof")))
+            };
+            let call1 = pending.try_register(1);
+            assert!(pending.len() <= 1, "more calls than the limit");
+            let delivery = reader.join().unwrap();
+            closer.join().unwrap();
+            // Call 0 has exactly one outcome: its answer, or the connection's end.
+            match rx0.try_recv().expect("an outcome for call 0") {
+                (Ok(result), _) => {
+                    assert_eq!(result.get(), "1");
+                    assert_eq!(delivery, Delivery::Delivered);
+                }
+                (Err(Error::ConnectionLost(_)), _) => assert_eq!(delivery, Delivery::Unknown),
+                (Err(other), _) => panic!("call 0 ended with {other}"),
+            }
+            match call1 {
+                // The table was full: call 0 was neither answered nor failed yet.
+                None => {}
+                Some(Err(Error::ConnectionLost(_))) => {}
+                Some(Err(other)) => panic!("call 1 was refused with {other}"),
+                // Registered before the end: the end fails it.
+                Some(Ok(mut rx1)) => {
+                    assert!(matches!(rx1.try_recv(), Ok((Err(Error::ConnectionLost(_)), _))));
+                }
+            }
+            assert_eq!(pending.len(), 0);
+        });
     }
 }

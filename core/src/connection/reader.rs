@@ -148,7 +148,7 @@ impl Reader {
             let next = std::future::poll_fn(|cx| {
                 // Registered before the check: a close from here on wakes this poll.
                 if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    self.shared.reader_wake.register(cx.waker());
+                    self.shared.lifecycle.register_reader(cx.waker());
                     registered = Some(cx.waker().clone());
                 }
                 if self.shared.is_closing() {
@@ -220,7 +220,7 @@ impl Reader {
     /// Answer a broken message. Waits while answers pile up unread: a peer that floods garbage
     /// without reading our errors is slowed down, not buffered without bound.
     async fn answer_error(&self, id: &Id, error: ErrorObject) {
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.lifecycle.stopped().is_cancelled() {
             return;
         }
         if !self.shared.outbound.has_room() {
@@ -229,7 +229,7 @@ impl Reader {
             let wait = async {
                 tokio::select! {
                     biased;
-                    _ = self.shared.shutdown.cancelled() => false,
+                    _ = self.shared.lifecycle.stopped().cancelled() => false,
                     _ = self.shared.outbound.wait_room() => true,
                 }
             };
@@ -244,10 +244,10 @@ impl Reader {
 
     /// Handle one frame; `false` when the connection must stop reading.
     async fn on_frame(&self, body: &[u8], spares: &mut Spares) -> bool {
-        trace::message(&self.shared, Direction::Incoming, body);
+        self.shared.outbound.tracer.message(Direction::Incoming, body);
         match parse_frame(body, self.shared.config.limits.max_batch_len) {
             Err(error) => {
-                tracing::debug!(target: crate::LOG_TARGET, error = %trace::quote(&self.shared, &error), "unparsable message answered -32700");
+                tracing::debug!(target: crate::LOG_TARGET, error = %self.shared.quote(&error), "unparsable message answered -32700");
                 self.answer_error(&Id::Null, error).await;
                 true
             }
@@ -326,10 +326,10 @@ impl Reader {
                 match delivery {
                     Delivery::Delivered => {}
                     Delivery::Abandoned => {
-                        tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "late answer to an abandoned call absorbed")
+                        tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "late answer to an abandoned call absorbed")
                     }
                     Delivery::Unknown => {
-                        tracing::warn!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "answer to an id we never sent (ignored)")
+                        tracing::warn!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "answer to an id we never sent (ignored)")
                     }
                 }
                 Routed::Done
@@ -342,7 +342,7 @@ impl Reader {
                 // What a feature takes (progress for our tokens, stream aborts) bypasses the queue,
                 // like a cancellation; what it holds counts against the read-ahead, like queued
                 // messages.
-                match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
+                match self.shared.seam.take(&*self.shared, &method, params.as_deref()) {
                     Take::Pass => self.enqueue_now(Inbound::Notification { method, params }, spares, cx),
                     Take::Taken => Routed::Done,
                     Take::Held if self.shared.read_ahead_full() => Routed::Held,
@@ -352,13 +352,12 @@ impl Reader {
             Incoming::Request { id, method, params } => {
                 // Every request that may still be unanswered is in the map by now (see
                 // `ReplySlot::register`); while it is empty, no lock is needed to know.
-                let reused =
-                    self.shared.inbound_len.load(Ordering::Acquire) > 0 && self.shared.inbound_map().contains_key(&id);
+                let reused = self.shared.in_flight.contains(&id);
                 if reused {
                     tracing::warn!(
                         target: crate::LOG_TARGET,
-                        id = %trace::quote(&self.shared, &id),
-                        method = %trace::quote(&self.shared, &method),
+                        id = %self.shared.quote(&id),
+                        method = %self.shared.quote(&method),
                         "request id reused while in flight"
                     );
                     let error = ErrorObject::invalid_request(format!(
@@ -380,8 +379,8 @@ impl Reader {
             Incoming::Invalid { id, error, answer } => {
                 tracing::warn!(
                     target: crate::LOG_TARGET,
-                    id = %trace::quote(&self.shared, id.as_ref().unwrap_or(&Id::Null)),
-                    error = %trace::quote(&self.shared, &error),
+                    id = %self.shared.quote(id.as_ref().unwrap_or(&Id::Null)),
+                    error = %self.shared.quote(&error),
                     "invalid message"
                 );
                 if answer {
@@ -408,12 +407,12 @@ impl Reader {
         let Some((id, reason)) = target else {
             tracing::warn!(
                 target: crate::LOG_TARGET,
-                params = %trace::quote(&self.shared, trace::Json(params)),
+                params = %self.shared.quote(trace::Json(params)),
                 "cancellation without a usable id (ignored)"
             );
             return;
         };
-        let slot = self.shared.inbound_map().get(&id).cloned();
+        let slot = self.shared.in_flight.get(&id);
         match slot {
             Some(slot) if slot.never_cancelled() => {
                 tracing::warn!(target: crate::LOG_TARGET, %id, ?reason, "cancellation of a request the protocol forbids cancelling (ignored)");
@@ -421,14 +420,14 @@ impl Reader {
             Some(slot) => {
                 tracing::debug!(
                     target: crate::LOG_TARGET,
-                    id = %trace::quote(&self.shared, &id),
-                    reason = %trace::quote(&self.shared, reason.as_deref().unwrap_or("")),
+                    id = %self.shared.quote(&id),
+                    reason = %self.shared.quote(reason.as_deref().unwrap_or("")),
                     "peer cancelled request"
                 );
                 slot.cancel_by_peer(reason);
             }
             None => {
-                tracing::debug!(target: crate::LOG_TARGET, id = %trace::quote(&self.shared, &id), "cancellation for a request not in flight (ignored)")
+                tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "cancellation for a request not in flight (ignored)")
             }
         }
     }
@@ -477,8 +476,7 @@ impl Reader {
                 // read-ahead itself, where the reader would simply pause).
                 let max = limits.max_buffered_inbound.max(limits.read_ahead.max(1));
                 let max_bytes = limits.max_buffered_inbound_bytes.max(limits.read_ahead_bytes.max(1));
-                let (queued, bytes) =
-                    (self.shared.queued.load(Ordering::Acquire), self.shared.queued_bytes.load(Ordering::Acquire));
+                let (queued, bytes) = self.shared.read_ahead.counts();
                 if queued >= max || bytes >= max_bytes {
                     let what = if queued >= max {
                         format!("more than {max} messages")
@@ -495,7 +493,7 @@ impl Reader {
             }
             // About to wait: what is held must go out first (the peer may wait for it).
             self.hold.release(&self.shared.outbound);
-            let space = self.shared.space.notified();
+            let space = self.shared.read_ahead.space().notified();
             let call_started = self.shared.pending.call_started.notified();
             tokio::pin!(space, call_started);
             space.as_mut().enable();
@@ -506,7 +504,7 @@ impl Reader {
             tokio::select! {
                 _ = space => {}
                 _ = call_started => {}
-                _ = self.shared.shutdown.cancelled() => return false,
+                _ = self.shared.lifecycle.stopped().cancelled() => return false,
             }
         }
     }

@@ -25,11 +25,28 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 
-use super::shared::Shared;
+use super::trace::Tracer;
 use super::{CloseReason, Limits};
 use crate::handler::{BoxFuture as HandlerFuture, Request, Responder};
 use crate::message::bind::{Found, Target};
 use crate::util::hash::IdBuild;
+
+/// What an extension may do with its connection when the connection calls it: a narrow view of
+/// the connection (its limits, how it quotes peer input in a log line, the byte account of the
+/// peer's input it holds, and ending it), not its state.
+pub(crate) trait Link: Send + Sync {
+    /// The connection's limits.
+    fn limits(&self) -> &Limits;
+    /// How the connection quotes peer input in a log line (cut and redacted like the wire log).
+    fn tracer(&self) -> &Tracer;
+    /// `bytes` of the peer's input are held (they count against the read-ahead) until
+    /// [`Link::release_inbound`].
+    fn hold_inbound(&self, bytes: usize);
+    /// `bytes` held by [`Link::hold_inbound`] were taken.
+    fn release_inbound(&self, bytes: usize);
+    /// End the connection (the first reason wins).
+    fn close(&self, reason: CloseReason);
+}
 
 /// A feature's settings, carried by the builder.
 pub(crate) trait Feature: Any + Send + Sync {
@@ -80,8 +97,8 @@ pub(crate) trait Extension: Any + Send + Sync {
         Vec::new()
     }
     /// Answer one of [`Extension::requests`].
-    fn serve(self: Arc<Self>, shared: &Arc<Shared>, request: Request, responder: Responder) -> HandlerFuture {
-        let _ = shared;
+    fn serve(self: Arc<Self>, link: &dyn Link, request: Request, responder: Responder) -> HandlerFuture {
+        let _ = link;
         responder.err(crate::message::ErrorObject::method_not_found(request.method()));
         Box::pin(async {})
     }
@@ -90,12 +107,12 @@ pub(crate) trait Extension: Any + Send + Sync {
         Vec::new()
     }
     /// One of [`Extension::notifications`] arrived.
-    fn take(&self, shared: &Shared, method: &str, params: Option<&RawValue>) -> Take {
-        let _ = (shared, method, params);
+    fn take(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) -> Take {
+        let _ = (link, method, params);
         Take::Pass
     }
     /// A value of its own (`token`) is in a message going to `target`.
-    fn bind(&self, shared: &Shared, token: u64, target: Target) -> Result<Bound, String>;
+    fn bind(&self, token: u64, target: Target) -> Result<Bound, String>;
     /// When its tokens bound to a call are released.
     fn phase(&self) -> Phase;
     /// A call `token` was bound to is over.
@@ -211,9 +228,9 @@ impl Seam {
     }
 
     /// Offer a notification to the extension that takes `method`, if one does.
-    pub(crate) fn take(&self, shared: &Shared, method: &str, params: Option<&RawValue>) -> Take {
+    pub(crate) fn take(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) -> Take {
         match self.notifications.iter().find(|(name, _)| name == method) {
-            Some((_, at)) => self.extensions[*at].take(shared, method, params),
+            Some((_, at)) => self.extensions[*at].take(link, method, params),
             None => Take::Pass,
         }
     }
@@ -233,7 +250,7 @@ impl Seam {
     }
 
     /// A bound value was found in a message going to `target`.
-    pub(crate) fn bind(&self, shared: &Shared, found: Found, target: Target) -> Result<(), String> {
+    pub(crate) fn bind(&self, found: Found, target: Target) -> Result<(), String> {
         let Some(at) = self.extensions.iter().position(|e| registry(e) == found.registry) else {
             return if found.strict {
                 Err("it belongs to another connection: it can be sent only on the connection that made it".to_owned())
@@ -242,7 +259,7 @@ impl Seam {
             };
         };
         let extension = &self.extensions[at];
-        if let (Bound::ToCall, Target::Request(id)) = (extension.bind(shared, found.token, target)?, target) {
+        if let (Bound::ToCall, Target::Request(id)) = (extension.bind(found.token, target)?, target) {
             let bindings = match extension.phase() {
                 Phase::BeforeAnswer => &self.before,
                 Phase::AfterAnswer => &self.after,
@@ -270,17 +287,6 @@ impl Seam {
         self.after.clear();
         for e in &self.extensions {
             e.closed(reason);
-        }
-    }
-}
-
-impl super::Handle {
-    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
-    pub(crate) fn extension<E: Extension>(&self) -> Arc<E> {
-        match self.shared.seam.get::<E>() {
-            Some(extension) => extension,
-            // `Builder::default` plugs every feature of the crate into every connection.
-            None => unreachable!("a feature missing from a connection"),
         }
     }
 }

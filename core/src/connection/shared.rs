@@ -1,19 +1,18 @@
 //! State shared by the handle, the reader, the dispatcher, the writer and reply handles.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::watch;
 
 use super::config::Config;
+use super::in_flight::InFlight;
+use super::lifecycle::Lifecycle;
 use super::outbound::Outbound;
 use super::pending::Pending;
+use super::read_ahead::ReadAhead;
+use super::trace::Quoted;
 use super::{ChildExit, CloseKind, CloseReason};
-use crate::handler::ReplySlot;
-use crate::message::Id;
-use crate::util::hash::PeerBuild;
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -22,33 +21,13 @@ pub(crate) struct Shared {
     pub(crate) outbound: Outbound,
     /// The features plugged into this connection (streams, progress) and what it keeps for them.
     pub(crate) seam: super::seam::Seam,
-    /// Inbound requests not answered yet, by the peer's id (for cancellation).
-    pub(crate) inbound: Mutex<HashMap<Id, Arc<ReplySlot>, PeerBuild>>,
-    /// The map's size (stored under its lock): the reader's duplicate check skips the lock
-    /// while nothing is in flight.
-    pub(crate) inbound_len: std::sync::atomic::AtomicUsize,
-    /// Parent of every inbound request's token; also stops the dispatcher. Cancelled when the
-    /// connection ends — except after the peer's clean EOF, when what was read is still
-    /// dispatched and answered, and it is cancelled when the EOF grace is over (or once the
-    /// writer has finished, if that is sooner).
-    pub(crate) handlers: CancellationToken,
-    /// `handlers` is cancelled (a cheaper check than the token's).
-    handlers_cancelled: AtomicBool,
-    /// Stops the reader; starts the writer's final flush.
-    pub(crate) shutdown: CancellationToken,
-    /// `shutdown` is cancelled (what the reader checks between messages).
-    closing: AtomicBool,
-    /// The reader, woken when `shutdown` is cancelled.
-    pub(crate) reader_wake: futures::task::AtomicWaker,
-    /// The writer is done and the write side shut (or given up on).
-    pub(crate) finished: CancellationToken,
-    /// Messages read but not yet taken by the dispatcher.
-    pub(crate) queued: AtomicUsize,
-    /// Bytes held for the peer's input not yet taken: messages read but not yet taken by the
-    /// dispatcher, progress reports not yet taken by their receivers (see [`Shared::hold_inbound`]).
-    pub(crate) queued_bytes: AtomicUsize,
-    /// Signalled when the dispatcher takes a message (room for a paused reader).
-    pub(crate) space: Notify,
+    /// The peer's requests not answered yet, by their ids (for cancellation).
+    pub(crate) in_flight: InFlight,
+    /// What runs: the reader, the handlers, the writer (one state machine, see
+    /// [`Lifecycle`]).
+    pub(crate) lifecycle: Lifecycle,
+    /// How far the reader has read ahead of dispatch, in messages and bytes.
+    pub(crate) read_ahead: ReadAhead,
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
     pub(crate) settle: super::settle::Settle,
     reason: watch::Sender<Option<CloseReason>>,
@@ -65,25 +44,13 @@ impl Shared {
             pending,
             outbound,
             seam,
-            inbound: Mutex::new(HashMap::default()),
-            inbound_len: std::sync::atomic::AtomicUsize::new(0),
-            handlers: CancellationToken::new(),
-            handlers_cancelled: AtomicBool::new(false),
-            shutdown: CancellationToken::new(),
-            closing: AtomicBool::new(false),
-            reader_wake: futures::task::AtomicWaker::new(),
-            finished: CancellationToken::new(),
-            queued: AtomicUsize::new(0),
-            queued_bytes: AtomicUsize::new(0),
-            space: Notify::new(),
+            in_flight: InFlight::default(),
+            lifecycle: Lifecycle::new(),
+            read_ahead: ReadAhead::default(),
             settle: Default::default(),
             reason: watch::Sender::new(None),
             child_exit: OnceLock::new(),
         }
-    }
-
-    pub(crate) fn inbound_map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Arc<ReplySlot>, PeerBuild>> {
-        self.inbound.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// End the connection (the first reason wins): fail pending calls, cancel handlers, stop
@@ -104,9 +71,8 @@ impl Shared {
     /// The writer is done: nothing more can be sent, so stop everything still running.
     pub(crate) fn finish(&self) {
         self.outbound.finish();
-        self.cancel_handlers();
-        self.space.notify_waiters();
-        self.finished.cancel();
+        self.lifecycle.finish();
+        self.read_ahead.space().notify_waiters();
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
@@ -130,20 +96,19 @@ impl Shared {
                 tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
             }
             _ => {
-                tracing::warn!(target: crate::LOG_TARGET, reason = %super::trace::quote(self, &reason), "connection closed")
+                tracing::warn!(target: crate::LOG_TARGET, reason = %self.quote(&reason), "connection closed")
             }
         }
         self.pending.close(&reason);
         // No `next` or progress report can arrive any more (after an EOF neither).
         self.seam.close(&reason);
-        if !drain {
+        if drain {
+            self.lifecycle.peer_ended();
+        } else {
             self.outbound.close();
-            self.cancel_handlers();
+            self.lifecycle.close();
         }
-        self.closing.store(true, Ordering::SeqCst);
-        self.shutdown.cancel();
-        self.reader_wake.wake();
-        self.space.notify_waiters();
+        self.read_ahead.space().notify_waiters();
     }
 
     /// The child process behind the connection has ended: the reason says how, from now on (and
@@ -164,18 +129,12 @@ impl Shared {
 
     /// The connection is closing: the reader stops.
     pub(crate) fn is_closing(&self) -> bool {
-        self.closing.load(Ordering::SeqCst)
-    }
-
-    /// Fire every inbound request's cancellation token and stop dispatching.
-    pub(crate) fn cancel_handlers(&self) {
-        self.handlers_cancelled.store(true, Ordering::SeqCst);
-        self.handlers.cancel();
+        self.lifecycle.is_stopped()
     }
 
     /// The handlers' token is cancelled (the connection ended).
     pub(crate) fn handlers_cancelled(&self) -> bool {
-        self.handlers_cancelled.load(Ordering::SeqCst)
+        self.lifecycle.handlers_cancelled()
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
@@ -209,25 +168,24 @@ impl Shared {
 
     /// `bytes` of the peer's input are held until dispatch or a progress receiver takes them.
     pub(crate) fn hold_inbound(&self, bytes: usize) {
-        self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+        self.read_ahead.hold(bytes);
     }
 
     /// `bytes` held by [`Shared::hold_inbound`] were taken: a reader paused on the byte
     /// read-ahead may go on.
     pub(crate) fn release_inbound(&self, bytes: usize) {
-        let before = self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
-        let limit = self.config.limits.read_ahead_bytes.max(1);
-        if before >= limit && before - bytes < limit {
-            self.space.notify_one();
-        }
+        self.read_ahead.release(bytes, self.config.limits.read_ahead_bytes.max(1));
     }
 
     /// The reader has read as far ahead of dispatch as it may without a reason to read on (in
     /// messages or in bytes).
     pub(crate) fn read_ahead_full(&self) -> bool {
-        let limits = &self.config.limits;
-        self.queued.load(Ordering::Acquire) >= limits.read_ahead.max(1)
-            || self.queued_bytes.load(Ordering::Acquire) >= limits.read_ahead_bytes.max(1)
+        self.read_ahead.full(&self.config.limits)
+    }
+
+    /// Quote peer input in a log line of this connection (see [`Tracer::quote`](super::trace::Tracer::quote)).
+    pub(crate) fn quote<T: std::fmt::Display>(&self, value: T) -> Quoted<'_, T> {
+        self.outbound.tracer.quote(value)
     }
 
     pub(crate) fn next_id(&self) -> u64 {
@@ -243,6 +201,29 @@ impl crate::message::bind::Binder for Shared {
     }
 
     fn bind(&self, found: crate::message::bind::Found, target: crate::message::bind::Target) -> Result<(), String> {
-        self.seam.bind(self, found, target)
+        self.seam.bind(found, target)
+    }
+}
+
+/// The connection as its extensions see it.
+impl super::seam::Link for Shared {
+    fn limits(&self) -> &super::Limits {
+        &self.config.limits
+    }
+
+    fn tracer(&self) -> &super::trace::Tracer {
+        &self.outbound.tracer
+    }
+
+    fn hold_inbound(&self, bytes: usize) {
+        Shared::hold_inbound(self, bytes)
+    }
+
+    fn release_inbound(&self, bytes: usize) {
+        Shared::release_inbound(self, bytes)
+    }
+
+    fn close(&self, reason: CloseReason) {
+        Shared::close(self, reason)
     }
 }

@@ -4,9 +4,8 @@ use std::fmt;
 
 use super::Direction;
 use super::config::{Config, TraceRedactor};
-use super::shared::Shared;
 
-/// What the wire log needs of the configuration (the writer has no [`Shared`] at hand).
+/// What the wire log and the log lines quoting peer input need of the configuration.
 #[derive(Clone)]
 pub(crate) struct Tracer {
     max_len: usize,
@@ -113,13 +112,4 @@ impl fmt::Display for Json<'_> {
             None => f.write_str("(none)"),
         }
     }
-}
-
-/// Quote peer input in a log line of this connection (see [`Tracer::quote`]).
-pub(crate) fn quote<T: fmt::Display>(shared: &Shared, value: T) -> Quoted<'_, T> {
-    shared.outbound.tracer.quote(value)
-}
-
-pub(crate) fn message(shared: &Shared, direction: Direction, body: &[u8]) {
-    shared.outbound.tracer.message(direction, body);
 }

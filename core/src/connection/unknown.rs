@@ -29,7 +29,7 @@ impl UnknownNotifications {
     pub(crate) fn dropped(&self, name: &str, tracer: &Tracer) {
         let method = tracer.quote(name);
         // `$/` notifications are optional by LSP's rules: a peer may send them to anyone.
-        if name.starts_with("$/") {
+        if name.starts_with(jsonrpc_duplex_names::OPTIONAL_PREFIX) {
             tracing::trace!(target: crate::LOG_TARGET, %method, "unhandled $/ notification ignored");
             return;
         }

@@ -15,7 +15,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::task::Context;
 use std::time::Duration;
 
@@ -97,8 +96,5 @@ impl Watchdog {
 
 /// Something is in flight: the peer's silence may be waiting on it.
 fn busy(shared: &Shared, lane: &Lane) -> bool {
-    shared.pending.len() > 0
-        || shared.inbound_len.load(Ordering::Acquire) > 0
-        || shared.queued.load(Ordering::Acquire) > 0
-        || lane.is_busy()
+    shared.pending.len() > 0 || shared.in_flight.any() || shared.read_ahead.any_queued() || lane.is_busy()
 }

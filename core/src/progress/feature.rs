@@ -11,8 +11,9 @@ use serde_json::value::RawValue;
 
 use super::ProgressProtocol;
 use super::registry::{Delivery, Receivers};
-use crate::connection::shared::Shared;
-use crate::connection::{Bound, Builder, CloseKind, CloseReason, Extension, Feature, Limits, Phase, Take, Unbound};
+use crate::connection::{
+    Bound, Builder, CloseKind, CloseReason, Extension, Feature, Limits, Link, Phase, Take, Unbound,
+};
 use crate::message::bind::Target;
 
 /// The settings of progress, in the builder.
@@ -47,7 +48,7 @@ impl Extension for ProgressState {
     /// A report for a token this side issued goes straight to its receiver, held (counted
     /// against the read-ahead) until taken; anything else goes to the router (a token the peer
     /// created, like an LSP server's own `window/workDoneProgress/create`).
-    fn take(&self, shared: &Shared, _method: &str, params: Option<&RawValue>) -> Take {
+    fn take(&self, link: &dyn Link, _method: &str, params: Option<&RawValue>) -> Take {
         if self.receivers.is_empty() {
             return Take::Pass;
         }
@@ -56,13 +57,13 @@ impl Extension for ProgressState {
         };
         let Ok(token) = serde_json::from_str::<u64>(token.get()) else { return Take::Pass };
         let value = value.into_owned();
-        shared.hold_inbound(super::report_bytes(&value));
-        match self.receivers.deliver(token, value, |value| shared.release_inbound(super::report_bytes(value))) {
+        link.hold_inbound(super::report_bytes(&value));
+        match self.receivers.deliver(token, value, |value| link.release_inbound(super::report_bytes(value))) {
             Delivery::Delivered => Take::Held,
             Delivery::NotOurs => Take::Pass,
             Delivery::Full => {
-                let max = shared.config.limits.max_buffered_inbound;
-                shared.close(CloseReason::new(
+                let max = link.limits().max_buffered_inbound;
+                link.close(CloseReason::new(
                     CloseKind::RemoteProtocolViolation,
                     format!("the peer sent more than {max} progress reports for token {token} before they were taken"),
                 ));
@@ -71,7 +72,7 @@ impl Extension for ProgressState {
         }
     }
 
-    fn bind(&self, _shared: &Shared, token: u64, target: Target) -> Result<Bound, String> {
+    fn bind(&self, token: u64, target: Target) -> Result<Bound, String> {
         if !self.receivers.sent(token) {
             // Its receiver is gone: nothing to end with the call.
             return Ok(Bound::Done);

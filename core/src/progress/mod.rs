@@ -34,6 +34,7 @@ pub use receiver::ProgressReceiver;
 pub use reporter::Progress;
 pub use token::ProgressToken;
 
+use jsonrpc_duplex_names as names;
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -70,9 +71,9 @@ impl ProgressProtocol {
     /// LSP / StreamJsonRpc / vscode-jsonrpc: `$/progress {"token", "value"}`.
     pub fn lsp() -> Self {
         ProgressProtocol {
-            method: "$/progress".into(),
-            token_member: "token".into(),
-            value_member: Some("value".into()),
+            method: names::progress::LSP.into(),
+            token_member: names::progress::LSP_TOKEN.into(),
+            value_member: Some(names::progress::LSP_VALUE.into()),
             request_token: None,
         }
     }
@@ -80,10 +81,10 @@ impl ProgressProtocol {
     /// request's token in `_meta.progressToken`.
     pub fn mcp() -> Self {
         ProgressProtocol {
-            method: "notifications/progress".into(),
-            token_member: "progressToken".into(),
+            method: names::progress::MCP.into(),
+            token_member: names::progress::MCP_TOKEN.into(),
             value_member: None,
-            request_token: Some("_meta.progressToken".into()),
+            request_token: Some(names::progress::MCP_REQUEST_TOKEN.into()),
         }
     }
 

@@ -120,7 +120,7 @@ impl<T: DeserializeOwned> ProgressReceiver<T> {
                 tracing::warn!(
                     target: crate::LOG_TARGET,
                     token = self.token,
-                    error = %crate::connection::trace::quote(&self.shared, &e),
+                    error = %self.shared.quote(&e),
                     "progress report dropped"
                 )
             }

@@ -114,11 +114,10 @@ impl<T: Serialize> Progress<T> {
         // Answers go out without waiting (they are sent from `Drop`), so a report is queued the
         // same way, while the request is known to be unanswered: the answer cannot overtake it.
         shared.outbound.wait_room().await;
-        let inbound = shared.inbound_map();
-        if !inbound.get(&slot.id).is_some_and(|c| Arc::ptr_eq(c, slot)) {
-            return Ok(());
+        match shared.in_flight.while_holding(slot, || shared.outbound.send_now(buf)) {
+            None => Ok(()),
+            Some(sent) => sent.map_err(|_| Error::ConnectionLost(shared.lost())),
         }
-        shared.outbound.send_now(buf).map_err(|_| Error::ConnectionLost(shared.lost()))
     }
 }
 

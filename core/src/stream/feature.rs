@@ -11,8 +11,7 @@ use serde_json::value::RawValue;
 use super::producer::serve_next;
 use super::registry::Producers;
 use super::{EnumeratorProtocol, StreamSettings, token_param};
-use crate::connection::shared::Shared;
-use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Limits, Phase, Take, Unbound};
+use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Limits, Link, Phase, Take, Unbound};
 use crate::handler::{BoxFuture, Request, Responder};
 use crate::message::bind::Target;
 
@@ -21,6 +20,8 @@ use crate::message::bind::Target;
 pub(crate) struct StreamsFeature {
     settings: StreamSettings,
     protocol: EnumeratorProtocol,
+    /// The protocol was set one by one (a profile leaves it alone).
+    explicit: bool,
 }
 
 impl Feature for StreamsFeature {
@@ -49,8 +50,8 @@ impl Extension for Streams {
         vec![self.protocol.next.clone()]
     }
 
-    fn serve(self: Arc<Self>, shared: &Arc<Shared>, request: Request, responder: Responder) -> BoxFuture {
-        serve_next(shared.clone(), self, request, responder)
+    fn serve(self: Arc<Self>, link: &dyn Link, request: Request, responder: Responder) -> BoxFuture {
+        serve_next(link.tracer().clone(), self, request, responder)
     }
 
     fn notifications(&self) -> Vec<Cow<'static, str>> {
@@ -59,7 +60,7 @@ impl Extension for Streams {
 
     /// `$/enumerator/abort` ends the sequence at once (it bypasses the ordered queue, like a
     /// cancellation).
-    fn take(&self, shared: &Shared, _method: &str, params: Option<&RawValue>) -> Take {
+    fn take(&self, link: &dyn Link, _method: &str, params: Option<&RawValue>) -> Take {
         match token_param(params) {
             Some(token) if self.producers.dispose(token) => {
                 tracing::debug!(target: crate::LOG_TARGET, token, "the consumer aborted a stream");
@@ -69,14 +70,14 @@ impl Extension for Streams {
             }
             None => tracing::warn!(
                 target: crate::LOG_TARGET,
-                params = %crate::connection::trace::quote(shared, crate::connection::trace::Json(params)),
+                params = %link.tracer().quote(crate::connection::trace::Json(params)),
                 "enumerator abort without a usable token (ignored)"
             ),
         }
         Take::Taken
     }
 
-    fn bind(&self, _shared: &Shared, token: u64, target: Target) -> Result<Bound, String> {
+    fn bind(&self, token: u64, target: Target) -> Result<Bound, String> {
         if target == Target::Notification {
             return Err("a stream can only be sent in the params of a request or in a result (not in a \
                         notification: nothing would ever end it)"
@@ -127,7 +128,18 @@ impl Builder {
     /// How the enumerator methods are spelled on the wire ([`EnumeratorProtocol::stream_json_rpc`]
     /// by default).
     pub fn enumerator_protocol(mut self, protocol: EnumeratorProtocol) -> Self {
-        self.feature_mut::<StreamsFeature>().protocol = protocol;
+        let feature = self.feature_mut::<StreamsFeature>();
+        feature.protocol = protocol;
+        feature.explicit = true;
+        self
+    }
+
+    /// A profile's enumerator spelling, unless it was set one by one.
+    pub(crate) fn with_profile_enumerator(mut self, protocol: EnumeratorProtocol) -> Self {
+        let feature = self.feature_mut::<StreamsFeature>();
+        if !feature.explicit {
+            feature.protocol = protocol;
+        }
         self
     }
 }

@@ -124,7 +124,10 @@ impl EnumeratorProtocol {
     }
     /// StreamJsonRpc's names: `$/enumerator/next` and `$/enumerator/abort`.
     pub fn stream_json_rpc() -> Self {
-        EnumeratorProtocol { next: "$/enumerator/next".into(), abort: "$/enumerator/abort".into() }
+        EnumeratorProtocol {
+            next: jsonrpc_duplex_names::enumerator::NEXT.into(),
+            abort: jsonrpc_duplex_names::enumerator::ABORT.into(),
+        }
     }
 }
 

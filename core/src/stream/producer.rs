@@ -17,7 +17,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::{StreamSettings, Streams};
-use crate::connection::shared::Shared;
+use crate::connection::trace::Tracer;
 use crate::handler::{Request, Responder};
 use crate::message::ErrorObject;
 
@@ -321,7 +321,7 @@ impl Drop for DisposeOnDrop<'_> {
 /// The built-in handler of `$/enumerator/next`: answer `{"values":[..],"finished":bool}`, or the
 /// stream's error (then the stream is over), or `-32001` for a token that is not live.
 pub(crate) fn serve_next(
-    shared: Arc<Shared>,
+    tracer: Tracer,
     streams: Arc<Streams>,
     request: Request,
     responder: Responder,
@@ -332,7 +332,7 @@ pub(crate) fn serve_next(
         let (Some(token), Some(producer)) = (token, producer) else {
             tracing::debug!(
                 target: crate::LOG_TARGET,
-                params = %crate::connection::trace::quote(&shared, crate::connection::trace::Json(request.params())),
+                params = %tracer.quote(crate::connection::trace::Json(request.params())),
                 "`next` for a stream that is not live: -32001"
             );
             responder.err(ErrorObject::no_marshaled_object());

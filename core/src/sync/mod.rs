@@ -9,12 +9,12 @@
 pub(crate) mod turns;
 
 #[cfg(not(jsonrpc_duplex_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 #[cfg(not(jsonrpc_duplex_loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(jsonrpc_duplex_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 #[cfg(jsonrpc_duplex_loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 

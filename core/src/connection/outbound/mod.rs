@@ -17,7 +17,6 @@
 //! On a byte stream, small messages are framed straight into the queue's tail buffer, which the
 //! writer swaps with its own emptied one: nothing is allocated per message.
 
-mod drain;
 mod pump;
 mod turns;
 
@@ -35,7 +34,6 @@ use super::trace::Tracer;
 use crate::framing::FrameCodec;
 use crate::sync::turns::Locked;
 
-pub(crate) use drain::{Drain, run_writer};
 pub(crate) use pump::{ByteWriter, Pump, SinkWriter};
 
 /// Bodies larger than this are written straight from their own buffer instead of being copied
@@ -507,7 +505,7 @@ impl Outbound {
 
     /// The writer task's turn: `Ready(true)` once it owns the queue; with `ending`, `Ready(false)`
     /// once the queue is empty and nobody writes.
-    fn poll_turn(&self, cx: &mut Context<'_>, ending: bool) -> Poll<bool> {
+    pub(crate) fn poll_turn(&self, cx: &mut Context<'_>, ending: bool) -> Poll<bool> {
         self.queue.poll_turn(cx, ending)
     }
 
@@ -558,13 +556,13 @@ impl Outbound {
         *self.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(pump);
     }
 
-    fn with_pump<T>(&self, f: impl FnOnce(&mut dyn Pump) -> T) -> Option<T> {
+    pub(crate) fn with_pump<T>(&self, f: impl FnOnce(&mut dyn Pump) -> T) -> Option<T> {
         let mut pump = self.pump.lock().unwrap_or_else(|p| p.into_inner());
         Some(f(&mut **pump.as_mut()?))
     }
 
     /// Drop the byte writer (closing the stream, for pipes and sockets whose shutdown does not).
-    fn drop_pump(&self) {
+    pub(crate) fn drop_pump(&self) {
         let pump = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take();
         drop(pump);
     }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connection::shared::Shared;
-use crate::connection::{CloseKind, CloseReason};
+use super::shared::Shared;
+use super::{CloseKind, CloseReason};
 
 /// The writer task's side, shared by the byte writer and the message writer: its turns while the
 /// connection lives, then the final drain when it stops. After the peer's EOF the handlers still
@@ -26,7 +26,7 @@ pub(crate) struct Drain {
 
 impl Drain {
     pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
-        let stop = shared.shutdown.clone();
+        let stop = shared.lifecycle.stopped().clone();
         let ending = shared.clone();
         let running = handlers.clone();
         let give_up = Box::pin(async move {
@@ -38,13 +38,13 @@ impl Drain {
                 running.close();
                 if tokio::time::timeout(grace, running.wait()).await.is_err() {
                     tracing::debug!(target: crate::LOG_TARGET, ?grace, "the grace after the peer's EOF is over: cancelling the handlers still running");
-                    ending.cancel_handlers();
+                    ending.lifecycle.grace_over();
                 }
             }
             tokio::time::sleep(ending.config.flush_timeout).await;
             tracing::debug!(target: crate::LOG_TARGET, timeout = ?ending.config.flush_timeout, "the peer did not take what was queued in time: giving up on it");
         });
-        let stop = shared.shutdown.clone();
+        let stop = shared.lifecycle.stopped().clone();
         let handlers_done = Box::pin(async move {
             stop.cancelled().await;
             handlers.close();

@@ -1,0 +1,203 @@
+//! The connection's lifecycle: one state machine, where there were five flags (`closing`,
+//! `handlers_cancelled`, `shutdown`, `handlers`, `finished`).
+//!
+//! | state | how it is reached | the reader | the handlers | the writer |
+//! |---|---|---|---|---|
+//! | `Open` | the start | reads | run | writes |
+//! | `Draining` | [`Lifecycle::peer_ended`]: the peer's clean EOF | stopped | run: what was read is still dispatched and answered | writes |
+//! | `Closing` | [`Lifecycle::close`] (any other end), or [`Lifecycle::grace_over`] (the EOF grace is over) | stopped | cancelled | flushes what is queued, within the flush timeout |
+//! | `Finished` | [`Lifecycle::finish`]: the writer is done, the write side shut (or given up on) | stopped | cancelled | done |
+//!
+//! Transitions only go forward (`Open → Draining → Closing → Finished`, any step may be
+//! skipped), one method each; a transition to a state already passed does nothing. Each fires
+//! the tokens of the states it enters, in order: leaving `Open` fires [`Lifecycle::stopped`]
+//! and wakes the reader; reaching `Closing` fires [`Lifecycle::handlers`] (the parent of every
+//! inbound request's token) first; reaching `Finished` fires [`Lifecycle::finished`]. The state
+//! is stored before any token fires, so whoever a token wakes sees the state it announces. The
+//! reader's and the responders' checks are one atomic load.
+//!
+//! Who ends the connection, and with which reason, is [`Shared::close`](super::shared::Shared)'s
+//! (the first reason wins); this machine only says what runs.
+
+use std::task::Waker;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::sync::{AtomicU8, AtomicWaker, Ordering};
+
+const OPEN: u8 = 0;
+const DRAINING: u8 = 1;
+const CLOSING: u8 = 2;
+const FINISHED: u8 = 3;
+
+pub(crate) struct Lifecycle {
+    state: AtomicU8,
+    /// Parent of every inbound request's token; also stops the dispatcher. Fires on `Closing`.
+    handlers: CancellationToken,
+    /// Fires on leaving `Open`: the reader stops, the writer's drain begins.
+    stopped: CancellationToken,
+    /// Fires on `Finished`.
+    finished: CancellationToken,
+    /// The reader, woken on leaving `Open`.
+    reader: AtomicWaker,
+}
+
+impl Lifecycle {
+    pub(crate) fn new() -> Self {
+        Lifecycle {
+            state: AtomicU8::new(OPEN),
+            handlers: CancellationToken::new(),
+            stopped: CancellationToken::new(),
+            finished: CancellationToken::new(),
+            reader: AtomicWaker::new(),
+        }
+    }
+
+    /// Move to `to` unless it was reached already; the state before.
+    fn advance(&self, to: u8) -> u8 {
+        self.state.fetch_max(to, Ordering::SeqCst)
+    }
+
+    /// Fire what entering the states after `from` up to `to` fires, in order.
+    fn entered(&self, from: u8, to: u8) {
+        if from < CLOSING && to >= CLOSING {
+            self.handlers.cancel();
+        }
+        if from < DRAINING && to >= DRAINING {
+            self.stopped.cancel();
+            self.reader.wake();
+        }
+        if from < FINISHED && to >= FINISHED {
+            self.finished.cancel();
+        }
+    }
+
+    /// `Open → Draining`: the peer closed its sending side cleanly; stop reading, let the
+    /// handlers of what was read run on.
+    pub(crate) fn peer_ended(&self) {
+        let from = self.advance(DRAINING);
+        self.entered(from, DRAINING);
+    }
+
+    /// `Open | Draining → Closing`: the connection ended; stop reading and cancel the handlers.
+    pub(crate) fn close(&self) {
+        let from = self.advance(CLOSING);
+        self.entered(from, CLOSING);
+    }
+
+    /// `Draining → Closing`: the grace after the peer's EOF is over; cancel the handlers still
+    /// running.
+    pub(crate) fn grace_over(&self) {
+        self.close();
+    }
+
+    /// `→ Finished`: the writer is done; nothing more can be sent, so nothing runs any more.
+    pub(crate) fn finish(&self) {
+        let from = self.advance(FINISHED);
+        self.entered(from, FINISHED);
+    }
+
+    /// Not `Open` any more: the reader stops.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::SeqCst) >= DRAINING
+    }
+
+    /// `Closing` or later: the handlers are cancelled.
+    pub(crate) fn handlers_cancelled(&self) -> bool {
+        self.state.load(Ordering::SeqCst) >= CLOSING
+    }
+
+    /// Fires on `Closing`: the parent of every inbound request's token.
+    pub(crate) fn handlers(&self) -> &CancellationToken {
+        &self.handlers
+    }
+
+    /// Fires on leaving `Open`.
+    pub(crate) fn stopped(&self) -> &CancellationToken {
+        &self.stopped
+    }
+
+    /// Fires on `Finished`.
+    pub(crate) fn finished(&self) -> &CancellationToken {
+        &self.finished
+    }
+
+    /// The reader's task, to wake when the connection stops (register before checking
+    /// [`Lifecycle::is_stopped`]).
+    pub(crate) fn register_reader(&self, waker: &Waker) {
+        self.reader.register(waker);
+    }
+}
+
+#[cfg(all(test, not(jsonrpc_duplex_loom)))]
+mod tests {
+    use super::*;
+
+    fn fired(l: &Lifecycle) -> (bool, bool, bool) {
+        (l.stopped.is_cancelled(), l.handlers.is_cancelled(), l.finished.is_cancelled())
+    }
+
+    #[test]
+    fn the_peers_eof_stops_reading_and_lets_the_handlers_run_until_the_grace_is_over() {
+        let l = Lifecycle::new();
+        assert!(!l.is_stopped() && !l.handlers_cancelled());
+        l.peer_ended();
+        assert!(l.is_stopped() && !l.handlers_cancelled());
+        assert_eq!(fired(&l), (true, false, false));
+        l.grace_over();
+        assert_eq!(fired(&l), (true, true, false));
+        l.finish();
+        assert_eq!(fired(&l), (true, true, true));
+    }
+
+    #[test]
+    fn transitions_only_go_forward() {
+        let l = Lifecycle::new();
+        l.close();
+        assert_eq!(fired(&l), (true, true, false));
+        l.peer_ended();
+        assert!(l.handlers_cancelled(), "an EOF after the end changes nothing");
+        let l = Lifecycle::new();
+        l.finish();
+        assert_eq!(fired(&l), (true, true, true), "finishing fires every state it skips");
+        l.close();
+        assert_eq!(l.state.load(Ordering::SeqCst), FINISHED);
+    }
+}
+
+/// The reader's stop, every interleaving (`scripts/loom.sh`): the reader registers and checks
+/// between messages while another task ends the connection; it is always woken (loom fails a
+/// model whose threads all block) and sees the state the end announced.
+#[cfg(all(test, jsonrpc_duplex_loom))]
+mod loom_tests {
+    use std::sync::Arc;
+    use std::task::Poll;
+
+    use super::*;
+
+    fn model(end: fn(&Lifecycle)) {
+        loom::model(move || {
+            let l = Arc::new(Lifecycle::new());
+            let ender = {
+                let l = l.clone();
+                loom::thread::spawn(move || end(&l))
+            };
+            loom::future::block_on(std::future::poll_fn(|cx| {
+                l.register_reader(cx.waker());
+                if l.is_stopped() { Poll::Ready(()) } else { Poll::Pending }
+            }));
+            ender.join().unwrap();
+            assert!(l.is_stopped());
+        });
+    }
+
+    #[test]
+    fn loom_lifecycle_the_reader_is_woken_by_the_end() {
+        model(Lifecycle::close);
+    }
+
+    #[test]
+    fn loom_lifecycle_the_reader_is_woken_by_the_peers_eof() {
+        model(Lifecycle::peer_ended);
+    }
+}
