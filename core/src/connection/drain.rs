@@ -100,7 +100,7 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
                 // Nothing a handler answers can reach the peer any more (after its EOF too, when
                 // the close above changed nothing): cancel them now, not after the EOF grace or
                 // the write side's shutdown.
-                shared.cancel_handlers();
+                shared.lifecycle.close();
                 break;
             }
             Some(Ok(())) => {}
