@@ -21,7 +21,7 @@ use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body_util::Full;
 
 pub use hyper;
-pub use {http, http_body, http_body_util};
+pub use {http, http_body, http_body_util, tower_service};
 
 /// The error type bodies and services report (what hyper and tower use).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
