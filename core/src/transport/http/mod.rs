@@ -33,7 +33,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// use jsonrpc_duplex_core::transport::http::Refusal;
 ///
 /// let refusal = Refusal::new(http::StatusCode::FORBIDDEN, "not from here");
-/// let response = refusal.into_response();
+/// let response = refusal.into_response::<jsonrpc_duplex_core::transport::http::FullBody>();
 /// assert_eq!(response.status(), 403);
 /// assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
 /// ```
