@@ -35,6 +35,8 @@ pub trait Calc {
     async fn ask_back(&self, #[context] peer: Handle) -> Result<String, RpcError>;
     /// Who the authentication hook said the caller is.
     async fn whoami(&self) -> String;
+    /// Never answers.
+    async fn forever(&self) -> i64;
 }
 
 #[derive(Clone)]
@@ -55,6 +57,9 @@ impl Calc for Calculator {
     }
     async fn whoami(&self) -> String {
         self.user.clone()
+    }
+    async fn forever(&self) -> i64 {
+        std::future::pending().await
     }
 }
 
@@ -366,4 +371,45 @@ async fn our_client_calls_over_pooled_connections_and_reports_http_errors() {
     let nobody = Connection::builder().connect_http("http://127.0.0.1:9/").unwrap();
     let err = within(nobody.handle().request::<Value>("add", (1, 2))).await.unwrap_err();
     assert!(err.to_string().contains("the HTTP request to http://127.0.0.1:9/ failed"), "{err}");
+}
+
+#[tokio::test]
+async fn mounted_as_a_tower_service_each_body_is_a_short_connection_with_the_same_rules() {
+    use jsonrpc_duplex::transport::http::tower_service::Service;
+    use jsonrpc_duplex::transport::http::{FullBody, http_body_util::BodyExt};
+    let (calc, mut notes) = calculator();
+    let mut service = Connection::builder().serve(CalcServer::new(calc)).into_http_service();
+    let request = |body: &'static str| {
+        http::Request::post("/rpc")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(FullBody::from(body))
+            .unwrap()
+    };
+    let answer = within(service.call(request(r#"{"jsonrpc":"2.0","id":1,"method":"ask_back"}"#))).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let body = answer.into_body().collect().await.unwrap().to_bytes();
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert!(answer["error"]["message"].as_str().unwrap().contains(NO_CALLS_BACK), "{answer}");
+
+    let answer =
+        within(service.call(request(r#"{"jsonrpc":"2.0","method":"note","params":["mounted"]}"#))).await.unwrap();
+    assert_eq!(answer.status(), 202);
+    assert_eq!(within(notes.recv()).await.as_deref(), Some("mounted"));
+}
+
+#[tokio::test]
+async fn a_handler_over_the_request_timeout_is_cancelled_on_both_paths() {
+    let (server, _notes) = start(|s| s.request_timeout(Duration::from_millis(300))).await;
+    // One request (the kept connection) and a batch (a short connection).
+    let reply = exchange(server.local_addr(), &post(r#"{"jsonrpc":"2.0","id":5,"method":"forever"}"#, "")).await;
+    assert_eq!(reply.json()["id"], 5);
+    assert_eq!(reply.json()["error"]["code"], -32800, "{}", reply.body_text());
+    let reply = exchange(server.local_addr(), &post(r#"[{"jsonrpc":"2.0","id":6,"method":"forever"}]"#, "")).await;
+    assert_eq!(reply.json()[0]["id"], 6);
+    assert_eq!(reply.json()[0]["error"]["code"], -32800, "{}", reply.body_text());
+    // The kept connection was replaced: the next call is served.
+    let reply =
+        exchange(server.local_addr(), &post(r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#, "")).await;
+    assert_eq!(reply.json()["result"], 3);
 }

@@ -65,6 +65,7 @@ readme! {
     bench_compare: ["cargo bench -p jsonrpc-duplex-benches --bench compare"] => to_end;
     bench_calls: ["cargo bench -p jsonrpc-duplex-benches --bench calls"] => to_end;
     bench_connections: ["cargo bench -p jsonrpc-duplex-benches --bench connections"] => to_end;
+    bench_http: ["cargo bench -p jsonrpc-duplex-benches --bench http"] => to_end;
     fuzz: ["cargo install cargo-fuzz", "fuzz/run.sh 180"] => fuzz_with_cargo_fuzz;
     soak: ["scripts/soak.sh 3"] => to_end;
     loom: ["scripts/loom.sh"] => in_ci;

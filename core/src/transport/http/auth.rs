@@ -54,6 +54,8 @@ impl Authenticated {
 /// #[derive(Debug, PartialEq)]
 /// struct User(&'static str);
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// let hook = |parts: &http::request::Parts| {
 ///     let token = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
 ///     async move {
@@ -63,8 +65,6 @@ impl Authenticated {
 ///         }
 ///     }
 /// };
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
 /// let request = http::Request::builder().header("authorization", "Bearer s3cret").body(()).unwrap();
 /// let who = hook.authenticate(&request.into_parts().0).await.unwrap();
 /// assert_eq!(who.get::<User>(), Some(&User("alice")));

@@ -21,7 +21,7 @@ use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body_util::Full;
 
 pub use hyper;
-pub use {http, http_body, http_body_util};
+pub use {http, http_body, http_body_util, tower_service};
 
 /// The error type bodies and services report (what hyper and tower use).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -33,7 +33,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// use jsonrpc_duplex_core::transport::http::Refusal;
 ///
 /// let refusal = Refusal::new(http::StatusCode::FORBIDDEN, "not from here");
-/// let response = refusal.into_response();
+/// let response = refusal.into_response::<jsonrpc_duplex_core::transport::http::FullBody>();
 /// assert_eq!(response.status(), 403);
 /// assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
 /// ```

@@ -38,6 +38,9 @@ use super::{BoxError, Refusal};
 /// Default for [`ServeConfig::header_read_timeout`] (hyper's).
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Default for [`ServeConfig::max_connections`] (the byte-stream server's too).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
 /// At most this many connections over the limit are being answered `503` at once.
 const MAX_REFUSING: usize = 64;
 
@@ -60,7 +63,7 @@ impl Default for ServeConfig {
             header_read_timeout: Some(DEFAULT_HEADER_READ_TIMEOUT),
             keep_alive: true,
             http2: true,
-            max_connections: crate::server::DEFAULT_MAX_CONNECTIONS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }

@@ -4,7 +4,11 @@
 //!
 //! Each `POST` body is served as one short connection over the message-level seam
 //! ([`Builder::connect_messages`]): the body is its one inbound message, its answers are the
-//! HTTP response. So the limits, the batch handling and the dispatch are a connection's own:
+//! HTTP response. Under the server loop ([`HttpService::bind`],
+//! [`ServerBuilder::bind_http`](crate::server::ServerBuilder::bind_http)) a body that is a single
+//! request goes instead to a connection kept for its HTTP connection, whose requests come one at
+//! a time (no connection to start and end per request). Either way the limits, the batch
+//! handling and the dispatch are a connection's own:
 //!
 //! | the request | the answer |
 //! |---|---|
@@ -26,9 +30,10 @@
 //!
 //! **Calls back to the client.** Plain HTTP has no way to carry a request from the server to the
 //! client: a handler's call to its peer (a generated client built from the request context,
-//! [`Handle::request`](crate::Handle::request)) fails at once with
-//! [`Error::ConnectionLost`](crate::Error::ConnectionLost) whose reason says so; a notification
-//! to the client is dropped (logged at DEBUG).
+//! [`Handle::request`](crate::Handle::request)) fails at once with an error that says so
+//! ([`NO_CALLS_BACK`]: [`Error::ConnectionLost`](crate::Error::ConnectionLost) on a short
+//! connection, the error object `-32000` on a kept one); a notification to the client is dropped
+//! (logged at DEBUG).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -42,7 +47,8 @@ use futures::{FutureExt, Sink};
 use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body::Body;
-use tokio::sync::{Semaphore, oneshot};
+use serde_json::value::RawValue;
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::auth::{AuthHook, Authenticate, Authenticated};
 use super::body::{DEFAULT_BODY_READ_TIMEOUT, read_body};
@@ -115,6 +121,8 @@ struct Inner {
 pub struct HttpService {
     inner: Arc<Inner>,
     remote_addr: Option<SocketAddr>,
+    /// The connection kept for one HTTP connection's requests (under the server loop only).
+    kept: Option<Arc<Kept>>,
 }
 
 impl std::fmt::Debug for HttpService {
@@ -152,6 +160,7 @@ impl HttpService {
                 max_message_size,
             }),
             remote_addr: None,
+            kept: None,
         }
     }
 
@@ -229,7 +238,11 @@ impl HttpService {
         config: super::serve::ServeConfig,
     ) -> std::io::Result<super::serve::HttpServer> {
         let listener = crate::transport::bind_tcp(addr).await?;
-        super::serve::serve(listener, config, move |peer| self.clone().with_remote_addr(peer))
+        super::serve::serve(listener, config, move |peer| {
+            let mut service = self.clone().with_remote_addr(peer);
+            service.kept = Some(Arc::default());
+            service
+        })
     }
 
     /// The same service, telling its factories where the peer connected from.
@@ -256,8 +269,9 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let inner = self.inner.clone();
         let remote_addr = self.remote_addr;
+        let kept = self.kept.clone();
         async move {
-            Ok(match answer(&inner, remote_addr, request).await {
+            Ok(match answer(&inner, remote_addr, kept.as_deref(), request).await {
                 Ok(response) | Err(response) => response,
             })
         }
@@ -276,6 +290,7 @@ fn is_json(parts: &Parts) -> bool {
 async fn answer<B>(
     inner: &Inner,
     remote_addr: Option<SocketAddr>,
+    kept: Option<&Kept>,
     request: Request<B>,
 ) -> Result<Response<FullBody>, Response<FullBody>>
 where
@@ -311,6 +326,13 @@ where
         read_body(body, inner.max_message_size, inner.body_read_timeout).await.map_err(|e| refuse(e.refusal()))?;
     let _permit =
         inner.permits.acquire().await.map_err(|_| refuse(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "closed")))?;
+    if inner.factory.is_none()
+        && let Some(kept) = kept
+        && let Some(id) = single_request_id(&bytes)
+        && let Some(response) = kept.call(inner, id, bytes.clone()).await
+    {
+        return Ok(response);
+    }
     parts.extensions.insert(auth.clone());
     let mut builder =
         inner.builder.clone().eof_grace(inner.request_timeout).idle_timeout(None).message_read_timeout(None);
@@ -322,6 +344,146 @@ where
     }
     let answers = dispatch(builder, bytes).await;
     Ok(respond(answers))
+}
+
+/// The id of a body that is one request (not a batch, not a notification), as spelled.
+fn single_request_id(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    match serde_json::from_slice::<Probe<'_>>(body) {
+        Ok(Probe { id: Some(id), method: Some(_) }) => Some(id.get().to_owned()),
+        _ => None,
+    }
+}
+
+/// The connection an HTTP connection's requests share while they come one at a time (HTTP/1.1
+/// serves one request at a time per connection; concurrent HTTP/2 streams beyond the first
+/// take the short-connection path). One request in, one answer out: no end of a connection to
+/// wait for per request. Batches and notifications take the short-connection path, whose end
+/// says when all of their handlers are done.
+#[derive(Default)]
+struct Kept {
+    slot: tokio::sync::Mutex<Option<KeptConnection>>,
+}
+
+struct KeptConnection {
+    connection: crate::Connection,
+    frames: mpsc::UnboundedSender<Result<Frame, crate::framing::FrameError>>,
+    answer: Arc<std::sync::Mutex<Option<oneshot::Sender<Vec<u8>>>>>,
+}
+
+impl KeptConnection {
+    fn start(builder: Builder) -> Self {
+        let (frames, mut rx) = mpsc::unbounded_channel();
+        let answer = Arc::new(std::sync::Mutex::new(None));
+        let sink = Route { answer: answer.clone(), frames: frames.clone() };
+        let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let connection = builder.idle_timeout(None).message_read_timeout(None).connect_messages(incoming, sink);
+        KeptConnection { connection, frames, answer }
+    }
+}
+
+impl Kept {
+    /// Serve the request `id` on the kept connection; `None` if it is busy (the caller takes
+    /// the short-connection path).
+    async fn call(&self, inner: &Inner, id: String, bytes: Bytes) -> Option<Response<FullBody>> {
+        let mut slot = self.slot.try_lock().ok()?;
+        if slot.as_ref().is_none_or(|kept| kept.connection.is_closed()) {
+            *slot = Some(KeptConnection::start(inner.builder.clone()));
+        }
+        let kept = slot.as_mut()?;
+        let (tx, rx) = oneshot::channel();
+        *kept.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        if kept.frames.send(Ok(Frame::Message(BytesMut::from(&bytes[..])))).is_err() {
+            *slot = None;
+            return None;
+        }
+        let message = match tokio::time::timeout(inner.request_timeout, rx).await {
+            Ok(Ok(answer)) => return Some(respond(Some(vec![answer]))),
+            Err(_) => format!("the handler did not answer within {:?}", inner.request_timeout),
+            Ok(Err(_)) => "the request's connection ended without answering".to_owned(),
+        };
+        // Timed out, or the connection ended: dropping it cancels the handler.
+        *slot = None;
+        let id = RawValue::from_string(id).ok()?;
+        Some(respond(Some(vec![error_answer(&id, crate::codes::REQUEST_CANCELLED, &message)])))
+    }
+}
+
+/// An error answer to the request `id`, made here.
+fn error_answer(id: &RawValue, code: i64, message: &str) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Object<'a> {
+        code: i64,
+        message: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: &'a RawValue,
+        error: Object<'a>,
+    }
+    serde_json::to_vec(&Answer { jsonrpc: "2.0", id, error: Object { code, message } }).unwrap_or_default()
+}
+
+/// The outbound side of a kept connection: the answer goes to the request waiting for it; a
+/// request of the server's own to the client is answered at once with an error saying that HTTP
+/// cannot carry it; a notification to the client is dropped.
+struct Route {
+    answer: Arc<std::sync::Mutex<Option<oneshot::Sender<Vec<u8>>>>>,
+    frames: mpsc::UnboundedSender<Result<Frame, crate::framing::FrameError>>,
+}
+
+impl Sink<Vec<u8>> for Route {
+    type Error = std::io::Error;
+
+    fn poll_ready(self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(self: std::pin::Pin<&mut Self>, body: Vec<u8>) -> std::io::Result<()> {
+        #[derive(serde::Deserialize)]
+        struct Probe<'a> {
+            #[serde(borrow)]
+            id: Option<&'a RawValue>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        let probe = serde_json::from_slice::<Probe<'_>>(&body).ok();
+        match probe {
+            Some(Probe { method: Some(_), id: Some(id) }) => {
+                let refusal = error_answer(id, crate::codes::SERVER_ERROR, NO_CALLS_BACK);
+                let _ = self.frames.send(Ok(Frame::Message(BytesMut::from(&refusal[..]))));
+            }
+            Some(Probe { method: Some(_), id: None }) => {
+                tracing::debug!(target: crate::LOG_TARGET, "dropped a notification to the client: {NO_CALLS_BACK}");
+            }
+            _ => {
+                let waiting = self.answer.lock().unwrap_or_else(|p| p.into_inner()).take();
+                match waiting {
+                    Some(waiting) => {
+                        let _ = waiting.send(body);
+                    }
+                    None => tracing::debug!(target: crate::LOG_TARGET, "an answer nobody waits for was dropped"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_flush(self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// Serve one body as a connection of its own; its answers once it has ended.
