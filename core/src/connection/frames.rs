@@ -2,7 +2,10 @@
 //! message transport's stream of [`Frame`]s.
 //!
 //! On a byte stream a frame is parsed where it lies in the read buffer and consumed afterwards:
-//! no buffer is split off or shared per message.
+//! no buffer is split off or shared per message. The read buffer is held only while there are
+//! bytes to read or an incomplete frame to keep: once everything read is consumed and the
+//! stream has nothing more at hand, it goes back to the worker thread's pool
+//! ([`crate::util::bufpool::take_bytes`]), so an idle connection holds no read buffer.
 
 use std::ops::Range;
 use std::pin::Pin;
@@ -14,10 +17,11 @@ use tokio::io::AsyncRead;
 
 use crate::framing::{Found, Frame, FrameCodec, FrameError};
 
-/// The read buffer's usual size, reserved up front.
+/// The read buffer's usual size, taken when the stream is read.
 const READ_CHUNK: usize = 8 * 1024;
 
-/// A read buffer that grew past this for a large message is given back once it is empty.
+/// A read buffer that grew past this for a large message is freed once it is empty (smaller
+/// ones go back to the thread's pool).
 const KEEP_BUFFER: usize = 256 * 1024;
 
 /// What the next frame is.
@@ -59,7 +63,8 @@ impl<R> ByteFrames<R> {
     pub(crate) fn new(io: R, codec: FrameCodec) -> Self {
         ByteFrames {
             io,
-            buf: BytesMut::with_capacity(READ_CHUNK),
+            // Nothing until there is something to read (an idle connection holds no buffer).
+            buf: BytesMut::new(),
             codec,
             body: 0..0,
             consume: 0,
@@ -104,14 +109,22 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
                     return Poll::Ready(Some(Err(e)));
                 }
             }
-            if self.buf.is_empty() && self.buf.capacity() > KEEP_BUFFER {
-                // A large message is over: do not keep its buffer.
-                self.buf = BytesMut::with_capacity(READ_CHUNK);
+            let capacity = self.buf.capacity();
+            if self.buf.is_empty() && !(READ_CHUNK / 8..=KEEP_BUFFER).contains(&capacity) {
+                // Everything read is consumed and no buffer is at hand (or a large message is
+                // over, and its buffer is not kept): one from the thread's pool.
+                self.buf = crate::util::bufpool::take_bytes(READ_CHUNK);
             } else if self.buf.capacity() - self.buf.len() < READ_CHUNK / 8 {
                 // Reclaims the consumed front of the buffer when it can instead of growing it.
                 self.buf.reserve(READ_CHUNK);
             }
-            match ready!(tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buf)) {
+            let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buf);
+            if read.is_pending() && self.buf.is_empty() {
+                // Nothing at hand and nothing kept: the buffer goes back until the stream is
+                // readable again.
+                crate::util::bufpool::give_bytes(std::mem::take(&mut self.buf));
+            }
+            match ready!(read) {
                 Ok(0) => self.eof = true,
                 Ok(_) => {}
                 Err(e) => {

@@ -15,7 +15,9 @@
 //! it works through what it has read, and writes it in one go before it waits.
 //!
 //! On a byte stream, small messages are framed straight into the queue's tail buffer, which the
-//! writer swaps with its own emptied one: nothing is allocated per message.
+//! writer swaps with its own emptied one: nothing is allocated per message. Once everything is
+//! written and the writer lets go, those buffers go back to the thread's pool
+//! ([`crate::util::bufpool::take_bytes`]): an idle connection holds no write buffer.
 
 mod pump;
 mod turns;
@@ -101,6 +103,28 @@ fn shrunk_if_waiting(q: &Queue, mut body: Vec<u8>) -> Vec<u8> {
     body
 }
 
+/// A chunk list longer than this that a burst left empty is freed when the writer lets go.
+const KEEP_CHUNKS: usize = 8;
+
+/// Free an emptied chunk list that a burst grew (an idle connection keeps a short one at most).
+pub(super) fn shrink_idle(chunks: &mut VecDeque<Chunk>) {
+    if chunks.is_empty() && chunks.capacity() > KEEP_CHUNKS {
+        *chunks = VecDeque::new();
+    }
+}
+
+/// The queue's tail buffer, with room to frame a small message into: an emptied one from this
+/// thread's pool when it has none (it gave its buffer back when it went idle).
+fn tail_room(q: &mut Queue) -> &mut BytesMut {
+    if q.tail.capacity() == 0 {
+        q.tail = crate::util::bufpool::take_bytes(TAIL_CHUNK);
+    }
+    &mut q.tail
+}
+
+/// The room a fresh tail buffer starts with.
+const TAIL_CHUNK: usize = 1024;
+
 /// Close the tail buffer of small messages into a chunk of its own (a body queued next must
 /// follow it).
 fn seal_tail(q: &mut Queue) {
@@ -131,8 +155,9 @@ struct Queue {
     answers_in_writer: usize,
     /// A sender waits for room (it is first in line: the others wait for the turnstile).
     waiting: bool,
-    /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline
-    /// (the byte writer gives its own emptied one back here when it lets go).
+    /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline.
+    /// Given back to the thread's pool, with the tail, when the writer lets go (an idle
+    /// connection holds no write buffer; the next message encoded takes one from the pool).
     spare: BytesMut,
 }
 
@@ -292,7 +317,7 @@ impl Outbound {
         let mut spent = None;
         match &self.codec {
             Some(codec) if body.len() < DIRECT_WRITE => {
-                codec.encode(&body, &mut q.tail);
+                codec.encode(&body, tail_room(&mut q));
                 spent = Some(body);
             }
             Some(codec) => {
@@ -330,7 +355,7 @@ impl Outbound {
         q.budgeted += n;
         let over = queued + n > self.budget_max;
         match &self.codec {
-            Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, &mut q.tail),
+            Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, tail_room(&mut q)),
             Some(_) => {
                 seal_tail(&mut q);
                 q.chunks.push_back(Chunk::Shared(body.clone()));
@@ -438,8 +463,9 @@ impl Outbound {
     }
 
     /// The owner's next batch: swap the queued chunks into `chunks` and the tail into `tail`
-    /// (both must be empty), or, if nothing is queued, give up ownership (`false`); `spare`, an
-    /// emptied buffer of the writer's, is kept for the next inline owner.
+    /// (both must be empty), or, if nothing is queued, give up ownership (`false`); then `spare`,
+    /// an emptied buffer of the writer's, and the queue's own emptied buffers go back to this
+    /// thread's pool.
     pub(crate) fn take_or_release(
         &self,
         chunks: &mut VecDeque<Chunk>,
@@ -459,11 +485,14 @@ impl Outbound {
                 if answers > 0 {
                     self.unbudgeted.store(q.unbudgeted, Ordering::Release);
                 }
-                if q.spare.capacity() == 0
-                    && let Some(spare) = spare.take()
-                {
-                    q.spare = spare;
+                // Nothing is queued: an idle connection holds no write buffer. The buffers go
+                // back to this thread's pool (the next message encoded here takes one).
+                if let Some(spare) = spare.take() {
+                    crate::util::bufpool::give_bytes(spare);
                 }
+                crate::util::bufpool::give_bytes(std::mem::take(&mut q.tail));
+                crate::util::bufpool::give_bytes(std::mem::take(&mut q.spare));
+                shrink_idle(&mut q.chunks);
                 Taken { room: false, drained: answers + q.unbudgeted > self.budget_max, caught_up }
             },
         );

@@ -148,6 +148,11 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
                 self.tail = BytesMut::new();
             }
             if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut self.spare) {
+                // Idle: the emptied buffers go back to this thread's pool.
+                crate::util::bufpool::give_bytes(std::mem::take(&mut self.tail));
+                self.head = BytesMut::new();
+                self.foot = BytesMut::new();
+                super::shrink_idle(&mut self.chunks);
                 return Poll::Ready(Ok(()));
             }
         }
@@ -213,6 +218,7 @@ where
                 self.dirty = false;
             }
             if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut None) {
+                super::shrink_idle(&mut self.chunks);
                 return Poll::Ready(Ok(()));
             }
         }
