@@ -4,7 +4,7 @@
 import {
   CancellationToken,
   Disposable,
-  MessageConnection,
+  type MessageConnection,
   ParameterStructures,
   ProgressType,
   ResponseError,
