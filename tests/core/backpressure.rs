@@ -10,7 +10,7 @@ use std::time::Duration;
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
 use serde_json::{Value, json};
 use support::raw_peer::{pair, pair_with_buffer};
-use support::time::within;
+use support::time::{quiescent, within};
 use tokio::sync::Notify;
 
 /// `block` (a notification that holds the ordered lane until `release` fires), `flood` (counted)
@@ -38,7 +38,7 @@ fn server(release: Arc<Notify>, counted: Arc<AtomicUsize>) -> jsonrpc_duplex::Bu
 
 const FLOOD: &[u8] = br#"{"jsonrpc":"2.0","method":"flood"}"#;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_flooding_peer_is_paused_at_the_read_ahead_limit_and_everything_is_handled_afterwards() {
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
@@ -52,7 +52,7 @@ async fn a_flooding_peer_is_paused_at_the_read_ahead_limit_and_everything_is_han
     let (flood, written) = peer.flood(N, |_| FLOOD.to_vec());
     // While the lane is blocked the reader stops taking more: the flood stalls far short of N
     // (what is buffered: the read-ahead queue, the reader's own buffer and the pipe's).
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    quiescent().await;
     let stalled = written.load(Ordering::SeqCst);
     assert!(stalled < N / 2, "the flood was not paused: {stalled} of {N} messages taken");
     assert_eq!(counted.load(Ordering::SeqCst), 0);
@@ -147,7 +147,7 @@ async fn requests_beyond_the_concurrency_limit_wait_their_turn_and_are_all_answe
     assert_eq!(ids, (0..10).collect::<Vec<_>>());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_that_stops_reading_slows_our_sends_down_and_nothing_is_lost() {
     let limits = Limits::new().outbound_buffer(2048);
     let (conn, peer) = pair_with_buffer(Connection::builder().limits(limits), Framing::ContentLength, 1024);
@@ -162,7 +162,7 @@ async fn a_peer_that_stops_reading_slows_our_sends_down_and_nothing_is_lost() {
             s.fetch_add(1, Ordering::SeqCst);
         }
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    quiescent().await;
     let stalled = sent.load(Ordering::SeqCst);
     assert!(stalled < N / 2, "sends were not slowed down: {stalled} of {N} queued");
     peer.set_reading(true);
@@ -210,7 +210,7 @@ async fn dropping_a_call_that_was_never_sent_sends_no_cancellation() {
     assert_eq!(within(next).await.unwrap().unwrap(), json!(true));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
     let router = Router::new().method("add", |(a, b): (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(a + b) });
     let limits = Limits::new().max_concurrent_requests(4).read_ahead(4).outbound_buffer(2048);
@@ -220,7 +220,7 @@ async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
     const N: usize = 5_000;
     let (flood, written) =
         peer.flood(N, |i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"add","params":[{i},1]}}"#).into_bytes());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    quiescent().await;
     let stalled = written.load(Ordering::SeqCst);
     assert!(stalled < N / 2, "answers piled up unread: {stalled} of {N} requests taken");
     peer.set_reading(true);
@@ -232,14 +232,14 @@ async fn a_peer_flooding_requests_without_reading_our_answers_is_paused() {
     assert!(!conn.is_closed());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_flooding_garbage_without_reading_our_errors_is_paused() {
     let limits = Limits::new().outbound_buffer(2048);
     let (conn, mut peer) = pair_with_buffer(Connection::builder().limits(limits), Framing::NewlineDelimited, 1024);
     peer.set_reading(false);
     const N: usize = 5_000;
     let (flood, written) = peer.flood(N, |_| b"{not json".to_vec());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    quiescent().await;
     let stalled = written.load(Ordering::SeqCst);
     assert!(stalled < N / 2, "error answers piled up unread: {stalled} of {N} frames taken");
     peer.set_reading(true);

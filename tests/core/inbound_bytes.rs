@@ -12,7 +12,7 @@ use std::time::Duration;
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
 use serde_json::{Value, json};
 use support::raw_peer::{frame, pair, pair_with_buffer};
-use support::time::within;
+use support::time::{quiescent, within};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 
@@ -54,7 +54,7 @@ fn big(size: usize) -> Vec<u8> {
     json!({"jsonrpc":"2.0","method":"big","params":["x".repeat(size)]}).to_string().into_bytes()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_reader_pauses_at_the_byte_read_ahead_though_few_messages_are_queued() {
     let release = Arc::new(Notify::new());
     let counted = Arc::new(AtomicUsize::new(0));
@@ -67,7 +67,7 @@ async fn the_reader_pauses_at_the_byte_read_ahead_though_few_messages_are_queued
     let one = big(16 * KIB);
     let (flood, written) = peer.flood(N, move |_| one.clone());
     // 64 KiB of read-ahead is four of these, plus what the pipe and the read buffer hold.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    quiescent().await;
     let stalled = written.load(Ordering::SeqCst);
     assert!(stalled < 20, "the flood was not paused: {stalled} of {N} messages of 16 KiB taken");
     assert!(!conn.is_closed());

@@ -85,7 +85,23 @@ pub trait Fs {
     async fn store(&self, value: Faulty);
 }
 
-struct Disk;
+/// The files. `watches`, when set, hears `"started"` when a watch's handler starts and
+/// `"dropped"` when it is dropped (it never answers by itself).
+#[derive(Default)]
+struct Disk {
+    watches: Option<tokio::sync::mpsc::UnboundedSender<&'static str>>,
+}
+
+/// Sends `"dropped"` when a watch's handler is dropped.
+struct WatchEnds(Option<tokio::sync::mpsc::UnboundedSender<&'static str>>);
+
+impl Drop for WatchEnds {
+    fn drop(&mut self) {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send("dropped");
+        }
+    }
+}
 
 impl Fs for Disk {
     async fn read_text_file(&self, request: PathRequest) -> Result<String, FsError> {
@@ -100,6 +116,10 @@ impl Fs for Disk {
         Ok(n)
     }
     async fn watch(&self, _request: PathRequest) -> String {
+        let _ends = WatchEnds(self.watches.clone());
+        if let Some(tx) = &self.watches {
+            let _ = tx.send("started");
+        }
         std::future::pending().await
     }
     async fn store(&self, _value: Faulty) {}
@@ -110,8 +130,12 @@ fn path(p: &str) -> PathRequest {
 }
 
 fn connected() -> (Connection, Connection, FsClient) {
+    connected_to(Disk::default())
+}
+
+fn connected_to(disk: Disk) -> (Connection, Connection, FsClient) {
     let (server, client) = jsonrpc_duplex::transport::memory::pair(
-        Connection::builder().serve(FsServer::new(Disk)),
+        Connection::builder().serve(FsServer::new(disk)),
         Connection::builder(),
     );
     let fs = FsClient::new(client.handle());
@@ -120,7 +144,7 @@ fn connected() -> (Connection, Connection, FsClient) {
 
 #[tokio::test]
 async fn a_typed_error_travels_as_code_message_and_data() {
-    let (_conn, mut peer) = pair(Connection::builder().serve(FsServer::new(Disk)), Framing::ContentLength);
+    let (_conn, mut peer) = pair(Connection::builder().serve(FsServer::new(Disk::default())), Framing::ContentLength);
     let answer = peer.call(r#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"b.txt"}}"#).await;
     assert_eq!(
         answer,
@@ -213,14 +237,17 @@ async fn a_timeout_from_the_options_fails_the_call_and_cancels_it_on_the_peer() 
 
 #[tokio::test]
 async fn a_cancellation_token_from_the_options_cancels_the_call() {
-    let (_server, _client, fs) = connected();
+    let (tx, mut watches) = tokio::sync::mpsc::unbounded_channel();
+    let (_server, _client, fs) = connected_to(Disk { watches: Some(tx) });
     let token = CancellationToken::new();
     let watching = fs.with_options(CallOptions::new().cancel(token.clone()));
     let call = tokio::spawn(async move { watching.watch(path("a.txt")).await });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The request reached the server and its handler runs: only then is the token cancelled.
+    assert_eq!(within(watches.recv()).await, Some("started"));
     token.cancel();
     // The server's handler is dropped and the request answered -32800, which the client reports as `Cancelled`.
     assert!(matches!(within(call).await.unwrap(), Err(ClientError::Call(Error::Cancelled))));
+    assert_eq!(within(watches.recv()).await, Some("dropped"));
     // Calls without the options are unaffected.
     within(fs.read_text_file(path("a.txt"))).await.unwrap();
 }
