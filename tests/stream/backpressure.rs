@@ -73,6 +73,11 @@ async fn with_the_defaults_the_producer_makes_each_item_when_it_is_asked_for() {
     assert!(lead <= 1);
 }
 
+/// What the producer below could make: far more than it may (so that a producer that ignores
+/// the read-ahead is caught), and finite (so that such a producer ends and the test fails
+/// instead of hanging).
+const PRODUCIBLE: u64 = 10_000;
+
 #[tokio::test(start_paused = true)]
 async fn a_consumer_that_stops_pulling_stops_the_producer() {
     let produced = Arc::new(AtomicUsize::new(0));
@@ -80,7 +85,7 @@ async fn a_consumer_that_stops_pulling_stops_the_producer() {
     let router = Router::new().method("numbers", move |(): (), cx| {
         let counter = counter.clone();
         async move {
-            let items = futures::stream::iter(0..u64::MAX).inspect(move |_| {
+            let items = futures::stream::iter(0..PRODUCIBLE).inspect(move |_| {
                 counter.fetch_add(1, Ordering::SeqCst);
             });
             Ok::<_, ErrorObject>(cx.peer().offer_stream(items))
