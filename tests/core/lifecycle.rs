@@ -383,10 +383,10 @@ mod os {
     async fn child_pid(file: &std::path::Path) -> u32 {
         within(async {
             loop {
-                if let Ok(text) = std::fs::read_to_string(file) {
-                    if let Ok(pid) = text.trim().parse() {
-                        return pid;
-                    }
+                if let Ok(text) = std::fs::read_to_string(file)
+                    && let Ok(pid) = text.trim().parse()
+                {
+                    return pid;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }

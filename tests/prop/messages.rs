@@ -132,14 +132,14 @@ fn server(ops: &[Op], seen: Seen) -> Router {
     let mut router = Router::new();
     let mut notes = HashSet::new();
     for op in ops {
-        if let Op::Note { method, .. } = op {
-            if notes.insert(method.clone()) {
-                let seen = seen.clone();
-                router = router.notification_raw(method, move |n| {
-                    seen.lock().unwrap().push((false, n.method().to_owned(), parsed(n.params())));
-                    async {}
-                });
-            }
+        if let Op::Note { method, .. } = op
+            && notes.insert(method.clone())
+        {
+            let seen = seen.clone();
+            router = router.notification_raw(method, move |n| {
+                seen.lock().unwrap().push((false, n.method().to_owned(), parsed(n.params())));
+                async {}
+            });
         }
     }
     let recorded = seen.clone();
