@@ -121,10 +121,10 @@ impl Agent for SummaryAgent {
             stop = run.run(&request.prompt) => stop,
             () = turn.cancelled() => StopReason::Cancelled,
         };
-        if let Some(session) = self.state().sessions.get_mut(&session_id) {
-            if session.turn.as_ref().is_some_and(|(n, _)| *n == turn_number) {
-                session.turn = None;
-            }
+        if let Some(session) = self.state().sessions.get_mut(&session_id)
+            && session.turn.as_ref().is_some_and(|(n, _)| *n == turn_number)
+        {
+            session.turn = None;
         }
         Ok(PromptResponse { stop_reason })
     }
@@ -400,10 +400,10 @@ fn file_name(path: &Path) -> String {
 /// against the session's directory.
 fn file_in_prompt(prompt: &[ContentBlock], cwd: &Path) -> Option<PathBuf> {
     for block in prompt {
-        if let ContentBlock::ResourceLink(link) = block {
-            if let Some(path) = file_uri_to_path(&link.uri) {
-                return Some(normalize(Path::new(&path)));
-            }
+        if let ContentBlock::ResourceLink(link) = block
+            && let Some(path) = file_uri_to_path(&link.uri)
+        {
+            return Some(normalize(Path::new(&path)));
         }
     }
     let text: Vec<&str> = prompt

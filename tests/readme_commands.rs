@@ -10,6 +10,8 @@
 //!
 //! ```text
 //! name: ["the exact line", "a second line it needs", …] => runner;
+//! #[ignore = "why it is slow: .ci/run runs it (--ignored)"]
+//! slow_name: ["a line that builds in release mode"] => runner;
 //! ```
 //!
 //! where `runner` is one of the functions at the end of this file: [`to_end`] (each line runs to
@@ -20,6 +22,12 @@
 //! Commands that would run for minutes are bounded by environment knobs the README documents,
 //! set for every command run here ([`KNOBS`]): benches run at a hundredth of their sizes, the
 //! soak and fuzz scripts for a second or two. The argv stays the README's.
+//!
+//! The lines that build in release mode, install a tool or build every dependency's docs (the
+//! benches, the fuzz and soak scripts, `cargo doc`) are `#[ignore]`d with the reason: the
+//! README's test command leaves them out, and `.ci/run` runs them with
+//! `cargo test --all-features --test readme_commands -- --ignored`. An entry that takes more
+//! than a few seconds on a warm build gets such an attribute before its name.
 
 mod support;
 
@@ -32,11 +40,12 @@ use support::interop;
 
 /// Declares the list of README command lines ([`COMMANDS`]) and one test per entry.
 macro_rules! readme {
-    ($($name:ident: [$($line:literal),+ $(,)?] => $runner:path;)+) => {
+    ($($(#[$attr:meta])* $name:ident: [$($line:literal),+ $(,)?] => $runner:path;)+) => {
         /// Every command line the README may show, in the README's words.
         const COMMANDS: &[&str] = &[$($($line,)+)+];
         $(
             #[test]
+            $(#[$attr])*
             fn $name() {
                 $runner(&[$($line),+]);
             }
@@ -48,6 +57,7 @@ readme! {
     demo: ["cargo run --example demo"] => to_end;
     middleware_auth: ["cargo run --example middleware_auth"] => to_end;
     workspace_tests: ["cargo test --workspace --all-features"] => in_ci;
+    #[ignore = "builds the docs of every dependency: .ci/run runs it (--ignored)"]
     crate_docs: ["cargo doc --open"] => to_end;
     acp_client: ["cargo run --example acp_client -- --deny cargo run --example acp_agent"] => acp_turn;
     lsp_client: ["cargo run --example lsp_client -- pylsp -- tests/interop/lsp/fixture/greet.py 9 24"] => lsp_hover;
@@ -61,12 +71,19 @@ readme! {
         "cargo run --example tcp_server",
         "cargo run --example tcp_client -- --name alice set color blue",
     ] => kv_server_and_client;
+    #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_streams: ["cargo bench -p jsonrpc-duplex-benches --bench streams"] => to_end;
+    #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_compare: ["cargo bench -p jsonrpc-duplex-benches --bench compare"] => to_end;
+    #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_calls: ["cargo bench -p jsonrpc-duplex-benches --bench calls"] => to_end;
+    #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_connections: ["cargo bench -p jsonrpc-duplex-benches --bench connections"] => to_end;
+    #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_http: ["cargo bench -p jsonrpc-duplex-benches --bench http"] => to_end;
+    #[ignore = "installs cargo-fuzz and builds the targets optimized: .ci/run runs it (--ignored)"]
     fuzz: ["cargo install cargo-fuzz", "fuzz/run.sh 180"] => fuzz_with_cargo_fuzz;
+    #[ignore = "a release build of the soak example: .ci/run runs it (--ignored)"]
     soak: ["scripts/soak.sh 3"] => to_end;
     loom: ["scripts/loom.sh"] => in_ci;
 }
@@ -127,6 +144,16 @@ fn the_readme_shows_only_commands_that_run_here() {
     );
     let gone: Vec<_> = COMMANDS.iter().filter(|line| !shown.iter().any(|s| s == *line)).collect();
     assert!(gone.is_empty(), "tests/readme_commands.rs runs lines README.md no longer shows: {gone:#?}");
+}
+
+/// The line of `.ci/run` that runs the `#[ignore]`d entries.
+const IGNORED_IN_CI: &str = "cargo test --all-features --test readme_commands -- --ignored";
+
+#[test]
+fn ci_runs_the_ignored_lines() {
+    in_ci(&[IGNORED_IN_CI]);
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains("-- --ignored"), "README.md says which command lines the test command leaves to CI");
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Entry points for the fuzz targets (`fuzz/`), behind the `fuzzing` feature: not a public API,
-//! and not covered by semver.
+//! Entry points for the fuzz targets (`fuzz/`), compiled only under `--cfg fuzzing` (which
+//! cargo-fuzz sets): not a public API, and not covered by semver.
 
 use crate::message::{ParsedMessage, parse_frame};
 

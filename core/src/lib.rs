@@ -25,7 +25,7 @@
 pub mod connection;
 mod features;
 pub mod framing;
-#[cfg(feature = "fuzzing")]
+#[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handler;

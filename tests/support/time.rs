@@ -32,3 +32,18 @@ pub(crate) fn eventually<'a>(what: &'a str, mut cond: impl FnMut() -> bool + 'a)
         }
     }
 }
+
+/// Wait until no task of this runtime can make progress: every flood, pipe and connection task
+/// is parked. Only for a test on paused time (`#[tokio::test(start_paused = true)]`, one
+/// thread, in-memory pipes): tokio advances a paused clock only when every task is idle, so this
+/// long sleep ends exactly when the runtime has nothing left to do, however slow the machine.
+#[track_caller]
+pub(crate) fn quiescent() -> impl Future<Output = ()> {
+    let caller = std::panic::Location::caller();
+    async move {
+        const QUIET: Duration = Duration::from_secs(60);
+        let start = Instant::now();
+        tokio::time::sleep(QUIET).await;
+        assert!(start.elapsed() < QUIET, "quiescent() at {caller} needs paused time (start_paused = true)");
+    }
+}

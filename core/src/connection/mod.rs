@@ -65,7 +65,7 @@ use crate::handler::{MethodClash, Router};
 
 /// Configures and starts a [`Connection`].
 ///
-/// A [`Profile`] sets a protocol's wire conventions in one call (LSP, ACP, MCP, plain
+/// A [`Profile`](crate::Profile) sets a protocol's wire conventions in one call (LSP, ACP, MCP, plain
 /// JSON-RPC); single settings override its parts.
 ///
 /// ```
@@ -148,7 +148,7 @@ impl Builder {
     }
 
     /// The framing on byte-stream transports ([`Framing::ContentLength`] by default; a
-    /// [`Profile`] sets it too, this overrides it).
+    /// [`Profile`](crate::Profile) sets it too, this overrides it).
     pub fn framing(mut self, framing: Framing) -> Self {
         self.config.framing = framing;
         self.explicit.framing = true;
@@ -174,7 +174,7 @@ impl Builder {
     }
 
     /// How request cancellation is spelled on the wire ([`CancelProtocol::lsp`] by default; a
-    /// [`Profile`] sets it too, this overrides it).
+    /// [`Profile`](crate::Profile) sets it too, this overrides it).
     pub fn cancel_protocol(mut self, cancel: CancelProtocol) -> Self {
         self.config.cancel = cancel;
         self.explicit.cancel = true;

@@ -114,16 +114,16 @@ fn parse_header_block(block: &[u8], limits: &FrameLimits) -> Result<usize, Frame
 fn check_charset(value: &[u8]) -> Result<(), FrameError> {
     for param in value.split(|&b| b == b';').skip(1) {
         let param = param.trim_ascii();
-        if let Some(eq) = param.iter().position(|&b| b == b'=') {
-            if param[..eq].trim_ascii().eq_ignore_ascii_case(b"charset") {
-                let cs = param[eq + 1..].trim_ascii();
-                let cs = cs.strip_prefix(b"\"").and_then(|c| c.strip_suffix(b"\"")).unwrap_or(cs);
-                if !(cs.eq_ignore_ascii_case(b"utf-8") || cs.eq_ignore_ascii_case(b"utf8")) {
-                    return Err(FrameError::BadHeader(format!(
-                        "unsupported charset {:?} (only UTF-8 is supported)",
-                        String::from_utf8_lossy(cs)
-                    )));
-                }
+        if let Some(eq) = param.iter().position(|&b| b == b'=')
+            && param[..eq].trim_ascii().eq_ignore_ascii_case(b"charset")
+        {
+            let cs = param[eq + 1..].trim_ascii();
+            let cs = cs.strip_prefix(b"\"").and_then(|c| c.strip_suffix(b"\"")).unwrap_or(cs);
+            if !(cs.eq_ignore_ascii_case(b"utf-8") || cs.eq_ignore_ascii_case(b"utf8")) {
+                return Err(FrameError::BadHeader(format!(
+                    "unsupported charset {:?} (only UTF-8 is supported)",
+                    String::from_utf8_lossy(cs)
+                )));
             }
         }
     }

@@ -5,6 +5,8 @@
 //! ```
 //! use std::time::Duration;
 //! use jsonrpc_duplex_core::{Connection, ErrorObject, Router, server::Server};
+//! # #[cfg(not(feature = "tcp"))] fn main() {} // the example needs the `tcp` feature
+//! # #[cfg(feature = "tcp")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = Server::builder()

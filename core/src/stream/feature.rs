@@ -118,7 +118,7 @@ impl Extension for Streams {
 
 impl Builder {
     /// How streams this side offers are paced by default ([`StreamSettings::default`]:
-    /// StreamJsonRpc's one item per `next`). Per stream: [`Handle::offer_stream_with`].
+    /// StreamJsonRpc's one item per `next`). Per stream: [`Handle::offer_stream_with`](crate::Handle::offer_stream_with).
     pub fn stream_settings(mut self, settings: StreamSettings) -> Self {
         self.feature_mut::<StreamsFeature>().settings =
             StreamSettings { min_batch_size: settings.min_batch_size.max(1), ..settings };

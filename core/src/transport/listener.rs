@@ -24,6 +24,8 @@ pub use crate::connection::PeerAddr;
 ///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router, transport::Listener};
+/// # #[cfg(not(feature = "tcp"))] fn main() {} // the example needs the `tcp` feature
+/// # #[cfg(feature = "tcp")]
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

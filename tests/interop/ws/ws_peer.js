@@ -1,5 +1,5 @@
 // A third-party WebSocket peer on node's `ws` package, speaking JSON-RPC by hand (raw frames,
-// no JSON-RPC library), for tests/net_ws_interop.rs.
+// no JSON-RPC library), for tests/net/ws_interop.rs.
 //
 //   node ws_peer.js client ws://127.0.0.1:PORT/   drive a jsonrpc-duplex server (the kv service
 //                                                 of tests/net_common) and check every frame

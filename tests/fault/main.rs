@@ -1,0 +1,12 @@
+//! The `fault` area of the integration tests: one test binary (one link step) for the files
+//! of `tests/fault/`, each a module. Run it alone with `cargo test --all-features --test fault`,
+//! one file of it with `cargo test --all-features --test fault -- NAME::` (CONTRIBUTING.md).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+pub mod io;
+pub mod limits;
+pub mod load;
+pub mod peer_death;
+pub mod slow_peer;
