@@ -8,5 +8,6 @@ mod support;
 pub mod io;
 pub mod limits;
 pub mod load;
+pub mod mcp_http;
 pub mod peer_death;
 pub mod slow_peer;

@@ -11,3 +11,6 @@ pub mod lsp_server;
 pub mod mcp;
 pub mod vscode;
 pub mod vscode_progress;
+pub mod mcp_everything;
+pub mod mcp_http;
+pub mod sdk_bridge;

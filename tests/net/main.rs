@@ -5,6 +5,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+pub mod http;
+pub mod http_attack;
 pub mod isolation;
 pub mod kv_example_bounds;
 pub mod load;

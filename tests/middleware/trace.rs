@@ -2,7 +2,7 @@
 //! for JSON-RPC, read back from an in-memory subscriber; the span of an inbound request is the
 //! parent of the spans of the calls its handler makes back; unlisted methods are `_OTHER`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

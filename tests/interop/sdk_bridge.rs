@@ -32,7 +32,7 @@ mod generate;
 #[path = "../examples/sdk_bridge/protocol.rs"]
 mod protocol;
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -438,7 +438,7 @@ fn cli_on_tcp_prints_its_address_and_ends_with_stdin() {
 /// Each SDK's `ping` p50 over 1,000 calls and its full-turn p50 over 200 turns, next to the same
 /// client written by hand on the language's raw pipes (stdio, Content-Length). Numbers only, no
 /// assertion on them (a shared machine is noisy):
-/// `cargo test --release --features openrpc --test sdk_bridge -- --ignored --nocapture`.
+/// `cargo test --release --features openrpc --test interop -- sdk_bridge:: --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement: run it on a quiet machine"]
 fn latency_of_each_sdk_next_to_a_hand_written_client() {

@@ -5,7 +5,7 @@
 //! and a handler's call back to the client.
 #![cfg(feature = "http")]
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

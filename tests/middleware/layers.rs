@@ -3,7 +3,7 @@
 //! back, a panicking layer, a layer that holds calls, extensions for the handler, the peer's
 //! identity, the shipped timeout and concurrency limit.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! server still answers a call at once.
 #![cfg(feature = "http")]
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! its credentials, a TCP peer by its address, always before the handler runs; and the example
 //! program itself, run as a user would.
 
-mod support;
+use crate::support;
 
 #[path = "../examples/middleware_auth/auth.rs"]
 mod auth;

@@ -20,7 +20,7 @@
 //! Needs `node` and `npm` on the `PATH` (for `npm ci`); Linux x64 (the Node 22 package).
 #![cfg(feature = "mcp-http")]
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! `params._meta`, current while the handler runs, written on the calls the handler makes back;
 //! StreamJsonRpc's top-level members on outbound messages; nothing where it is off or invalid.
 
-mod support;
+use crate::support;
 
 use jsonrpc_duplex::middleware::context::{Placement, PropagateLayer, TraceContext};
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Handle, RequestContext, Router};

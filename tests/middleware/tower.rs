@@ -2,7 +2,7 @@
 //! concurrency limit, and a timeout, over raw bytes.
 #![cfg(feature = "tower")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

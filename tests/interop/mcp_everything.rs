@@ -9,7 +9,7 @@
 //!
 //! Needs `node` (>= 18) and `npm` on the `PATH`. Every run is bounded.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

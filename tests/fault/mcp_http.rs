@@ -16,7 +16,7 @@
 //!   `DELETE`.
 #![cfg(feature = "mcp-http")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

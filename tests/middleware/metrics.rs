@@ -2,7 +2,7 @@
 //! per method and direction, read back from metrics-util's in-memory recorder.
 #![cfg(feature = "metrics")]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,13 @@
+//! The `middleware` area of the integration tests: one test binary (one link step) for the files
+//! of `tests/middleware/`, each a module. Run it alone with `cargo test --all-features --test middleware`,
+//! one file of it with `cargo test --all-features --test middleware -- NAME::` (CONTRIBUTING.md).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+pub mod auth;
+pub mod context;
+pub mod layers;
+pub mod metrics;
+pub mod tower;
+pub mod trace;
