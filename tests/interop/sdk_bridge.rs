@@ -25,11 +25,11 @@
 //! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
 #![cfg(all(feature = "openrpc", unix))]
 
-#[path = "../examples/files/protocol.rs"]
+#[path = "../../examples/files/protocol.rs"]
 mod files_protocol;
-#[path = "../examples/sdk_bridge/generate.rs"]
+#[path = "../../examples/sdk_bridge/generate.rs"]
 mod generate;
-#[path = "../examples/sdk_bridge/protocol.rs"]
+#[path = "../../examples/sdk_bridge/protocol.rs"]
 mod protocol;
 
 use crate::support;

@@ -4,8 +4,8 @@
 
 use crate::support;
 
-#[path = "../examples/middleware_auth/auth.rs"]
-mod auth;
+#[path = "../../examples/middleware_auth/auth.rs"]
+mod auth_layer;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +14,7 @@ use std::time::Duration;
 use jsonrpc_duplex::transport::Listener;
 use jsonrpc_duplex::{Connection, ErrorObject, RequestContext, Router};
 
-use auth::{Allow, Identity};
+use auth_layer::{Allow, Identity};
 use support::time::within;
 
 fn my_uid() -> u32 {
