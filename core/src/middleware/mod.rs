@@ -10,7 +10,7 @@
 //! **Order.** Layers run in the order they were added: the first added is the outermost, for
 //! inbound and outbound traffic alike. An inbound request passes every layer, then reaches its
 //! handler; a call the handler makes back to the peer (or any call or notification through a
-//! [`Handle`]) passes every layer again as an outbound call, then goes on the wire:
+//! [`Handle`](crate::Handle)) passes every layer again as an outbound call, then goes on the wire:
 //!
 //! ```text
 //! peer ──▶ layer 1 ─▶ layer 2 ─▶ handler ──(handle.request)──▶ layer 1 ─▶ layer 2 ─▶ peer
@@ -18,7 +18,7 @@
 //!
 //! **What passes.** Inbound: every request and notification a route or fallback takes (a
 //! request no route takes reaches the layers too, answered `-32601` at the end of the chain);
-//! outbound: [`Handle::request`] and its variants, [`Handle::notify`], and the generated
+//! outbound: [`Handle::request`](crate::Handle::request) and its variants, [`Handle::notify`](crate::Handle::notify), and the generated
 //! clients built on them. The protocol's own plumbing, which the connection handles itself, does
 //! not pass: cancellation notifications, `$/progress` for this side's tokens, the stream
 //! protocol's pulls, unknown notifications (dropped, logged).
