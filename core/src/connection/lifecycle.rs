@@ -117,7 +117,8 @@ impl Lifecycle {
         &self.stopped
     }
 
-    /// Fires on `Finished`.
+    /// Fires on `Finished` (a child process's reaper waits for it).
+    #[cfg_attr(not(feature = "process"), allow(dead_code))]
     pub(crate) fn finished(&self) -> &CancellationToken {
         &self.finished
     }
