@@ -2,6 +2,7 @@
 
 mod close;
 mod config;
+mod context;
 mod dispatch;
 mod drain;
 mod error;

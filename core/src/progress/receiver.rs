@@ -13,7 +13,6 @@ use tokio::sync::mpsc;
 
 use super::registry::Report;
 use super::{ProgressState, ProgressToken};
-use crate::connection::shared::Shared;
 use crate::connection::{Error, Handle};
 
 /// The reports sent for one [`ProgressToken`] of ours, in the order they were read, each decoded
@@ -55,7 +54,7 @@ use crate::connection::{Error, Handle};
 /// ```
 #[must_use = "streams do nothing unless polled"]
 pub struct ProgressReceiver<T> {
-    shared: Arc<Shared>,
+    handle: Handle,
     state: Arc<ProgressState>,
     token: u64,
     rx: mpsc::Receiver<Report>,
@@ -75,9 +74,8 @@ impl Handle {
         // As many reports as messages may be read ahead while a call waits; their bytes count
         // against the read-ahead until taken.
         let state = self.extension::<ProgressState>();
-        let (token, rx) = state.receivers.open(self.shared.config.limits.max_buffered_inbound);
-        let receiver =
-            ProgressReceiver { shared: self.shared.clone(), state: state.clone(), token, rx, _values: PhantomData };
+        let (token, rx) = state.receivers.open(self.limits().max_buffered_inbound);
+        let receiver = ProgressReceiver { handle: self.clone(), state: state.clone(), token, rx, _values: PhantomData };
         (ProgressToken::issued(state, token), receiver)
     }
 }
@@ -120,7 +118,7 @@ impl<T: DeserializeOwned> ProgressReceiver<T> {
                 tracing::warn!(
                     target: crate::LOG_TARGET,
                     token = self.token,
-                    error = %self.shared.quote(&e),
+                    error = %self.handle.quote(&e),
                     "progress report dropped"
                 )
             }
@@ -145,7 +143,7 @@ impl<T> ProgressReceiver<T> {
     /// A report is off the queue: it no longer counts against the read-ahead.
     fn taken(&self, report: Report) -> Report {
         if let Ok(value) = &report {
-            self.shared.release_inbound(crate::progress::report_bytes(value));
+            self.handle.release_inbound(crate::progress::report_bytes(value));
         }
         report
     }

@@ -102,21 +102,16 @@ impl<T: Serialize> Progress<T> {
     /// nothing. Waits while the peer is not reading what was sent already.
     pub async fn report(&self, value: T) -> Result<(), Error> {
         let Some(r) = &self.inner else { return Ok(()) };
-        let shared = &r.handle.shared;
-        let buf = encode(&r.handle.extension::<ProgressState>().protocol, &r.token, &value, &**shared)?;
-        let limit = shared.config.limits.frame.max_message_size;
+        let handle = &r.handle;
+        let buf = encode(&handle.extension::<ProgressState>().protocol, &r.token, &value, handle.binder())?;
+        let limit = handle.limits().frame.max_message_size;
         if buf.len() > limit {
             return Err(Error::MessageTooLarge { size: buf.len(), limit });
         }
-        let Some(slot) = &r.call else {
-            return shared.outbound.send(buf).await.map_err(|_| Error::ConnectionLost(shared.lost()));
-        };
-        // Answers go out without waiting (they are sent from `Drop`), so a report is queued the
-        // same way, while the request is known to be unanswered: the answer cannot overtake it.
-        shared.outbound.wait_room().await;
-        match shared.in_flight.while_holding(slot, || shared.outbound.send_now(buf)) {
-            None => Ok(()),
-            Some(sent) => sent.map_err(|_| Error::ConnectionLost(shared.lost())),
+        match &r.call {
+            None => handle.send_notification(buf).await,
+            // In order before the request's answer, or not at all once it is answered.
+            Some(slot) => handle.send_before_answer(slot, buf).await,
         }
     }
 }

@@ -481,7 +481,7 @@ async fn serve_peer<A: Accepted>(accepted: A, id: u64, addr: PeerAddr, builder: 
     };
     inner.remove(id);
     if ended.is_none() {
-        conn.handle().shared.close(CloseReason::new(CloseKind::LocallyClosed, "the server is shutting down"));
+        conn.handle().close_with(CloseReason::new(CloseKind::LocallyClosed, "the server is shutting down"));
     }
     // Waits for the flush (bounded by the connection's flush timeout) so that the socket is
     // closed when the connection stops counting against the limit.

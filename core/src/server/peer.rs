@@ -218,7 +218,7 @@ impl Inner {
         let handles: Vec<(u64, Handle)> = self.peers_map().values().map(|p| (p.id, p.handle.clone())).collect();
         let mut report = Broadcast::default();
         for (id, handle) in handles {
-            let limits = &handle.shared.config.limits;
+            let limits = handle.limits();
             let limit = limits.frame.max_message_size;
             if body.len() > limit {
                 return Err(Error::MessageTooLarge { size: body.len(), limit });
@@ -226,7 +226,7 @@ impl Inner {
             // A peer may lag by its outbound buffer for the broadcast timeout, by twice that
             // not at all.
             let hard = limits.outbound_buffer.max(1).saturating_mul(2);
-            match handle.shared.outbound.send_shared(&body, hard) {
+            match handle.send_shared(&body, hard) {
                 Ok(false) => report.queued += 1,
                 Ok(true) => {
                     report.waiting += 1;
@@ -259,11 +259,11 @@ impl Inner {
         let timeout = self.broadcast_timeout;
         let inner = Arc::downgrade(this);
         self.tasks.spawn(async move {
-            let caught_up = tokio::time::timeout(timeout, handle.shared.outbound.wait_within_budget()).await.is_ok();
+            let caught_up = tokio::time::timeout(timeout, handle.wait_within_budget()).await.is_ok();
             let Some(inner) = inner.upgrade() else { return };
             inner.lagging_set().remove(&id);
             if !caught_up {
-                let limit = handle.shared.config.limits.outbound_buffer;
+                let limit = handle.limits().outbound_buffer;
                 inner.lagged_out(
                     id,
                     &handle,
@@ -279,7 +279,7 @@ impl Inner {
     fn lagged_out(&self, id: u64, handle: &Handle, why: String) {
         tracing::warn!(target: crate::LOG_TARGET, peer = id, "{why}: disconnecting it");
         self.stats.lagged_out.fetch_add(1, Ordering::Relaxed);
-        handle.shared.close(CloseReason::new(CloseKind::LocallyClosed, why));
+        handle.close_with(CloseReason::new(CloseKind::LocallyClosed, why));
     }
 
     fn lagging_set(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {

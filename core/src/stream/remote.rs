@@ -255,10 +255,9 @@ impl<T: DeserializeOwned> Stream for RemoteStream<T> {
 
 impl<T> Drop for RemoteStream<T> {
     fn drop(&mut self) {
-        let shared = &self.handle.shared;
         match std::mem::replace(&mut self.state, State::Done) {
             // Never sent: the streams in its params end now.
-            State::Unsent(call) => shared.release_call(call.id),
+            State::Unsent(call) => self.handle.release_call(call.id),
             State::Idle(token) => abort(&self.handle, &token),
             State::Fetching(token, call) => {
                 // Dropping the `next` sends its cancellation first.
@@ -276,6 +275,6 @@ fn abort(handle: &Handle, token: &RawValue) {
     if encode_notification(&mut buf, method, &(token,), UNBOUND).is_ok() {
         tracing::debug!(target: crate::LOG_TARGET, token = token.get(), "stream abandoned early: abort sent");
         // Sent from `Drop`: left to the writer task.
-        let _ = handle.shared.outbound.send_later(buf);
+        handle.send_later(buf);
     }
 }
