@@ -40,6 +40,7 @@ mod sync;
 pub mod transport;
 mod util;
 
+pub use connection::seam;
 pub use connection::{
     Builder, CallOptions, CancelProtocol, ChildExit, CloseKind, CloseReason, Connection, Direction, Error, Handle,
     Limits, PeerCredentials, PeerInfo,

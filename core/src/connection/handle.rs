@@ -572,8 +572,15 @@ impl Handle {
 }
 
 impl Handle {
-    /// The extension of kind `E` of this handle's connection (a feature every builder plugs in).
-    pub(crate) fn extension<E: super::Extension>(&self) -> Arc<E> {
+    /// The extension of type `E` of this handle's connection: the state of a feature plugged in
+    /// with [`Builder::feature`](super::Builder::feature), `None` if none of its extensions is an
+    /// `E` (see [`seam`](super::seam) for an example).
+    pub fn extension<E: super::Extension>(&self) -> Option<Arc<E>> {
+        self.shared.seam.get::<E>()
+    }
+
+    /// The extension of type `E` of a feature every builder plugs in.
+    pub(crate) fn builtin<E: super::Extension>(&self) -> Arc<E> {
         match self.shared.seam.get::<E>() {
             Some(extension) => extension,
             // `Builder::default` plugs every feature of the crate into every connection.

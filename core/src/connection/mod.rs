@@ -1,5 +1,6 @@
 //! The connection: ids, pending calls, dispatch, cancellation and lifecycle over one stream.
 
+mod cancel;
 mod close;
 mod config;
 mod context;
@@ -20,7 +21,7 @@ mod pending;
 mod permits;
 mod read_ahead;
 mod reader;
-mod seam;
+pub mod seam;
 mod settle;
 pub(crate) mod shared;
 pub(crate) mod trace;
@@ -54,7 +55,7 @@ pub(crate) use dispatch::HELD_OVERHEAD;
 pub(crate) use frames::InMessage;
 pub(crate) use outbound::SharedRefused;
 pub(crate) use reader::EofReason;
-pub(crate) use seam::{Bound, Extension, Feature, Features, Link, Phase, Take, Unbound, registry};
+pub(crate) use seam::{Bound, Extension, Feature, Features, Link, Phase, Start, Take, Unbound, registry};
 
 use self::config::Config;
 use self::dispatch::{Dispatcher, Lane};
@@ -129,6 +130,19 @@ impl Builder {
             factories: Vec::new(),
             layer: None,
         }
+    }
+
+    /// Plug `feature` into every connection this builder starts (in place of one of its type
+    /// set before): its extension takes the requests and notifications it names before the
+    /// router, and its state is [`Handle::extension`]. See [`seam`] for what a feature can do and
+    /// a whole example.
+    ///
+    /// A route named like one of the feature's methods would never be called: the connection
+    /// refuses it at connect (it closes at once with [`CloseKind::FatalError`] saying why),
+    /// unless the extension says it passes some on ([`seam::Extension::shadows`]).
+    pub fn feature(mut self, feature: impl seam::Feature) -> Self {
+        self.features.put(feature);
+        self
     }
 
     /// The settings of feature `F` (added with its defaults if missing).
@@ -373,8 +387,11 @@ impl Builder {
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
     ) -> (Connection, Arc<Shared>) {
         let Builder { config, explicit: _, features, mut router, factories, layer } = self;
-        let outbound = Outbound::new(config.limits.outbound_buffer, trace::Tracer::new(&config), codec);
-        let seam = seam::Seam::new(&features, &config.limits);
+        let tracer = trace::Tracer::new(&config);
+        // The connection's own cancellation goes first: no feature takes its name.
+        let cancellation: Arc<dyn Extension> = Arc::new(cancel::Cancellation::new(&config.cancel));
+        let seam = seam::Seam::new([cancellation], &features, &config.limits, &tracer);
+        let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
         let shared = Arc::new(Shared::new(config, outbound, seam));
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));

@@ -7,23 +7,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
-use serde_json::value::RawValue;
-
 use super::dispatch::{Inbound, Lane};
 use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
 use super::seam::{Phase, Take};
 use super::shared::Shared;
-use super::trace;
 use super::watchdog::Watchdog;
 use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
 use crate::message::bind::UNBOUND;
 use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
-
-/// The longest cancellation reason kept from the peer, in bytes.
-const MAX_CANCEL_REASON: usize = 1024;
 
 /// At most this many messages are handled while their answers are held (see `Outbound::hold`).
 const HOLD_MAX: usize = 32;
@@ -335,12 +329,8 @@ impl Reader {
                 Routed::Done
             }
             Incoming::Notification { method, params } => {
-                if method == self.shared.config.cancel.method {
-                    self.on_cancel(params.as_deref());
-                    return Routed::Done;
-                }
-                // What a feature takes (progress for our tokens, stream aborts) bypasses the queue,
-                // like a cancellation; what it holds counts against the read-ahead, like queued
+                // What a feature takes (cancellations, progress for our tokens, stream aborts)
+                // bypasses the queue; what it holds counts against the read-ahead, like queued
                 // messages.
                 match self.shared.seam.take(&*self.shared, &method, params.as_deref()) {
                     Take::Pass => self.enqueue_now(Inbound::Notification { method, params }, spares, cx),
@@ -398,37 +388,6 @@ impl Reader {
                 ReplySlot::new(self.shared.clone(), id, false, Some(batch), false).answer::<()>(Err(&error));
             }
             None => self.answer_error(&id, error).await,
-        }
-    }
-
-    fn on_cancel(&self, params: Option<&RawValue>) {
-        let member = &self.shared.config.cancel.id_member;
-        let target = params.and_then(|p| cancel_target(p, member));
-        let Some((id, reason)) = target else {
-            tracing::warn!(
-                target: crate::LOG_TARGET,
-                params = %self.shared.quote(trace::Json(params)),
-                "cancellation without a usable id (ignored)"
-            );
-            return;
-        };
-        let slot = self.shared.in_flight.get(&id);
-        match slot {
-            Some(slot) if slot.never_cancelled() => {
-                tracing::warn!(target: crate::LOG_TARGET, %id, ?reason, "cancellation of a request the protocol forbids cancelling (ignored)");
-            }
-            Some(slot) => {
-                tracing::debug!(
-                    target: crate::LOG_TARGET,
-                    id = %self.shared.quote(&id),
-                    reason = %self.shared.quote(reason.as_deref().unwrap_or("")),
-                    "peer cancelled request"
-                );
-                slot.cancel_by_peer(reason);
-            }
-            None => {
-                tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "cancellation for a request not in flight (ignored)")
-            }
         }
     }
 
@@ -520,29 +479,4 @@ fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc
         None => (id, batch),
     };
     ReplySlot::new(shared.clone(), id, true, batch, false)
-}
-
-/// The request id in cancel params, `{"<member>": id}` or `[id]`, spelled as it came, and the
-/// `"reason"` member of the object form if it is a string (MCP), cut at [`MAX_CANCEL_REASON`]
-/// bytes (it is kept while the request runs).
-fn cancel_target(params: &RawValue, member: &str) -> Option<(Id, Option<String>)> {
-    let text = params.get();
-    if text.starts_with('[') {
-        let (id,): (&RawValue,) = serde_json::from_str(text).ok()?;
-        return Some((Id::from_raw(id)?, None));
-    }
-    let id = Id::from_raw(crate::message::member(params, member)?)?;
-    let reason = crate::message::member(params, "reason")
-        .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
-        .map(|mut reason| {
-            if reason.len() > MAX_CANCEL_REASON {
-                let mut cut = MAX_CANCEL_REASON;
-                while !reason.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                reason.truncate(cut);
-            }
-            reason
-        });
-    Some((id, reason))
 }

@@ -1,25 +1,81 @@
-//! How features plug into the connection, which knows nothing of them.
+//! How features plug into the connection, which knows nothing of them: the public seam.
 //!
-//! Streams (`$/enumerator/*`) and progress (`$/progress`) are features: each is a [`Feature`]
-//! in the [`Builder`](super::Builder) (its settings) and an [`Extension`] in every connection (its
-//! state). The connection calls its extensions at five points and nowhere else, the way a tower
-//! layer wraps a service:
+//! A feature is a protocol extension that lives beside the router: StreamJsonRpc's streams
+//! (`$/enumerator/*`), progress (`$/progress`), request cancellation, or one of your own (MCP's
+//! `logging/setLevel` filter, LSP partial results). Each is a [`Feature`] in the
+//! [`Builder`](super::Builder) (its settings, [`Builder::feature`](super::Builder::feature)) and
+//! an [`Extension`] in every connection (its state, [`Handle::extension`](super::Handle::extension)).
+//! The connection calls its extensions at five points and nowhere else, the way a tower layer
+//! wraps a service:
 //!
 //! | point | when | what an extension does |
 //! |---|---|---|
-//! | [`Extension::requests`] / [`Extension::serve`] | a request for one of its methods arrives | answers it itself, before the router (`$/enumerator/next`) |
-//! | [`Extension::notifications`] / [`Extension::take`] | one of its notifications arrives | takes it off the wire before the ordered lane, like a cancellation (`$/enumerator/abort`, progress reports for our tokens) |
-//! | [`Extension::bind`] | a value of its own is found in a message being encoded (see [`crate::message::bind`]) | binds it to that message: to one of our calls, to a result, or refuses it |
+//! | [`Extension::requests`] / [`Extension::serve`] | a request for one of its methods arrives | answers it itself, before the router (`$/enumerator/next`, `logging/setLevel`) |
+//! | [`Extension::notifications`] / [`Extension::take`] | one of its notifications arrives | takes it off the wire before the ordered lane (`$/cancelRequest`, `$/enumerator/abort`, progress reports for our tokens) |
+//! | [`Extension::bind`] | a value of its own is found in a message being encoded | binds it to that message: to one of our calls, to a result, or refuses it (the crate's own streams and progress tokens) |
 //! | [`Extension::release`] | a call it bound a token to is over ([`Extension::phase`]: before its answer reaches the caller, or after) | ends what the token held (an argument stream, a progress receiver) |
 //! | [`Extension::closed`] | the connection ends | ends everything it holds, with the reason |
 //!
-//! The connection keeps which tokens travel in which of its calls (one map, one atomic check per
-//! answer) and whether any value waits to be bound (one atomic check per encoded message), so
-//! that a connection whose extensions hold nothing pays nothing for them.
+//! An extension sees its connection through a narrow context, [`Link`] (the limits, quoting peer
+//! input in a log line, the byte account of the peer's input it holds, cancelling a request in
+//! flight, ending the connection), never through the connection's state. A request it serves
+//! carries the connection's [`Handle`](super::Handle) ([`Request::peer`]) for anything it sends.
+//!
+//! **Order and cost.** Notifications an extension takes bypass the ordered lane (like a
+//! cancellation, they act at once, even while a long notification handler runs); requests it
+//! serves start in order with the others, under the same request permits, and are answered like
+//! any request. The names are matched once per message; a connection whose extensions hold
+//! nothing pays no allocation and one atomic load per message for them.
+//!
+//! ```
+//! use std::borrow::Cow;
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! use jsonrpc_duplex_core::seam::{Extension, Feature, Link, Start, Take};
+//! use jsonrpc_duplex_core::{Connection, Router, transport::memory};
+//! use serde_json::value::RawValue;
+//!
+//! /// Counts `$/heartbeat` notifications off the wire, before any handler sees them.
+//! #[derive(Clone, Default)]
+//! struct Heartbeats;
+//!
+//! #[derive(Default)]
+//! struct Beats(AtomicU64);
+//!
+//! impl Feature for Heartbeats {
+//!     fn start(&self, _: &Start<'_>) -> Arc<dyn Extension> {
+//!         Arc::new(Beats::default())
+//!     }
+//! }
+//!
+//! impl Extension for Beats {
+//!     fn notifications(&self) -> Vec<Cow<'static, str>> {
+//!         vec!["$/heartbeat".into()]
+//!     }
+//!     fn take(&self, _: &dyn Link, _: &str, _: Option<&RawValue>) -> Take {
+//!         self.0.fetch_add(1, Ordering::Relaxed);
+//!         Take::Taken
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Connection::builder().feature(Heartbeats).serve(Router::new().method("ping", |(): (), _| async { Ok::<_, jsonrpc_duplex_core::ErrorObject>("pong") }));
+//! let (client, server) = memory::pair(Connection::builder(), server);
+//! client.handle().notify("$/heartbeat", ()).await?;
+//! client.handle().notify("$/heartbeat", ()).await?;
+//! // Notifications are taken in order with what follows them.
+//! let _: String = client.handle().request("ping", ()).await?;
+//! let beats = server.handle().extension::<Beats>().expect("plugged in");
+//! assert_eq!(beats.0.load(Ordering::Relaxed), 2);
+//! # Ok(()) }
+//! ```
 
 use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -28,51 +84,110 @@ use serde_json::value::RawValue;
 use super::trace::Tracer;
 use super::{CloseReason, Limits};
 use crate::handler::{BoxFuture as HandlerFuture, Request, Responder};
-use crate::message::bind::{Found, Target};
+use crate::message::Id;
+use crate::message::bind::Found;
+pub use crate::message::bind::Target;
 use crate::util::hash::IdBuild;
 
+mod sealed {
+    /// Only the connection is a [`Link`](super::Link).
+    pub trait Sealed {}
+}
+pub(crate) use sealed::Sealed;
+
 /// What an extension may do with its connection when the connection calls it: a narrow view of
-/// the connection (its limits, how it quotes peer input in a log line, the byte account of the
-/// peer's input it holds, and ending it), not its state.
-pub(crate) trait Link: Send + Sync {
+/// the connection, not its state. Only the connection implements it.
+pub trait Link: Send + Sync + Sealed {
     /// The connection's limits.
     fn limits(&self) -> &Limits;
-    /// How the connection quotes peer input in a log line (cut and redacted like the wire log).
-    fn tracer(&self) -> &Tracer;
-    /// `bytes` of the peer's input are held (they count against the read-ahead) until
-    /// [`Link::release_inbound`].
+    /// Quote peer input for a log line: cut and redacted like the wire log
+    /// ([`Limits::max_trace_len`], [`Builder::trace_redactor`](super::Builder::trace_redactor)).
+    fn quote(&self, value: &dyn fmt::Display) -> String;
+    /// `bytes` of the peer's input are held by the extension (they count against the
+    /// read-ahead, [`Limits::read_ahead_bytes`], like a queued message) until
+    /// [`Link::release_inbound`]. Whatever an extension keeps of the peer's input must be
+    /// counted so: a peer may not make us hold more than the limits say.
     fn hold_inbound(&self, bytes: usize);
     /// `bytes` held by [`Link::hold_inbound`] were taken.
     fn release_inbound(&self, bytes: usize);
+    /// Cancel the peer's request `id` in flight (its handler's cancellation token fires), as
+    /// the connection's own cancellation notification does; `reason` is what its handler sees.
+    fn cancel_request(&self, id: &Id, reason: Option<String>) -> Cancelled;
     /// End the connection (the first reason wins).
     fn close(&self, reason: CloseReason);
 }
 
-/// A feature's settings, carried by the builder.
-pub(crate) trait Feature: Any + Send + Sync {
-    /// A copy (a builder is cloned for each connection it starts).
+/// What [`Link::cancel_request`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cancelled {
+    /// Its handler's token fired.
+    Cancelled,
+    /// The protocol forbids cancelling that request ([`CancelProtocol::never_cancelled`](super::CancelProtocol)): nothing done.
+    Forbidden,
+    /// No request of the peer's is in flight under that id (answered already, or never sent).
+    NotInFlight,
+}
+
+/// What a feature gets to start its part of a new connection.
+pub struct Start<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) unbound: &'a Arc<Unbound>,
+    pub(crate) tracer: &'a Tracer,
+}
+
+impl Start<'_> {
+    /// The new connection's limits (a feature's bounds are set with the others, in [`Limits`]).
+    pub fn limits(&self) -> &Limits {
+        self.limits
+    }
+
+    /// Counts the values this feature makes that wait to be bound (see [`Unbound`]).
+    pub(crate) fn unbound(&self) -> &Arc<Unbound> {
+        self.unbound
+    }
+
+    /// How the connection quotes peer input.
+    pub(crate) fn tracer(&self) -> &Tracer {
+        self.tracer
+    }
+}
+
+/// A feature's settings, carried by the builder: it is cloned with the builder (derive `Clone`),
+/// and starts an [`Extension`] for each connection.
+pub trait Feature: Any + Send + Sync + CloneFeature {
+    /// This feature's part of a new connection.
+    fn start(&self, start: &Start<'_>) -> Arc<dyn Extension>;
+}
+
+/// A copy of a feature (a builder is cloned for each connection it starts): any `Clone` feature
+/// has it.
+pub trait CloneFeature {
+    /// A boxed copy.
     fn clone_box(&self) -> Box<dyn Feature>;
-    /// This feature's part of a new connection, under the connection's `limits` (a feature's
-    /// bounds are set with the others, in [`Limits`]); `unbound` counts the values it makes that
-    /// wait to be bound (see [`Unbound`]).
-    fn start(&self, limits: &Limits, unbound: &Arc<Unbound>) -> Arc<dyn Extension>;
+}
+
+impl<F: Feature + Clone> CloneFeature for F {
+    fn clone_box(&self) -> Box<dyn Feature> {
+        Box::new(self.clone())
+    }
 }
 
 /// What became of a notification an extension was offered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Take {
-    /// Not its own after all: it goes to the router.
+pub enum Take {
+    /// Not its own after all: it goes on to the ordered lane and the router.
     Pass,
     /// Taken.
     Taken,
-    /// Taken and kept until somebody takes it from the extension: it counts against the
-    /// read-ahead like a queued message.
+    /// Taken and kept until somebody takes it from the extension: its bytes were counted with
+    /// [`Link::hold_inbound`], and the reader pauses while the read-ahead is full.
     Held,
 }
 
 /// What binding a found value did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Bound {
+pub enum Bound {
     /// It travels in the params of our request and ends with it: [`Extension::release`] when the
     /// call is over.
     ToCall,
@@ -82,7 +197,7 @@ pub(crate) enum Bound {
 
 /// When the tokens bound to one of our calls are released.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
+pub enum Phase {
     /// When its answer is read, before it reaches the caller (a stream passed as an argument
     /// must be over before its callee's answer is seen).
     BeforeAnswer,
@@ -90,38 +205,55 @@ pub(crate) enum Phase {
     AfterAnswer,
 }
 
-/// A feature's part of one connection.
-pub(crate) trait Extension: Any + Send + Sync {
-    /// Requests it answers itself, before the router.
+/// A feature's part of one connection. Every method has a default that does nothing: implement
+/// the points the feature uses.
+pub trait Extension: Any + Send + Sync {
+    /// Requests it answers itself, before the router (asked once, when the connection starts).
     fn requests(&self) -> Vec<Cow<'static, str>> {
         Vec::new()
     }
-    /// Answer one of [`Extension::requests`].
+    /// Answer one of [`Extension::requests`]: answer `responder` (at once or from the returned
+    /// future, which runs like a handler: on the ordered lane until its first wait, then on a
+    /// task of its own). By default it answers "method not found".
     fn serve(self: Arc<Self>, link: &dyn Link, request: Request, responder: Responder) -> HandlerFuture {
         let _ = link;
         responder.err(crate::message::ErrorObject::method_not_found(request.method()));
         Box::pin(async {})
     }
-    /// Notifications it takes before the ordered lane.
+    /// Notifications it takes before the ordered lane (asked once, when the connection starts).
     fn notifications(&self) -> Vec<Cow<'static, str>> {
         Vec::new()
     }
-    /// One of [`Extension::notifications`] arrived.
+    /// One of [`Extension::notifications`] arrived. It runs on the reader: it must not block
+    /// (hand anything slow to a task).
     fn take(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) -> Take {
         let _ = (link, method, params);
         Take::Pass
     }
-    /// A value of its own (`token`) is in a message going to `target`.
-    fn bind(&self, token: u64, target: Target) -> Result<Bound, String>;
+    /// A value of its own (`token`) is in a message going to `target`. Only the crate's own
+    /// features make such values; by default there is nothing to do.
+    fn bind(&self, token: u64, target: Target) -> Result<Bound, String> {
+        let _ = (token, target);
+        Ok(Bound::Done)
+    }
     /// When its tokens bound to a call are released.
-    fn phase(&self) -> Phase;
+    fn phase(&self) -> Phase {
+        Phase::AfterAnswer
+    }
     /// A call `token` was bound to is over.
-    fn release(&self, token: u64);
-    /// The connection ended.
-    fn closed(&self, reason: &CloseReason);
+    fn release(&self, token: u64) {
+        let _ = token;
+    }
+    /// The connection ended: whatever it holds ends too, with the reason.
+    fn closed(&self, reason: &CloseReason) {
+        let _ = reason;
+    }
     /// Why a route named like one of its methods would never be called, for the error that
-    /// refuses it; `None` when such a route is still called (the extension lets some through).
-    fn shadows(&self) -> Option<&'static str>;
+    /// refuses it at connect; `None` when such a route is still called (the extension passes
+    /// some of them on).
+    fn shadows(&self) -> Option<&'static str> {
+        Some("a feature plugged into the connection answers it before the router")
+    }
 }
 
 /// The features of a builder, one of each kind.
@@ -154,8 +286,12 @@ impl Features {
         self
     }
 
-    fn start(&self, limits: &Limits, unbound: &Arc<Unbound>) -> Vec<Arc<dyn Extension>> {
-        self.0.iter().map(|f| f.start(limits, unbound)).collect()
+    /// Add `feature`, in place of one of its kind if there is one.
+    pub(crate) fn put<F: Feature>(&mut self, feature: F) {
+        match self.0.iter().position(|f| (&**f as &dyn Any).is::<F>()) {
+            Some(at) => self.0[at] = Box::new(feature),
+            None => self.0.push(Box::new(feature)),
+        }
     }
 }
 
@@ -195,9 +331,17 @@ pub(crate) struct Seam {
 }
 
 impl Seam {
-    pub(crate) fn new(features: &Features, limits: &Limits) -> Self {
+    /// The extensions of a new connection: `first` (the connection's own, which take precedence),
+    /// then one for each feature.
+    pub(crate) fn new(
+        first: impl IntoIterator<Item = Arc<dyn Extension>>,
+        features: &Features,
+        limits: &Limits,
+        tracer: &Tracer,
+    ) -> Self {
         let unbound = Arc::new(Unbound::default());
-        let extensions = features.start(limits, &unbound);
+        let start = Start { limits, unbound: &unbound, tracer };
+        let extensions: Vec<_> = first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).collect();
         let mut requests = Vec::new();
         let mut notifications = Vec::new();
         for (at, e) in extensions.iter().enumerate() {

@@ -205,14 +205,16 @@ impl crate::message::bind::Binder for Shared {
     }
 }
 
+impl super::seam::Sealed for Shared {}
+
 /// The connection as its extensions see it.
 impl super::seam::Link for Shared {
     fn limits(&self) -> &super::Limits {
         &self.config.limits
     }
 
-    fn tracer(&self) -> &super::trace::Tracer {
-        &self.outbound.tracer
+    fn quote(&self, value: &dyn std::fmt::Display) -> String {
+        Shared::quote(self, value).to_string()
     }
 
     fn hold_inbound(&self, bytes: usize) {
@@ -221,6 +223,18 @@ impl super::seam::Link for Shared {
 
     fn release_inbound(&self, bytes: usize) {
         Shared::release_inbound(self, bytes)
+    }
+
+    fn cancel_request(&self, id: &crate::message::Id, reason: Option<String>) -> super::seam::Cancelled {
+        use super::seam::Cancelled;
+        match self.in_flight.get(id) {
+            Some(slot) if slot.never_cancelled() => Cancelled::Forbidden,
+            Some(slot) => {
+                slot.cancel_by_peer(reason);
+                Cancelled::Cancelled
+            }
+            None => Cancelled::NotInFlight,
+        }
     }
 
     fn close(&self, reason: CloseReason) {

@@ -25,7 +25,7 @@ const BOUND: &str = "$jsonrpc_duplex::private::Bound";
 
 /// Where the message being encoded goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
+pub enum Target {
     /// The params of our request with this id.
     Request(u64),
     /// A result this side sends.

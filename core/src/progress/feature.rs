@@ -11,9 +11,7 @@ use serde_json::value::RawValue;
 
 use super::ProgressProtocol;
 use super::registry::{Delivery, Receivers};
-use crate::connection::{
-    Bound, Builder, CloseKind, CloseReason, Extension, Feature, Limits, Link, Phase, Take, Unbound,
-};
+use crate::connection::{Bound, Builder, CloseKind, CloseReason, Extension, Feature, Link, Phase, Start, Take};
 use crate::message::bind::Target;
 
 /// The settings of progress, in the builder.
@@ -25,12 +23,8 @@ pub(crate) struct ProgressFeature {
 }
 
 impl Feature for ProgressFeature {
-    fn clone_box(&self) -> Box<dyn Feature> {
-        Box::new(self.clone())
-    }
-
-    fn start(&self, _limits: &Limits, unbound: &Arc<Unbound>) -> Arc<dyn Extension> {
-        Arc::new(ProgressState { receivers: Receivers::new(unbound.clone()), protocol: self.protocol.clone() })
+    fn start(&self, start: &Start<'_>) -> Arc<dyn Extension> {
+        Arc::new(ProgressState { receivers: Receivers::new(start.unbound().clone()), protocol: self.protocol.clone() })
     }
 }
 

@@ -143,7 +143,7 @@ impl Request {
     /// profile says ([`ProgressProtocol::request_token`](crate::ProgressProtocol::request_token): MCP's `_meta.progressToken`, LSP's
     /// `workDoneToken`); `None` when it carries none. Hand it to [`Progress::for_request`](super::Progress::for_request).
     pub fn progress_token(&self) -> Option<ProgressToken> {
-        let state = self.peer().extension::<super::ProgressState>();
+        let state = self.peer().builtin::<super::ProgressState>();
         let path = state.protocol.request_token.as_deref()?;
         token_at(self.params()?, path)
     }

@@ -73,7 +73,7 @@ impl Handle {
     pub fn progress<T: DeserializeOwned>(&self) -> (ProgressToken, ProgressReceiver<T>) {
         // As many reports as messages may be read ahead while a call waits; their bytes count
         // against the read-ahead until taken.
-        let state = self.extension::<ProgressState>();
+        let state = self.builtin::<ProgressState>();
         let (token, rx) = state.receivers.open(self.limits().max_buffered_inbound);
         let receiver = ProgressReceiver { handle: self.clone(), state: state.clone(), token, rx, _values: PhantomData };
         (ProgressToken::issued(state, token), receiver)

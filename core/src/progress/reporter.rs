@@ -103,7 +103,7 @@ impl<T: Serialize> Progress<T> {
     pub async fn report(&self, value: T) -> Result<(), Error> {
         let Some(r) = &self.inner else { return Ok(()) };
         let handle = &r.handle;
-        let buf = encode(&handle.extension::<ProgressState>().protocol, &r.token, &value, handle.binder())?;
+        let buf = encode(&handle.builtin::<ProgressState>().protocol, &r.token, &value, handle.binder())?;
         let limit = handle.limits().frame.max_message_size;
         if buf.len() > limit {
             return Err(Error::MessageTooLarge { size: buf.len(), limit });

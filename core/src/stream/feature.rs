@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 use super::producer::serve_next;
 use super::registry::Producers;
 use super::{EnumeratorProtocol, StreamSettings, token_param};
-use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Limits, Link, Phase, Take, Unbound};
+use crate::connection::trace::Tracer;
+use crate::connection::{Bound, Builder, CloseReason, Extension, Feature, Link, Phase, Start, Take};
 use crate::handler::{BoxFuture, Request, Responder};
 use crate::message::bind::Target;
 
@@ -25,13 +26,10 @@ pub(crate) struct StreamsFeature {
 }
 
 impl Feature for StreamsFeature {
-    fn clone_box(&self) -> Box<dyn Feature> {
-        Box::new(self.clone())
-    }
-
-    fn start(&self, limits: &Limits, unbound: &Arc<Unbound>) -> Arc<dyn Extension> {
+    fn start(&self, start: &Start<'_>) -> Arc<dyn Extension> {
         Arc::new(Streams {
-            producers: Producers::new(limits.max_offered_streams, unbound.clone()),
+            producers: Producers::new(start.limits().max_offered_streams, start.unbound().clone()),
+            tracer: start.tracer().clone(),
             settings: self.settings,
             protocol: self.protocol.clone(),
         })
@@ -43,6 +41,8 @@ pub(crate) struct Streams {
     pub(crate) producers: Producers,
     pub(crate) settings: StreamSettings,
     pub(crate) protocol: EnumeratorProtocol,
+    /// How the connection quotes peer input (for the `next` requests it serves).
+    tracer: Tracer,
 }
 
 impl Extension for Streams {
@@ -51,7 +51,8 @@ impl Extension for Streams {
     }
 
     fn serve(self: Arc<Self>, link: &dyn Link, request: Request, responder: Responder) -> BoxFuture {
-        serve_next(link.tracer().clone(), self, request, responder)
+        let _ = link;
+        serve_next(self.tracer.clone(), self, request, responder)
     }
 
     fn notifications(&self) -> Vec<Cow<'static, str>> {
@@ -70,7 +71,7 @@ impl Extension for Streams {
             }
             None => tracing::warn!(
                 target: crate::LOG_TARGET,
-                params = %link.tracer().quote(crate::connection::trace::Json(params)),
+                params = %link.quote(&crate::connection::trace::Json(params)),
                 "enumerator abort without a usable token (ignored)"
             ),
         }

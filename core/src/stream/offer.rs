@@ -113,7 +113,7 @@ impl Handle {
         T: Serialize,
         E: Into<ErrorObject>,
     {
-        let streams = self.extension::<Streams>();
+        let streams = self.builtin::<Streams>();
         let token = streams.producers.next_token();
         let producer = Producer::new(token, Box::new(Items(Box::pin(stream))), settings);
         let refused = streams.producers.insert(producer).err();
@@ -131,7 +131,7 @@ impl Handle {
 
     /// The connection's default [`StreamSettings`].
     pub fn stream_settings(&self) -> StreamSettings {
-        self.extension::<Streams>().settings
+        self.builtin::<Streams>().settings
     }
 }
 

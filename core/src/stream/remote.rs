@@ -170,7 +170,7 @@ impl<T: DeserializeOwned> RemoteStream<T> {
         let options = self.options.clone();
         let token = token.to_owned();
         Box::pin(async move {
-            let method = handle.extension::<super::Streams>().protocol.next.clone();
+            let method = handle.builtin::<super::Streams>().protocol.next.clone();
             handle.request_raw(&method, &(&*token,), options).await
         })
     }
@@ -271,7 +271,7 @@ impl<T> Drop for RemoteStream<T> {
 
 fn abort(handle: &Handle, token: &RawValue) {
     let mut buf = crate::util::bufpool::take(64);
-    let method = &handle.extension::<super::Streams>().protocol.abort;
+    let method = &handle.builtin::<super::Streams>().protocol.abort;
     if encode_notification(&mut buf, method, &(token,), UNBOUND).is_ok() {
         tracing::debug!(target: crate::LOG_TARGET, token = token.get(), "stream abandoned early: abort sent");
         // Sent from `Drop`: left to the writer task.
