@@ -68,7 +68,6 @@ pub(crate) struct Dispatcher {
     pub(crate) router: Router,
     pub(crate) tracker: TaskTracker,
     pub(crate) permits: Arc<Permits>,
-    pub(crate) unknown: super::unknown::UnknownNotifications,
 }
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -396,7 +395,7 @@ impl Dispatcher {
     ) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             let Some((name, fallback)) = self.router.notification_fallback_handler() else {
-                self.unknown.dropped(&method, &self.shared.outbound.tracer);
+                self.shared.seam.unrouted(&*self.shared, &method, params.as_deref());
                 return None;
             };
             let host = self.host();

@@ -94,14 +94,10 @@ pub struct Builder {
     router: Router,
     /// Services built per connection, once its handle exists ([`Builder::serve_with`]).
     factories: Vec<ServiceFactory>,
-    /// Wraps the final router of each connection (the server's drain gate).
-    layer: Option<RouterLayer>,
 }
 
 /// Builds a connection's service from its handle.
 type ServiceFactory = Arc<dyn Fn(Handle) -> Router + Send + Sync>;
-/// Rewrites the router a connection is about to serve.
-pub(crate) type RouterLayer = Arc<dyn Fn(Router) -> Router + Send + Sync>;
 
 impl std::fmt::Debug for Builder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -128,7 +124,6 @@ impl Builder {
             features,
             router: Router::default(),
             factories: Vec::new(),
-            layer: None,
         }
     }
 
@@ -298,12 +293,6 @@ impl Builder {
         self
     }
 
-    /// Wrap the router every connection started from this builder ends up serving.
-    pub(crate) fn router_layer(mut self, layer: RouterLayer) -> Self {
-        self.layer = Some(layer);
-        self
-    }
-
     /// Install the middleware of every connection started from this builder
     /// (`crate::middleware` builds it; see [`Builder::layer`]).
     pub(crate) fn set_layered(mut self, layered: Arc<dyn Layered>) -> Self {
@@ -386,11 +375,12 @@ impl Builder {
         codec: Option<crate::framing::FrameCodec>,
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
     ) -> (Connection, Arc<Shared>) {
-        let Builder { config, explicit: _, features, mut router, factories, layer } = self;
+        let Builder { config, explicit: _, features, mut router, factories } = self;
         let tracer = trace::Tracer::new(&config);
         // The connection's own cancellation goes first: no feature takes its name.
         let cancellation: Arc<dyn Extension> = Arc::new(cancel::Cancellation::new(&config.cancel));
-        let seam = seam::Seam::new([cancellation], &features, &config.limits, &tracer);
+        let unknown: Arc<dyn Extension> = Arc::new(unknown::UnknownNotifications::new(tracer.clone()));
+        let seam = seam::Seam::new([cancellation, unknown], &features, &config.limits, &tracer);
         let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
         let shared = Arc::new(Shared::new(config, outbound, seam));
         // Before anything can be queued.
@@ -405,10 +395,9 @@ impl Builder {
                 }
             }
         }
-        if let Some(layer) = layer {
-            router = layer(router);
-        }
-        // Outside the router layer: what the server's drain gate refuses, the layers see.
+        // The features' wrappers (the server's drain gate), inside the middleware: what the
+        // gate refuses, the layers see.
+        router = shared.seam.router(router);
         if let Some(layered) = &shared.config.layered {
             let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer);
@@ -422,13 +411,7 @@ impl Builder {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
         }
-        let dispatcher = Dispatcher {
-            shared: shared.clone(),
-            router,
-            tracker: tracker.clone(),
-            permits,
-            unknown: Default::default(),
-        };
+        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), permits };
         let lane = Arc::new(Lane::new(dispatcher));
         let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
         tracker.spawn(reader.run(frames, eof_reason));

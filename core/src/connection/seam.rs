@@ -5,7 +5,7 @@
 //! `logging/setLevel` filter, LSP partial results). Each is a [`Feature`] in the
 //! [`Builder`](super::Builder) (its settings, [`Builder::feature`](super::Builder::feature)) and
 //! an [`Extension`] in every connection (its state, [`Handle::extension`](super::Handle::extension)).
-//! The connection calls its extensions at five points and nowhere else, the way a tower layer
+//! The connection calls its extensions at seven points and nowhere else, the way a tower layer
 //! wraps a service:
 //!
 //! | point | when | what an extension does |
@@ -14,6 +14,8 @@
 //! | [`Extension::notifications`] / [`Extension::take`] | one of its notifications arrives | takes it off the wire before the ordered lane (`$/cancelRequest`, `$/enumerator/abort`, progress reports for our tokens) |
 //! | [`Extension::bind`] | a value of its own is found in a message being encoded | binds it to that message: to one of our calls, to a result, or refuses it (the crate's own streams and progress tokens) |
 //! | [`Extension::release`] | a call it bound a token to is over ([`Extension::phase`]: before its answer reaches the caller, or after) | ends what the token held (an argument stream, a progress receiver) |
+//! | [`Extension::router`] | the connection starts | wraps the router's handlers, or adds routes (a server's drain gate) |
+//! | [`Extension::unrouted`] | a notification no route took | notices it (the connection's own warning about unknown notifications) |
 //! | [`Extension::closed`] | the connection ends | ends everything it holds, with the reason |
 //!
 //! An extension sees its connection through a narrow context, [`Link`] (the limits, quoting peer
@@ -83,7 +85,7 @@ use serde_json::value::RawValue;
 
 use super::trace::Tracer;
 use super::{CloseReason, Limits};
-use crate::handler::{BoxFuture as HandlerFuture, Request, Responder};
+use crate::handler::{BoxFuture as HandlerFuture, Request, Responder, Router};
 use crate::message::Id;
 use crate::message::bind::Found;
 pub use crate::message::bind::Target;
@@ -244,6 +246,18 @@ pub trait Extension: Any + Send + Sync {
     fn release(&self, token: u64) {
         let _ = token;
     }
+    /// The connection's router, once, as the connection starts (after
+    /// [`Builder::serve_with`](super::Builder::serve_with)'s services are merged, inside the
+    /// middleware): the extension may wrap its handlers or add routes (a server's drain gate
+    /// wraps every request handler). By default it is left as it is.
+    fn router(&self, router: Router) -> Router {
+        router
+    }
+    /// A notification no route and no fallback took (after its turn on the ordered lane);
+    /// every extension is told, in order (the connection's own logs it, once per name at WARN).
+    fn unrouted(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) {
+        let _ = (link, method, params);
+    }
     /// The connection ended: whatever it holds ends too, with the reason.
     fn closed(&self, reason: &CloseReason) {
         let _ = reason;
@@ -376,6 +390,18 @@ impl Seam {
         match self.notifications.iter().find(|(name, _)| name == method) {
             Some((_, at)) => self.extensions[*at].take(link, method, params),
             None => Take::Pass,
+        }
+    }
+
+    /// The router each extension made of `router`, in order.
+    pub(crate) fn router(&self, router: Router) -> Router {
+        self.extensions.iter().fold(router, |router, e| e.router(router))
+    }
+
+    /// A notification nobody took: every extension is told.
+    pub(crate) fn unrouted(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) {
+        for e in &self.extensions {
+            e.unrouted(link, method, params);
         }
     }
 

@@ -1,9 +1,14 @@
 //! Notifications nobody handles: each name is logged at WARN the first time it arrives (a
-//! misspelt `textDocument/didchange` shows up once, where people look), then at DEBUG.
+//! misspelt `textDocument/didchange` shows up once, where people look), then at DEBUG. An
+//! extension of the connection: it is told of them through the seam
+//! ([`Extension::unrouted`]), like a feature would be.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use serde_json::value::RawValue;
+
+use super::seam::{Extension, Link};
 use super::trace::Tracer;
 
 /// Distinct names remembered per connection; a peer that sends endless new names is logged at
@@ -12,9 +17,10 @@ const MAX_NAMES: usize = 256;
 /// Longer names are not remembered (nor a typo): at most 64 KiB of names per connection.
 const MAX_NAME_LEN: usize = 256;
 
-#[derive(Default)]
 pub(crate) struct UnknownNotifications {
     seen: Mutex<Seen>,
+    /// How the connection quotes peer input.
+    tracer: Tracer,
 }
 
 #[derive(Default)]
@@ -24,9 +30,24 @@ struct Seen {
     full: bool,
 }
 
+impl Extension for UnknownNotifications {
+    fn unrouted(&self, _link: &dyn Link, method: &str, _params: Option<&RawValue>) {
+        self.dropped(method, &self.tracer);
+    }
+
+    /// It takes no method of its own.
+    fn shadows(&self) -> Option<&'static str> {
+        None
+    }
+}
+
 impl UnknownNotifications {
+    pub(crate) fn new(tracer: Tracer) -> Self {
+        UnknownNotifications { seen: Mutex::default(), tracer }
+    }
+
     /// Log a notification no route and no fallback took.
-    pub(crate) fn dropped(&self, name: &str, tracer: &Tracer) {
+    fn dropped(&self, name: &str, tracer: &Tracer) {
         let method = tracer.quote(name);
         // `$/` notifications are optional by LSP's rules: a peer may send them to anyone.
         if name.starts_with(jsonrpc_duplex_names::OPTIONAL_PREFIX) {

@@ -1,12 +1,14 @@
 //! The drain gate: counts the request handlers running on every connection of a server, and
-//! once the server drains, answers new requests with an error instead of starting them.
+//! once the server drains, answers new requests with an error instead of starting them. A
+//! feature of the server's connections: it wraps each connection's router through the seam
+//! ([`Extension::router`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_util::task::TaskTracker;
 
-use crate::connection::RouterLayer;
+use crate::connection::{Extension, Feature, Start};
 use crate::handler::{BoxFuture, RequestFn, Router};
 use crate::message::{ErrorObject, codes};
 
@@ -39,26 +41,44 @@ impl Gate {
         self.in_flight.len()
     }
 
-    /// The router layer that applies this gate to every request handler of a connection.
-    pub(crate) fn layer(self: &Arc<Self>) -> RouterLayer {
+    /// Apply this gate to every request handler of `router`.
+    fn wrap(self: &Arc<Self>, router: Router) -> Router {
         let gate = self.clone();
-        Arc::new(move |router: Router| {
+        router.map_requests(move |handler: RequestFn| -> RequestFn {
             let gate = gate.clone();
-            router.map_requests(move |handler: RequestFn| -> RequestFn {
-                let gate = gate.clone();
-                Arc::new(move |request, responder| -> BoxFuture {
-                    if gate.draining.load(Ordering::Acquire) {
-                        responder.err(shutting_down());
-                        return Box::pin(async {});
-                    }
-                    let token = gate.in_flight.token();
-                    let running = handler(request, responder);
-                    Box::pin(async move {
-                        running.await;
-                        drop(token);
-                    })
+            Arc::new(move |request, responder| -> BoxFuture {
+                if gate.draining.load(Ordering::Acquire) {
+                    responder.err(shutting_down());
+                    return Box::pin(async {});
+                }
+                let token = gate.in_flight.token();
+                let running = handler(request, responder);
+                Box::pin(async move {
+                    running.await;
+                    drop(token);
                 })
             })
         })
+    }
+}
+
+/// The gate as a feature of each connection a server starts (one gate for all of them).
+#[derive(Clone)]
+pub(crate) struct DrainGate(pub(crate) Arc<Gate>);
+
+impl Feature for DrainGate {
+    fn start(&self, _: &Start<'_>) -> Arc<dyn Extension> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Extension for DrainGate {
+    fn router(&self, router: Router) -> Router {
+        self.0.wrap(router)
+    }
+
+    /// It takes no method of its own.
+    fn shadows(&self) -> Option<&'static str> {
+        None
     }
 }

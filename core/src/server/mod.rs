@@ -275,7 +275,7 @@ impl ServerBuilder {
             .connection
             .idle_timeout(self.idle_timeout)
             .message_read_timeout(self.message_read_timeout)
-            .router_layer(gate.layer());
+            .feature(gate::DrainGate(gate.clone()));
         inner.accepting.spawn(accept_loop(listener, inner.clone(), template, self.factory));
         inner.accepting.close();
         Server { inner }
