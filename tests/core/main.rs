@@ -25,3 +25,4 @@ pub mod profiles;
 pub mod settle;
 pub mod stdio_exit;
 pub mod user_code;
+pub mod user_feature;
