@@ -1,14 +1,19 @@
 //! A feature a user adds through the public seam (`examples/feature_logging`: MCP's
 //! `logging/setLevel` filter), driven with real bytes by a hand-written peer: the feature answers
 //! its request before the router, in order with the requests around it, and drops the logs below
-//! the level; a route it would shadow is refused.
+//! the level; a route it would shadow is refused; a feature that panics ends its connection.
 
 use crate::support;
 
 #[path = "../../examples/feature_logging/logging.rs"]
 mod logging;
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use jsonrpc_duplex::seam::{Extension, Feature, Link, Start, Take};
 use jsonrpc_duplex::{CloseKind, Connection, ErrorObject, Framing, Profile, RequestContext, Router};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use logging::{Level, LogFilter, Logging, log, log_failed};
@@ -103,4 +108,36 @@ async fn a_route_the_feature_would_shadow_is_refused_at_connect() {
     assert_eq!(reason.kind, CloseKind::FatalError, "{reason}");
     assert!(reason.to_string().contains("logging/setLevel"), "{reason}");
     assert!(reason.to_string().contains("the `Logging` feature answers it"), "{reason}");
+}
+
+/// A feature whose extension panics when it takes its notification.
+#[derive(Clone)]
+struct Fragile;
+
+struct FragileExtension;
+
+impl Feature for Fragile {
+    fn start(&self, _: &Start<'_>) -> Arc<dyn Extension> {
+        Arc::new(FragileExtension)
+    }
+}
+
+impl Extension for FragileExtension {
+    fn notifications(&self) -> Vec<Cow<'static, str>> {
+        vec!["$/fragile".into()]
+    }
+
+    fn take(&self, _: &dyn Link, _: &str, _: Option<&RawValue>) -> Take {
+        panic!("the feature broke")
+    }
+}
+
+#[tokio::test]
+async fn a_feature_that_panics_ends_the_connection_with_the_reason_instead_of_hanging() {
+    let (conn, mut peer) = pair(Connection::builder().feature(Fragile), Framing::NewlineDelimited);
+    peer.send(br#"{"jsonrpc":"2.0","method":"$/fragile"}"#).await;
+    let reason = within(conn.closed()).await;
+    assert_eq!(reason.kind, CloseKind::FatalError, "{reason}");
+    assert!(reason.to_string().contains("the feature broke"), "{reason}");
+    assert!(reason.to_string().contains("$/fragile"), "{reason}");
 }

@@ -397,7 +397,13 @@ impl Builder {
         }
         // The features' wrappers (the server's drain gate), inside the middleware: what the
         // gate refuses, the layers see.
-        router = shared.seam.router(router);
+        router = match shared.seam.router(router) {
+            Ok(router) => router,
+            Err(reason) => {
+                shared.close(reason);
+                Router::default()
+            }
+        };
         if let Some(layered) = &shared.config.layered {
             let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer);

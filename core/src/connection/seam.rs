@@ -23,6 +23,11 @@
 //! flight, ending the connection), never through the connection's state. A request it serves
 //! carries the connection's [`Handle`](super::Handle) ([`Request::peer`]) for anything it sends.
 //!
+//! **User code.** A panic in [`Extension::serve`] answers its request `-32603`, like a
+//! handler's; a panic in [`Extension::take`], [`Extension::unrouted`] or [`Extension::router`]
+//! ends the connection ([`CloseKind::FatalError`](super::CloseKind), the reason names the method
+//! and the panic), never the reader alone.
+//!
 //! **Order and cost.** Notifications an extension takes bypass the ordered lane (like a
 //! cancellation, they act at once, even while a long notification handler runs); requests it
 //! serves start in order with the others, under the same request permits, and are answered like
@@ -78,13 +83,14 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 
 use super::trace::Tracer;
-use super::{CloseReason, Limits};
+use super::{CloseKind, CloseReason, Limits};
 use crate::handler::{BoxFuture as HandlerFuture, Request, Responder, Router};
 use crate::message::Id;
 use crate::message::bind::Found;
@@ -385,23 +391,39 @@ impl Seam {
         self.requests.iter().find(|(name, _)| name == method).map(|(_, at)| &self.extensions[*at])
     }
 
-    /// Offer a notification to the extension that takes `method`, if one does.
+    /// Offer a notification to the extension that takes `method`, if one does. An extension
+    /// that panics ends the connection (with the panic's message), never the reader alone.
     pub(crate) fn take(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) -> Take {
         match self.notifications.iter().find(|(name, _)| name == method) {
-            Some((_, at)) => self.extensions[*at].take(link, method, params),
+            Some((_, at)) => {
+                let taken = catch_unwind(AssertUnwindSafe(|| self.extensions[*at].take(link, method, params)));
+                taken.unwrap_or_else(|payload| {
+                    link.close(panicked("taking", method, &payload));
+                    Take::Taken
+                })
+            }
             None => Take::Pass,
         }
     }
 
-    /// The router each extension made of `router`, in order.
-    pub(crate) fn router(&self, router: Router) -> Router {
-        self.extensions.iter().fold(router, |router, e| e.router(router))
+    /// The router each extension made of `router`, in order; `Err` with the reason to close
+    /// when one panicked.
+    pub(crate) fn router(&self, mut router: Router) -> Result<Router, CloseReason> {
+        for e in &self.extensions {
+            router = catch_unwind(AssertUnwindSafe(|| e.router(router)))
+                .map_err(|payload| panicked("wrapping", "the router", &payload))?;
+        }
+        Ok(router)
     }
 
-    /// A notification nobody took: every extension is told.
+    /// A notification nobody took: every extension is told (one that panics ends the
+    /// connection).
     pub(crate) fn unrouted(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) {
         for e in &self.extensions {
-            e.unrouted(link, method, params);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| e.unrouted(link, method, params))) {
+                link.close(panicked("hearing of the unrouted", method, &payload));
+                return;
+            }
         }
     }
 
@@ -459,6 +481,14 @@ impl Seam {
             e.closed(reason);
         }
     }
+}
+
+/// Why the connection ends when an extension panicked doing `what` with `method`.
+fn panicked(what: &str, method: &str, payload: &Box<dyn Any + Send>) -> CloseReason {
+    let message = crate::handler::panic_message(payload);
+    let method = crate::quote::cut(method, 256);
+    tracing::error!(target: crate::LOG_TARGET, %method, panic = %message, "a feature panicked");
+    CloseReason::new(CloseKind::FatalError, format!("a feature panicked {what} {method:?}: {message}"))
 }
 
 /// The address that marks an extension's values.
