@@ -14,7 +14,8 @@
 //! - our client (`McpHttpClient::stateless`): the exact headers and `_meta`, an error body
 //!   as the call's error, and a call given up closes its stream;
 //! - routing (2025-11-25): a message no request owns goes to the newest open stream, the GET
-//!   stream or a POST's stream, whichever was opened last.
+//!   stream or a POST's stream, whichever was opened last;
+//! - `bind`'s graceful shutdown: GET streams end, requests in progress finish, then sessions.
 #![cfg(feature = "mcp-http")]
 
 use crate::mcp_http::{JSON_HEADERS, Raw, initialize, with_session};
@@ -453,4 +454,41 @@ async fn what_no_request_owns_goes_to_the_newest_open_stream() {
     assert_eq!(first.len(), 1, "only its answer: {first:?}");
     assert!(first[0].1.contains(r#""id":10"#));
     eventually("both streams done", || bound.server().backlog_bytes() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_shutdown_ends_get_streams_and_lets_requests_finish() {
+    let (bound, _cancelled, release) = serve(|s| s).await;
+    let addr = bound.local_addr();
+    let mut control = Raw::connect(addr).await;
+    let session = initialize(&mut control).await;
+    let mut get = Raw::connect(addr).await;
+    get.send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &session)], b"").await;
+    assert_eq!(get.head().await.status, 200);
+    let mut get_pending = String::new();
+    let _priming = get.events(&mut get_pending, |_| true).await;
+    let mut post = Raw::connect(addr).await;
+    post.send(
+        "POST",
+        &with_session(&session, &[]),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "wait"}).to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(post.head().await.status, 200);
+    let mut post_pending = String::new();
+    let _primed = post.events(&mut post_pending, |_| true).await;
+    assert_eq!(bound.http_stats().live, 3);
+
+    let server = bound.server().clone();
+    let stopping = tokio::spawn(bound.shutdown_within(std::time::Duration::from_secs(30)));
+    // The GET stream ends (it never would by itself); the request in progress goes on.
+    assert!(get.events(&mut get_pending, |_| false).await.is_empty(), "the GET stream ended, nothing more on it");
+    assert_eq!(server.session_count(), 1, "the session lives while its request runs");
+    release.add_permits(1);
+    let answer = post.events(&mut post_pending, |d| d.contains("waited")).await;
+    assert!(answer.last().unwrap().1.contains(r#""id":1"#), "{answer:?}");
+    let report = within(stopping).await.unwrap();
+    assert_eq!(report.unfinished, 0, "every request finished within the grace");
+    assert_eq!(server.session_count(), 0, "then the sessions end");
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err(), "the listener is closed");
 }

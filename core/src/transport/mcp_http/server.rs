@@ -145,6 +145,8 @@ struct Inner {
     /// Stateless (2026-07-28) requests being answered: they count against `max_sessions`.
     stateless_live: AtomicUsize,
     reaper: AtomicBool,
+    /// Shutting down: no new sessions or stateless requests.
+    draining: AtomicBool,
 }
 
 /// A stateless request's place in [`Inner::stateless_live`], given back when it ends.
@@ -189,6 +191,7 @@ impl McpHttpServer {
                 sessions: Mutex::new(HashMap::new()),
                 stateless_live: AtomicUsize::new(0),
                 reaper: AtomicBool::new(false),
+                draining: AtomicBool::new(false),
             }),
         }
     }
@@ -327,8 +330,12 @@ impl McpHttpServer {
         self.inner.clone().handle(request).await
     }
 
-    /// Listen on `addr` (HTTP/1.1) and serve the MCP endpoint at `/mcp`; other paths get
-    /// `404`. Connections get hyper's header read timeout (10 s) and at most 1024 at once.
+    /// Listen on `addr` and serve the MCP endpoint at `/mcp` (HTTP/1.1, and HTTP/2 with prior
+    /// knowledge); other paths get `404`. The `http` feature's server loop serves it
+    /// ([`serve`](crate::transport::http::serve::serve)): a request's headers within
+    /// [`HEADER_READ_TIMEOUT`](super::HEADER_READ_TIMEOUT) (10 s), at most
+    /// [`MAX_HTTP_CONNECTIONS`](super::MAX_HTTP_CONNECTIONS) (1024) connections at once (more
+    /// are answered `503`), and a graceful [`BoundMcpServer::shutdown`].
     pub async fn bind(self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<BoundMcpServer> {
         self.bind_at(addr, "/mcp").await
     }
@@ -337,30 +344,72 @@ impl McpHttpServer {
     pub async fn bind_at(self, addr: impl tokio::net::ToSocketAddrs, path: &str) -> std::io::Result<BoundMcpServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
-        let path: Arc<str> = path.into();
-        let stop = tokio_util::sync::CancellationToken::new();
-        let server = self.clone();
-        let handle = move |request: Request<hyper::body::Incoming>| {
-            let server = server.clone();
-            let path = path.clone();
-            async move {
-                if request.uri().path() != &*path {
-                    return full(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"Not Found"));
-                }
-                server.handle(request).await
-            }
-        };
-        let task = tokio::spawn(super::serve::accept_loop(listener, handle, stop.clone()));
-        Ok(BoundMcpServer { addr: local, stop, task, server: self })
+        let config = crate::transport::http::serve::ServeConfig::new()
+            .header_read_timeout(super::HEADER_READ_TIMEOUT)
+            .max_connections(super::MAX_HTTP_CONNECTIONS);
+        let endpoint = AtPath { server: self.clone(), path: path.into() };
+        let http = crate::transport::http::serve::serve(listener, config, move |_peer| endpoint.clone())?;
+        Ok(BoundMcpServer { addr: local, http: Some(http), server: self })
+    }
+
+    /// Begin a graceful stop: the GET streams end (they never would), new sessions and
+    /// stateless requests are refused (`503`); requests in progress go on.
+    fn drain(&self) {
+        self.inner.draining.store(true, Ordering::Release);
+        let sessions: Vec<Arc<Session>> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        for session in sessions {
+            session.drain();
+        }
+    }
+
+    /// End every session now (their connections close, their ids then get `404`).
+    fn end_sessions(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.terminate();
+        }
     }
 }
 
-/// A server listening ([`McpHttpServer::bind`]); dropping it stops accepting.
+/// The MCP endpoint at a path of [`McpHttpServer::bind_at`]'s server; other paths get `404`.
+#[derive(Clone)]
+struct AtPath {
+    server: McpHttpServer,
+    path: Arc<str>,
+}
+
+impl tower_service::Service<Request<hyper::body::Incoming>> for AtPath {
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<hyper::body::Incoming>) -> Self::Future {
+        let server = self.server.clone();
+        let at_path = request.uri().path() == &*self.path;
+        Box::pin(async move {
+            if !at_path {
+                return Ok(full(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"Not Found")));
+            }
+            Ok(server.handle(request).await)
+        })
+    }
+}
+
+/// How long [`BoundMcpServer::shutdown`] lets requests in progress finish.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A server listening ([`McpHttpServer::bind`]); dropping it stops accepting and ends its
+/// connections.
 #[derive(Debug)]
 pub struct BoundMcpServer {
     addr: SocketAddr,
-    stop: tokio_util::sync::CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    http: Option<crate::transport::http::serve::HttpServer>,
     server: McpHttpServer,
 }
 
@@ -373,16 +422,37 @@ impl BoundMcpServer {
     pub fn server(&self) -> &McpHttpServer {
         &self.server
     }
-    /// Stop accepting and wait for the accept loop to end.
-    pub async fn shutdown(mut self) {
-        self.stop.cancel();
-        let _ = (&mut self.task).await;
+    /// The HTTP server loop's counters: connections accepted, refused (`503`), open now.
+    pub fn http_stats(&self) -> crate::transport::http::serve::HttpServerStats {
+        self.http.as_ref().map(|h| h.stats()).unwrap_or_default()
+    }
+    /// Stop gracefully within [`DEFAULT_SHUTDOWN_GRACE`] (see
+    /// [`shutdown_within`](BoundMcpServer::shutdown_within)).
+    pub async fn shutdown(self) {
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE).await;
+    }
+    /// Stop gracefully: the listener closes, every session's GET stream ends, new sessions and
+    /// stateless requests get `503`; requests in progress may finish within `grace` (their
+    /// streams end with their answers), then what is left is dropped (its handlers
+    /// cancelled) and every session ends. Tells how many connections were still busy.
+    pub async fn shutdown_within(mut self, grace: Duration) -> crate::transport::http::serve::HttpShutdownReport {
+        self.server.drain();
+        let report = match self.http.take() {
+            Some(http) => http.shutdown(grace).await,
+            None => Default::default(),
+        };
+        self.server.end_sessions();
+        report
     }
 }
 
 impl Drop for BoundMcpServer {
     fn drop(&mut self) {
-        self.stop.cancel();
+        if let Some(http) = self.http.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(http.shutdown(Duration::ZERO));
+        }
     }
 }
 
@@ -912,6 +982,12 @@ impl Inner {
     ) -> Result<Arc<Session>, Response<McpBody>> {
         let settings = &self.settings;
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if self.draining.load(Ordering::Acquire) {
+            let mut refusal =
+                rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, "Service Unavailable: the server is shutting down");
+            refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(refusal);
+        }
         if sessions.len() + self.stateless_live.load(Ordering::Acquire) >= settings.max_sessions {
             let mut refusal = rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -67,6 +67,8 @@ pub(super) struct State {
     pub(super) closed: bool,
     /// The session was deleted: bodies end now.
     pub(super) terminated: bool,
+    /// The server is stopping: the GET stream ends once it has sent what it has.
+    draining: bool,
     /// The revision the session speaks (from the `initialize` answer, else the request).
     pub(super) version: String,
 }
@@ -148,6 +150,7 @@ impl Session {
                 last_activity: Instant::now(),
                 closed: false,
                 terminated: false,
+                draining: false,
                 version,
             }),
             inbound,
@@ -313,6 +316,18 @@ impl Session {
         }
     }
 
+    /// A graceful stop: the standalone (GET) stream ends after what it has (it would never
+    /// end by itself); the POSTs' streams end with their answers.
+    pub(super) fn drain(&self) {
+        let mut state = self.lock();
+        state.draining = true;
+        if let Some(st) = state.streams.get_mut(&STANDALONE)
+            && let Some(waker) = st.waker.take()
+        {
+            waker.wake();
+        }
+    }
+
     /// Outbound bytes no reader has taken yet.
     pub(super) fn backlog(&self) -> usize {
         self.lock().undelivered
@@ -412,6 +427,7 @@ impl SseBody {
             return Poll::Ready(None);
         }
         let closed = state.closed;
+        let draining = state.draining;
         let Some(st) = state.streams.get_mut(&self.stream) else { return Poll::Ready(None) };
         if st.attached != Some(self.generation) {
             return Poll::Ready(None);
@@ -434,7 +450,7 @@ impl SseBody {
             }
             return Poll::Ready(Some(bytes));
         }
-        if st.complete_at.is_some_and(|at| self.cursor >= at) || closed {
+        if st.complete_at.is_some_and(|at| self.cursor >= at) || closed || (draining && self.stream == STANDALONE) {
             return Poll::Ready(None);
         }
         st.waker = Some(cx.waker().clone());
