@@ -169,6 +169,10 @@ impl Raw {
 pub(crate) const JSON_HEADERS: [(&str, &str); 2] =
     [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
 
+pub(crate) fn initialize_body_bytes() -> Vec<u8> {
+    initialize_body()
+}
+
 fn initialize_body() -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}

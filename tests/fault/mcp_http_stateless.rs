@@ -492,3 +492,71 @@ async fn a_graceful_shutdown_ends_get_streams_and_lets_requests_finish() {
     assert_eq!(server.session_count(), 0, "then the sessions end");
     assert!(tokio::net::TcpStream::connect(addr).await.is_err(), "the listener is closed");
 }
+
+/// A session whose connection does not take its messages (its handler blocks): the POSTs to
+/// it stop at the session's inbound budget plus the connection's own read-ahead, their bodies
+/// not read (each takes its share before it reads), and all go through once it takes them.
+/// Driven through the `tower` service on paused time, so "stopped" is exact (nothing runnable).
+#[tokio::test(start_paused = true)]
+async fn a_sessions_posted_bytes_stop_at_its_inbound_budget() {
+    const SIZE: usize = 256 * 1024;
+    const POSTS: usize = 48;
+    let gate = Arc::new(Semaphore::new(0));
+    let for_sessions = gate.clone();
+    let server = McpHttpServer::new(move |_| {
+        let gate = for_sessions.clone();
+        Connection::builder().profile(Profile::mcp()).serve(
+            Router::new()
+                .method("initialize", |_: Value, _| async {
+                    Ok::<_, ErrorObject>(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "t", "version": "0"}}))
+                })
+                .notification("heavy", move |_: Value, _| {
+                    let gate = gate.clone();
+                    async move {
+                        if let Ok(permit) = gate.acquire().await {
+                            permit.forget();
+                        }
+                    }
+                }),
+        )
+    })
+    .max_inbound(1024 * 1024)
+    .body_timeout(std::time::Duration::from_secs(3600));
+    let post = |session: Option<&str>, body: Vec<u8>| {
+        let mut request = http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.body(axum::body::Body::from(body)).unwrap()
+    };
+    let init = String::from_utf8(crate::mcp_http::initialize_body_bytes()).unwrap();
+    let response = server.handle(post(None, init.into_bytes())).await;
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = axum::body::to_bytes(axum::body::Body::new(response.into_body()), usize::MAX).await;
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut posts = Vec::new();
+    for i in 0..POSTS {
+        let data = "x".repeat(SIZE);
+        let body =
+            json!({"jsonrpc": "2.0", "method": "heavy", "params": {"i": i, "data": data}}).to_string().into_bytes();
+        let (server, accepted, request) = (server.clone(), accepted.clone(), post(Some(&session), body));
+        posts.push(tokio::spawn(async move {
+            let status = server.handle(request).await.status();
+            accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            status
+        }));
+    }
+    support::time::quiescent().await;
+    let stuck = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    // The connection reads ahead 4 MiB (16 of them) and the session queues 1 MiB (4), one in
+    // the handler: 21; the rest wait, their bodies unread.
+    assert!(stuck <= 22, "{stuck} POSTs of {SIZE} bytes taken by a session that takes nothing");
+    assert!(stuck < POSTS);
+    gate.add_permits(POSTS);
+    for post in posts {
+        assert_eq!(within(post).await.unwrap(), 202);
+    }
+}

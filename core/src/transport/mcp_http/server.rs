@@ -848,10 +848,33 @@ impl Inner {
                 "Not Acceptable: the client must accept both application/json and text/event-stream",
             );
         }
+        // A POST to a session we know takes its share of the session's inbound budget before
+        // its body is read (the declared length, else the body limit): a session's posted
+        // bytes, read or queued, stay within `max_inbound`.
+        let known = header_str(headers, HEADER_SESSION_ID)
+            .filter(|_| !header_str(headers, HEADER_PROTOCOL_VERSION).is_some_and(|v| STATELESS_VERSIONS.contains(&v)))
+            .and_then(|id| self.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned());
+        let mut reserved = None;
+        if let Some(session) = &known {
+            let declared = header_str(headers, "content-length").and_then(|v| v.parse::<usize>().ok());
+            let want = declared.unwrap_or(self.settings.max_body).min(self.settings.max_body);
+            match tokio::time::timeout(self.settings.body_timeout, session.reserve(want)).await {
+                Ok(Some(permit)) => reserved = Some(permit),
+                Ok(None) => return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)"),
+                Err(_) => {
+                    return rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32000,
+                        "Service Unavailable: the session is not taking messages",
+                    );
+                }
+            }
+        }
         let bytes = match self.read_body(body).await {
             Ok(bytes) => bytes,
             Err(refusal) => return refusal,
         };
+        let reserved = reserved.map(|permit| super::session::fit(permit, bytes.len()));
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(message) => message,
             Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}")),
@@ -882,21 +905,23 @@ impl Inner {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame).await
+                self.send(&session, id, progress, frame, None).await
             }
             Posted::Request { id, progress, .. } => {
                 let session = match self.session_of(headers, &principal) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame).await
+                let reserved = reserved.filter(|_| known.as_ref().is_some_and(|k| Arc::ptr_eq(k, &session)));
+                self.send(&session, id, progress, frame, reserved).await
             }
             Posted::Other => {
                 let session = match self.session_of(headers, &principal) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                if session.deliver_inbound(frame, bytes.len()).await.is_err() {
+                let reserved = reserved.filter(|_| known.as_ref().is_some_and(|k| Arc::ptr_eq(k, &session)));
+                if session.deliver_inbound(frame, bytes.len(), reserved).await.is_err() {
                     return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)");
                 }
                 full(StatusCode::ACCEPTED, "", Bytes::new())
@@ -925,7 +950,7 @@ impl Inner {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame).await
+                self.send(&session, id, progress, frame, None).await
             }
             Posted::Other if message.get("method").is_none() => rpc_error_with(
                 StatusCode::BAD_REQUEST,
@@ -950,6 +975,7 @@ impl Inner {
         id: String,
         progress: Option<String>,
         frame: Frame,
+        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> Response<McpBody> {
         let len = match &frame {
             Frame::Message(m) => m.len(),
@@ -964,7 +990,7 @@ impl Inner {
                 return rpc_error(StatusCode::TOO_MANY_REQUESTS, -32000, "Too Many Requests open in this session");
             }
         };
-        if session.deliver_inbound(frame, len).await.is_err() {
+        if session.deliver_inbound(frame, len, reserved).await.is_err() {
             return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)");
         }
         if session.stateless {

@@ -22,6 +22,16 @@ use serde_json::Value;
 
 use super::sse::encode_event;
 
+/// A reservation cut down to the `len` bytes its message turned out to have (the rest goes
+/// back to the budget).
+pub(super) fn fit(mut permit: tokio::sync::OwnedSemaphorePermit, len: usize) -> tokio::sync::OwnedSemaphorePermit {
+    let keep = len.max(1);
+    if permit.num_permits() > keep {
+        drop(permit.split(permit.num_permits() - keep));
+    }
+    permit
+}
+
 /// The standalone (GET) stream's number.
 pub(super) const STANDALONE: u64 = 0;
 
@@ -164,11 +174,29 @@ impl Session {
 
     /// Queue one inbound message for the connection, holding its bytes of the inbound budget
     /// until the connection takes it (one message always fits). `Err` if the session ended.
-    pub(super) async fn deliver_inbound(&self, frame: crate::framing::Frame, len: usize) -> Result<(), ()> {
+    /// `reserved` is what the POST took before its body was read ([`Session::reserve`]).
+    pub(super) async fn deliver_inbound(
+        &self,
+        frame: crate::framing::Frame,
+        len: usize,
+        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<(), ()> {
         use futures::SinkExt;
-        let want = len.clamp(1, self.budget) as u32;
-        let permit = self.inbound_budget.clone().acquire_many_owned(want).await.map_err(|_| ())?;
+        let permit = match reserved {
+            Some(permit) => permit,
+            None => self.reserve(len).await.ok_or(())?,
+        };
         self.inbound.clone().send((frame, Receipt::Bytes(permit))).await.map_err(|_| ())
+    }
+
+    /// `len` bytes of the inbound budget (at most all of it: one message always fits); `None`
+    /// once the session has ended.
+    pub(super) async fn reserve(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let want = len.clamp(1, self.budget) as u32;
+        if self.lock().terminated {
+            return None;
+        }
+        self.inbound_budget.clone().acquire_many_owned(want).await.ok()
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
@@ -310,6 +338,7 @@ impl Session {
             }
         }
         drop(state);
+        self.inbound_budget.close();
         if let Some(conn) = self.connection.lock().unwrap_or_else(|p| p.into_inner()).take() {
             conn.handle().close();
             drop(conn);
