@@ -190,7 +190,9 @@ async fn stateless_refusals_say_what_is_wrong() {
     let (bound, _cancelled, _) = serve(|s| s).await;
     let mut raw = Raw::connect(bound.local_addr()).await;
     let call = request(1, "tools/call", json!({"name": "echo"}));
-    let cases: Vec<(Vec<(&str, &str)>, Vec<u8>, u16, i64, &str)> = vec![
+    // (headers, body, status, code, what the message says)
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Vec<u8>, u16, i64, &'a str);
+    let cases: Vec<Case> = vec![
         (modern("tools/call", &[]), call.clone(), 400, -32020, "no Mcp-Name"),
         (modern("tools/call", &[("Mcp-Name", "other")]), call.clone(), 400, -32020, "\"other\" but the body names \"echo\""),
         (modern("tools/list", &[("Mcp-Name", "echo")]), call.clone(), 400, -32020, "Mcp-Method \"tools/list\""),

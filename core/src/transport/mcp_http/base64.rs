@@ -21,7 +21,7 @@ pub(super) fn encode(input: &[u8]) -> String {
 
 /// `None` for anything but well-formed, padded Base64.
 pub(super) fn decode(input: &[u8]) -> Option<Vec<u8>> {
-    if input.len() % 4 != 0 {
+    if !input.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(input.len() / 4 * 3);

@@ -361,10 +361,10 @@ fn add_meta(message: &mut Value, config: &Stateless) {
 /// A value for a mirrored header (`Mcp-Name`): as it is when it is plain visible ASCII with
 /// no space at either end, else `=?base64?…?=` (so is a plain value that looks like that).
 fn header_value_for(value: &str) -> String {
-    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    let visible = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = visible && !padded && !sentinel;
     if plain { value.to_owned() } else { format!("=?base64?{}?=", super::base64::encode(value.as_bytes())) }
 }
 

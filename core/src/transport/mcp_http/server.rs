@@ -1030,21 +1030,13 @@ impl Inner {
             replay: settings.max_replay,
             retry_ms: settings.retry.as_millis() as u64,
             max_streams: MAX_OPEN_REQUESTS_PER_SESSION,
+            inbound: settings.max_inbound,
         };
         let slot: Option<Box<dyn Send + Sync>> = stateless.then(|| {
             self.stateless_live.fetch_add(1, Ordering::AcqRel);
             Box::new(Slot(Arc::downgrade(&self))) as Box<dyn Send + Sync>
         });
-        let session = Arc::new(Session::new(
-            id.clone(),
-            principal.clone(),
-            bounds,
-            version,
-            tx,
-            settings.max_inbound,
-            stateless,
-            slot,
-        ));
+        let session = Arc::new(Session::new(id.clone(), principal.clone(), bounds, version, tx, stateless, slot));
         let builder = (self.factory)(&SessionInfo { id: id.clone(), principal });
         let sink = SessionSink { session: Arc::downgrade(&session) };
         // The connection's taking a message releases what it held (its bytes of the budget).

@@ -90,6 +90,8 @@ pub(super) struct Bounds {
     pub(super) replay: usize,
     pub(super) retry_ms: u64,
     pub(super) max_streams: usize,
+    /// Posted bytes not taken by the connection yet.
+    pub(super) inbound: usize,
 }
 
 /// What a session's connection takes from its inbound queue: a message, and what its being
@@ -137,7 +139,6 @@ impl Session {
         bounds: Bounds,
         version: String,
         inbound: futures::channel::mpsc::Sender<Inbound>,
-        inbound_budget: usize,
         stateless: bool,
         slot: Option<Box<dyn Send + Sync>>,
     ) -> Self {
@@ -164,8 +165,8 @@ impl Session {
                 version,
             }),
             inbound,
-            inbound_budget: Arc::new(tokio::sync::Semaphore::new(inbound_budget.clamp(1, u32::MAX as usize))),
-            budget: inbound_budget.clamp(1, u32::MAX as usize),
+            inbound_budget: Arc::new(tokio::sync::Semaphore::new(bounds.inbound.clamp(1, u32::MAX as usize))),
+            budget: bounds.inbound.clamp(1, u32::MAX as usize),
             connection: Mutex::new(None),
             stateless,
             _slot: slot,
