@@ -61,6 +61,8 @@ struct Probe {
     cancelled: mpsc::UnboundedSender<()>,
     /// Releases `wait`s, one a permit.
     release: Arc<Semaphore>,
+    /// A permit each time `hush` starts.
+    started: Arc<Semaphore>,
 }
 
 struct OnDrop(Option<mpsc::UnboundedSender<()>>);
@@ -75,6 +77,7 @@ impl Drop for OnDrop {
 
 fn router(probe: Probe) -> Router {
     let hang_probe = probe.clone();
+    let hush_probe = probe.clone();
     let wait_probe = probe.clone();
     Router::new()
         .method("initialize", |_: Value, _| async {
@@ -102,6 +105,16 @@ fn router(probe: Probe) -> Router {
                 Ok::<_, ErrorObject>(json!({}))
             }
         })
+        // Waits until cancelled, sending nothing: its answer's headers never go.
+        .method("hush", move |_: Value, _| {
+            let guard = OnDrop(Some(hush_probe.cancelled.clone()));
+            hush_probe.started.add_permits(1);
+            async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+                Ok::<_, ErrorObject>(json!({}))
+            }
+        })
         .method("ask", |_: Value, ctx: jsonrpc_duplex::RequestContext| async move {
             let asked: Result<Value, _> = ctx.peer().request("roots/list", json!({})).await;
             Ok::<_, ErrorObject>(json!({"asked": asked.map_err(|e| e.to_string()).unwrap_err()}))
@@ -121,14 +134,15 @@ fn router(probe: Probe) -> Router {
 
 async fn serve(
     configure: impl FnOnce(McpHttpServer) -> McpHttpServer,
-) -> (BoundMcpServer, mpsc::UnboundedReceiver<()>, Arc<Semaphore>) {
+) -> (BoundMcpServer, mpsc::UnboundedReceiver<()>, Arc<Semaphore>, Arc<Semaphore>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let probe = Probe { cancelled: tx, release: Arc::new(Semaphore::new(0)) };
+    let probe = Probe { cancelled: tx, release: Arc::new(Semaphore::new(0)), started: Arc::new(Semaphore::new(0)) };
     let release = probe.release.clone();
+    let started = probe.started.clone();
     let server =
         McpHttpServer::new(move |_| Connection::builder().profile(Profile::mcp()).serve(router(probe.clone())));
     let bound = within(configure(server).bind("127.0.0.1:0")).await.expect("bind");
-    (bound, rx, release)
+    (bound, rx, release, started)
 }
 
 async fn json_answer(raw: &mut Raw) -> (u16, Option<String>, Option<String>, Value) {
@@ -145,7 +159,7 @@ async fn json_answer(raw: &mut Raw) -> (u16, Option<String>, Option<String>, Val
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stateless_request_is_answered_as_json_without_a_session() {
-    let (bound, _cancelled, _) = serve(|s| s).await;
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
     let mut raw = Raw::connect(bound.local_addr()).await;
     raw.send(
         "POST",
@@ -187,7 +201,7 @@ async fn a_stateless_request_is_answered_as_json_without_a_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_refusals_say_what_is_wrong() {
-    let (bound, _cancelled, _) = serve(|s| s).await;
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
     let mut raw = Raw::connect(bound.local_addr()).await;
     let call = request(1, "tools/call", json!({"name": "echo"}));
     // (headers, body, status, code, what the message says)
@@ -248,7 +262,7 @@ async fn stateless_refusals_say_what_is_wrong() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_response_stream_cancels_the_request() {
-    let (bound, mut cancelled, _) = serve(|s| s.max_sessions(1)).await;
+    let (bound, mut cancelled, _, _) = serve(|s| s.max_sessions(1)).await;
     let mut raw = Raw::connect(bound.local_addr()).await;
     raw.send("POST", &modern("hang", &[]), &request(3, "hang", json!({"_meta": {"progressToken": "p"}}))).await;
     let head = raw.head().await;
@@ -285,8 +299,21 @@ async fn closing_the_response_stream_cancels_the_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_before_the_answers_headers_cancels_too() {
+    let (bound, mut cancelled, _, started) = serve(|s| s).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    raw.send("POST", &modern("hush", &[]), &request(3, "hush", json!({}))).await;
+    // Nothing comes (the server waits for the first message to choose JSON or a stream); once
+    // the handler runs, the client goes away.
+    within(started.acquire()).await.expect("hush started").forget();
+    assert!(cancelled.try_recv().is_err(), "still running");
+    drop(raw);
+    within(cancelled.recv()).await.expect("the handler was cancelled when its exchange went away");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handlers_request_to_the_client_fails_at_once_and_a_session_works_beside() {
-    let (bound, _cancelled, _) = serve(|s| s).await;
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
     let mut raw = Raw::connect(bound.local_addr()).await;
     raw.send("POST", &modern("ask", &[]), &request(5, "ask", json!({}))).await;
     let (status, _, _, answer) = json_answer(&mut raw).await;
@@ -410,7 +437,7 @@ async fn the_stateless_client_sends_the_revisions_headers_and_meta_and_cancels_b
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_no_request_owns_goes_to_the_newest_open_stream() {
-    let (bound, _cancelled, release) = serve(|s| s).await;
+    let (bound, _cancelled, release, _) = serve(|s| s).await;
     let addr = bound.local_addr();
     let mut control = Raw::connect(addr).await;
     let session = initialize(&mut control).await;
@@ -460,7 +487,7 @@ async fn what_no_request_owns_goes_to_the_newest_open_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_shutdown_ends_get_streams_and_lets_requests_finish() {
-    let (bound, _cancelled, release) = serve(|s| s).await;
+    let (bound, _cancelled, release, _) = serve(|s| s).await;
     let addr = bound.local_addr();
     let mut control = Raw::connect(addr).await;
     let session = initialize(&mut control).await;
