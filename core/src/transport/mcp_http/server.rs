@@ -49,7 +49,8 @@ const INBOUND_QUEUE: usize = 32;
 /// What the server tells a session's handler factory about the session.
 #[derive(Debug, Clone)]
 pub struct SessionInfo {
-    /// The `MCP-Session-Id`.
+    /// The `MCP-Session-Id`; empty for a stateless (2026-07-28) request, which has a
+    /// connection of its own and no session.
     pub id: String,
     /// What [`McpHttpServer::authorize`] returned for the `initialize` POST.
     pub principal: Option<String>,
@@ -81,9 +82,9 @@ impl AuthRejection {
 type Factory = dyn Fn(&SessionInfo) -> Builder + Send + Sync;
 type Authorize = dyn Fn(&http::request::Parts) -> Result<Option<String>, AuthRejection> + Send + Sync;
 
-/// An MCP server over Streamable HTTP (revision 2025-11-25; 2025-06-18 and 2025-03-26 clients
-/// too): a [`tower_service::Service`] over `http::Request`s that a user mounts at the MCP
-/// endpoint (axum, hyper, …), or [`McpHttpServer::bind`] for the common case.
+/// An MCP server over Streamable HTTP (revisions 2025-11-25 and 2026-07-28; 2025-06-18 and
+/// 2025-03-26 clients too): a [`tower_service::Service`] over `http::Request`s that a user
+/// mounts at the MCP endpoint (axum, hyper, …), or [`McpHttpServer::bind`] for the common case.
 ///
 /// Every session is a [`Connection`](crate::Connection) of ours, from the factory's
 /// [`Builder`] (set [`Profile::mcp()`](crate::Profile::mcp) there: the transport does not), fed
@@ -100,6 +101,13 @@ type Authorize = dyn Fn(&http::request::Parts) -> Result<Option<String>, AuthRej
 ///   `Last-Event-ID` it resumes the stream that event was on, after it.
 /// - `DELETE` ends the session; later requests naming it get `404`, as do unknown ids.
 /// - `MCP-Protocol-Version` other than a revision we speak: `400`.
+/// - Revision 2026-07-28 (stateless) beside these: a POST with that `MCP-Protocol-Version`
+///   (its `_meta` carrying the same version and the client's capabilities, `Mcp-Method` and
+///   `Mcp-Name` mirroring the body) is answered by a connection of its own from the factory,
+///   with no session: JSON if the answer comes first, else an SSE stream without event ids;
+///   closing that stream cancels the request. Refusals: `-32020` (headers), `-32022`
+///   (version, with the ones we speak), `-32602` (`_meta`), `404` for `-32601`; `GET` and
+///   `DELETE` are `405`.
 ///
 /// Safe by default: `Host` and `Origin` must be loopback names ([`McpHttpServer::allowed_hosts`]
 /// for a server behind a proxy), `403` otherwise; bodies are bounded in bytes and time; a
