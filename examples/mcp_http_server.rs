@@ -18,7 +18,9 @@
 #[path = "mcp/protocol.rs"]
 mod protocol;
 
-use jsonrpc_duplex::transport::mcp_http::{AuthRejection, McpHttpServer, SUPPORTED_VERSIONS, SessionInfo};
+use jsonrpc_duplex::transport::mcp_http::{
+    AuthRejection, McpHttpServer, STATELESS_VERSIONS, SUPPORTED_VERSIONS, SessionInfo,
+};
 use jsonrpc_duplex::{Connection, ErrorObject, Profile, RequestContext, Router};
 use serde_json::{Value, json};
 
@@ -241,6 +243,19 @@ fn router(session: SessionInfo) -> Router {
                     "completions": {}
                 },
                 "serverInfo": {"name": "jsonrpc-duplex-mcp-http-server", "version": env!("CARGO_PKG_VERSION")}
+            }))
+        })
+        // Revision 2026-07-28 (stateless): what `initialize` told, asked for at any time.
+        .method("server/discover", |_: Value, _| async {
+            let versions: Vec<&str> = STATELESS_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect();
+            Ok::<_, ErrorObject>(json!({
+                "resultType": "complete",
+                "supportedVersions": versions,
+                "capabilities": {"tools": {"listChanged": true}, "resources": {}, "prompts": {}, "completions": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo":
+                    {"name": "jsonrpc-duplex-mcp-http-server", "version": env!("CARGO_PKG_VERSION")}},
+                "ttlMs": 60000,
+                "cacheScope": "public"
             }))
         })
         .notification("notifications/initialized", |_: Value, _| async {})

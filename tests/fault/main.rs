@@ -9,5 +9,6 @@ pub mod io;
 pub mod limits;
 pub mod load;
 pub mod mcp_http;
+pub mod mcp_http_stateless;
 pub mod peer_death;
 pub mod slow_peer;

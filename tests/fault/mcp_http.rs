@@ -31,19 +31,19 @@ use tokio::net::TcpStream;
 
 /// A response's head.
 #[derive(Debug)]
-struct Head {
-    status: u16,
-    headers: Vec<(String, String)>,
+pub(crate) struct Head {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
 /// An HTTP/1.1 client on raw bytes: one keep-alive connection.
-struct Raw {
+pub(crate) struct Raw {
     stream: BufReader<TcpStream>,
     /// The current response is chunked (else it has a `Content-Length`, `left` bytes to go).
     chunked: bool,
@@ -52,14 +52,14 @@ struct Raw {
 }
 
 impl Raw {
-    async fn connect(addr: std::net::SocketAddr) -> Raw {
+    pub(crate) async fn connect(addr: std::net::SocketAddr) -> Raw {
         let stream = within(TcpStream::connect(addr)).await.expect("connect");
         stream.set_nodelay(true).expect("nodelay");
         Raw { stream: BufReader::new(stream), chunked: false, left: 0, ended: true }
     }
 
     /// Write a request's head (`Host: localhost` unless given) and body.
-    async fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &[u8]) {
+    pub(crate) async fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &[u8]) {
         let mut head = format!("{method} /mcp HTTP/1.1\r\n");
         if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
             head.push_str("Host: localhost\r\n");
@@ -77,7 +77,7 @@ impl Raw {
         within(self.stream.get_mut().write_all(&bytes)).await.expect("write the request");
     }
 
-    async fn head(&mut self) -> Head {
+    pub(crate) async fn head(&mut self) -> Head {
         let mut line = String::new();
         within(self.stream.read_line(&mut line)).await.expect("status line");
         let status =
@@ -101,7 +101,7 @@ impl Raw {
     }
 
     /// The next piece of the body; `None` at its end.
-    async fn chunk(&mut self) -> Option<Vec<u8>> {
+    pub(crate) async fn chunk(&mut self) -> Option<Vec<u8>> {
         if self.ended {
             return None;
         }
@@ -125,7 +125,7 @@ impl Raw {
         Some(buf)
     }
 
-    async fn body(&mut self) -> Vec<u8> {
+    pub(crate) async fn body(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         while let Some(chunk) = self.chunk().await {
             out.extend(chunk);
@@ -134,7 +134,11 @@ impl Raw {
     }
 
     /// SSE events' `(id, data)` until `stop` says so or the body ends.
-    async fn events(&mut self, pending: &mut String, mut stop: impl FnMut(&str) -> bool) -> Vec<(String, String)> {
+    pub(crate) async fn events(
+        &mut self,
+        pending: &mut String,
+        mut stop: impl FnMut(&str) -> bool,
+    ) -> Vec<(String, String)> {
         let mut events = Vec::new();
         loop {
             while let Some(end) = pending.find("\n\n") {
@@ -162,8 +166,12 @@ impl Raw {
     }
 }
 
-const JSON_HEADERS: [(&str, &str); 2] =
+pub(crate) const JSON_HEADERS: [(&str, &str); 2] =
     [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+
+pub(crate) fn initialize_body_bytes() -> Vec<u8> {
+    initialize_body()
+}
 
 fn initialize_body() -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -209,7 +217,7 @@ async fn serve(configure: impl FnOnce(McpHttpServer) -> McpHttpServer) -> (Bound
 }
 
 /// Initialize a session on `raw`: its id.
-async fn initialize(raw: &mut Raw) -> String {
+pub(crate) async fn initialize(raw: &mut Raw) -> String {
     raw.send("POST", &JSON_HEADERS, &initialize_body()).await;
     let head = raw.head().await;
     assert_eq!(head.status, 200, "{head:?}");
@@ -219,7 +227,7 @@ async fn initialize(raw: &mut Raw) -> String {
     id
 }
 
-fn with_session<'a>(session: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+pub(crate) fn with_session<'a>(session: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     let mut headers = JSON_HEADERS.to_vec();
     headers.push(("Mcp-Session-Id", session));
     headers.extend_from_slice(extra);

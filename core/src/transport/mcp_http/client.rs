@@ -28,6 +28,8 @@ pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
 pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_secs(1);
 /// How long the closing `DELETE` may take.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most of a refusal's body read (its JSON-RPC error).
+const REFUSAL_LIMIT: usize = 64 * 1024;
 
 /// Why [`McpHttpClient::new`] refused a URL.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +73,20 @@ pub struct McpHttpClient {
     url: Uri,
     headers: HeaderMap,
     max_reconnects: u32,
+    stateless: Option<Stateless>,
 }
+
+/// What a stateless (2026-07-28) client puts in every request's `_meta`.
+#[derive(Debug, Clone)]
+struct Stateless {
+    version: String,
+    capabilities: Value,
+    client_info: Option<Value>,
+}
+
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
 impl McpHttpClient {
     /// A client of the endpoint at `url` (`http://host:port/path`).
@@ -80,7 +95,12 @@ impl McpHttpClient {
         if uri.scheme_str() != Some("http") || uri.authority().is_none() {
             return Err(BadUrl(url.to_owned()));
         }
-        Ok(McpHttpClient { url: uri, headers: HeaderMap::new(), max_reconnects: DEFAULT_MAX_RECONNECTS })
+        Ok(McpHttpClient {
+            url: uri,
+            headers: HeaderMap::new(),
+            max_reconnects: DEFAULT_MAX_RECONNECTS,
+            stateless: None,
+        })
     }
 
     /// A header sent with every request (say `Authorization`).
@@ -95,6 +115,59 @@ impl McpHttpClient {
     pub fn max_reconnects(mut self, n: u32) -> Self {
         self.max_reconnects = n;
         self
+    }
+
+    /// Speak revision 2026-07-28 (stateless) rather than 2025-11-25: no `initialize` and no
+    /// session; every request carries `io.modelcontextprotocol/protocolVersion` and
+    /// `…/clientCapabilities` (and `…/clientInfo` if set) in its `_meta` (added where the
+    /// request has none of its own), and the headers `MCP-Protocol-Version`, `Mcp-Method` and
+    /// `Mcp-Name` (Base64 in `=?base64?…?=` when the name is not plain ASCII). The answer
+    /// comes as JSON or an SSE stream; a stream that breaks fails its request (no
+    /// resumption in this revision); a call given up (its `notifications/cancelled`) closes
+    /// its stream, which is the cancellation there. A refusal whose body is a JSON-RPC error
+    /// for the request (`-32022` unsupported version, `-32020` header mismatch, `-32601`)
+    /// is the call's error as the server said it. There is no GET stream and no `DELETE`.
+    ///
+    /// ```no_run
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
+    /// use jsonrpc_duplex_core::{Connection, Profile};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let conn = McpHttpClient::new("http://127.0.0.1:3000/mcp")?
+    ///     .stateless()
+    ///     .client_info("example", "1.0.0")
+    ///     .connect(Connection::builder().profile(Profile::mcp()));
+    /// let server: serde_json::Value = conn.handle().request("server/discover", serde_json::json!({})).await?;
+    /// println!("{}", server["supportedVersions"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn stateless(mut self) -> Self {
+        self.stateless = Some(Stateless {
+            version: super::STATELESS_VERSIONS[0].to_owned(),
+            capabilities: json!({}),
+            client_info: None,
+        });
+        self
+    }
+
+    /// The client capabilities a stateless client declares on every request (`{}` unless set);
+    /// implies [`stateless`](McpHttpClient::stateless).
+    pub fn client_capabilities(self, capabilities: Value) -> Self {
+        let mut this = if self.stateless.is_some() { self } else { self.stateless() };
+        if let Some(s) = this.stateless.as_mut() {
+            s.capabilities = capabilities;
+        }
+        this
+    }
+
+    /// The name and version a stateless client gives on every request; implies
+    /// [`stateless`](McpHttpClient::stateless).
+    pub fn client_info(self, name: &str, version: &str) -> Self {
+        let mut this = if self.stateless.is_some() { self } else { self.stateless() };
+        if let Some(s) = this.stateless.as_mut() {
+            s.client_info = Some(json!({"name": name, "version": version}));
+        }
+        this
     }
 
     /// Start a connection over it. Must be called inside a tokio runtime.
@@ -116,6 +189,8 @@ impl McpHttpClient {
             get_started: AtomicBool::new(false),
             get_task: Mutex::new(None),
             pending: Mutex::new(std::collections::HashSet::new()),
+            stateless: self.stateless,
+            streams: Mutex::new(std::collections::HashMap::new()),
         });
         tokio::spawn(worker(shared, outbound_rx));
         let sink = outbound_tx.sink_map_err(std::io::Error::other);
@@ -139,6 +214,10 @@ struct ClientShared {
     get_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Our requests not answered yet (id JSON text): an answer may come on any stream.
     pending: Mutex<std::collections::HashSet<String>>,
+    /// Speaking 2026-07-28: what goes in every request's `_meta`.
+    stateless: Option<Stateless>,
+    /// A stateless client's requests in flight (id JSON text): closing one's stream cancels it.
+    streams: Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
 }
 
 /// Is `id` the id whose JSON text is `key`?
@@ -156,9 +235,14 @@ struct Posted {
     /// The request's id (JSON text), when it is a request.
     request: Option<(String, Value)>,
     method: Option<String>,
+    /// `params.name` or `params.uri` of `tools/call`, `prompts/get`, `resources/read`.
+    name: Option<String>,
 }
 
 async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
+    if shared.stateless.is_some() {
+        return stateless_worker(shared, outbound).await;
+    }
     while let Some(body) = outbound.next().await {
         let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
@@ -174,7 +258,7 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
         if let Some((key, _)) = &request {
             lock(&shared.pending).insert(key.clone());
         }
-        let posted = Posted { request, method };
+        let posted = Posted { request, method, name: None };
         if posted.request.is_some() {
             // A request's answer may wait on ours to the server's own requests: it must not
             // hold up the messages after it.
@@ -205,7 +289,105 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
     }
 }
 
+/// Revision 2026-07-28: each request its own POST with the per-request `_meta`; a
+/// `notifications/cancelled` for one in flight closes its stream instead of being sent.
+async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
+    let Some(config) = shared.stateless.clone() else { return };
+    while let Some(body) = outbound.next().await {
+        let Ok(mut message) = serde_json::from_slice::<Value>(&body) else { continue };
+        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+        let Some(method) = method else {
+            // An answer: this revision has no server→client requests to answer.
+            tracing::warn!("an answer to the server dropped: MCP 2026-07-28 has no server→client requests");
+            continue;
+        };
+        if method == "notifications/cancelled"
+            && let Some(id) = message.get("params").and_then(|p| p.get("requestId"))
+        {
+            let key = id.to_string();
+            if let Some(stream) = lock(&shared.streams).remove(&key) {
+                // Closing the response stream is the cancellation.
+                stream.abort();
+                lock(&shared.pending).remove(&key);
+            }
+            continue;
+        }
+        let request = message.get("id").map(|id| (id.to_string(), id.clone()));
+        if request.is_some() {
+            add_meta(&mut message, &config);
+        }
+        let name = match method.as_str() {
+            "tools/call" | "prompts/get" => message.get("params").and_then(|p| p.get("name")),
+            "resources/read" => message.get("params").and_then(|p| p.get("uri")),
+            _ => None,
+        }
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+        let posted = Posted { request, method: Some(method), name };
+        let body = Bytes::from(message.to_string());
+        let Some((key, _)) = posted.request.clone() else {
+            post(&shared, body, &posted, false).await;
+            continue;
+        };
+        lock(&shared.pending).insert(key.clone());
+        let task_shared = shared.clone();
+        let task_key = key.clone();
+        let mut streams = lock(&shared.streams);
+        let task = tokio::spawn(async move {
+            post(&task_shared, body, &posted, false).await;
+            lock(&task_shared.streams).remove(&task_key);
+        });
+        streams.insert(key, task.abort_handle());
+    }
+    for (_, stream) in lock(&shared.streams).drain() {
+        stream.abort();
+    }
+}
+
+/// The per-request `_meta` of 2026-07-28, each field added unless the request has its own.
+fn add_meta(message: &mut Value, config: &Stateless) {
+    let Some(object) = message.as_object_mut() else { return };
+    let params = object.entry("params").or_insert_with(|| json!({}));
+    let Some(params) = params.as_object_mut() else { return };
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    let Some(meta) = meta.as_object_mut() else { return };
+    meta.entry(META_PROTOCOL_VERSION).or_insert_with(|| json!(config.version));
+    meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| config.capabilities.clone());
+    if let Some(info) = &config.client_info {
+        meta.entry(META_CLIENT_INFO).or_insert_with(|| info.clone());
+    }
+}
+
+/// A value for a mirrored header (`Mcp-Name`): as it is when it is plain visible ASCII with
+/// no space at either end, else `=?base64?…?=` (so is a plain value that looks like that).
+fn header_value_for(value: &str) -> String {
+    let visible = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = visible && !padded && !sentinel;
+    if plain { value.to_owned() } else { format!("=?base64?{}?=", super::base64::encode(value.as_bytes())) }
+}
+
 impl ClientShared {
+    /// A POST of `posted`: with 2026-07-28's mirrored headers when the client is stateless.
+    fn post_request(&self, body: Bytes, posted: &Posted) -> Request<Full<Bytes>> {
+        let mut request = self.request(Method::POST, body, None);
+        if let Some(config) = &self.stateless {
+            let headers = request.headers_mut();
+            headers.remove(HEADER_SESSION_ID);
+            if let Ok(v) = HeaderValue::from_str(&config.version) {
+                headers.insert(HEADER_PROTOCOL_VERSION, v);
+            }
+            if let Some(v) = posted.method.as_deref().and_then(|m| HeaderValue::from_str(&header_value_for(m)).ok()) {
+                headers.insert("mcp-method", v);
+            }
+            if let Some(v) = posted.name.as_deref().and_then(|n| HeaderValue::from_str(&header_value_for(n)).ok()) {
+                headers.insert("mcp-name", v);
+            }
+        }
+        request
+    }
+
     fn request(&self, method: Method, body: Bytes, last_event_id: Option<&str>) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method.clone();
@@ -280,7 +462,7 @@ fn post<'a>(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
     Box::pin(async move {
         let had_session = lock(&shared.session).is_some();
-        let response = match shared.http.request(shared.request(Method::POST, body.clone(), None)).await {
+        let response = match shared.http.request(shared.post_request(body.clone(), posted)).await {
             Ok(response) => response,
             Err(e) => {
                 if let Some((_, id)) = &posted.request {
@@ -297,6 +479,24 @@ fn post<'a>(
                 post(shared, body, posted, false).await;
             } else if let Some((_, id)) = &posted.request {
                 shared.fail(id, "the MCP session ended (404) and initializing again failed".into()).await;
+            }
+            return;
+        }
+        if !status.is_success() && shared.stateless.is_some() {
+            // 2026-07-28 refuses with a JSON-RPC error for the request: that is its answer.
+            let text = read_text(response.into_body(), REFUSAL_LIMIT).await;
+            let Some((key, id)) = &posted.request else {
+                return tracing::warn!(%status, %text, "the MCP server refused a notification");
+            };
+            let answer = serde_json::from_str::<Value>(&text)
+                .ok()
+                .filter(|m| m.get("error").is_some() && m.get("id").is_some_and(|i| i.is_null() || same_id(i, key)));
+            match answer {
+                Some(mut answer) => {
+                    answer["id"] = id.clone();
+                    shared.deliver(answer.to_string().as_bytes()).await;
+                }
+                None => shared.fail(id, format!("the MCP server refused the request: HTTP {status}: {text}")).await,
             }
             return;
         }
@@ -324,12 +524,19 @@ fn post<'a>(
             .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
         let shared = shared.clone();
         if sse {
-            tokio::spawn(async move {
+            let stateless = shared.stateless.is_some();
+            let read = async move {
                 let answered = read_stream(&shared, response.into_body(), Some(&key), None).await;
                 if !answered {
                     shared.fail(&id, "the MCP server's stream ended before it answered".into()).await;
                 }
-            });
+            };
+            if stateless {
+                // Read here: aborting this request's task closes its stream (its cancellation).
+                read.await;
+            } else {
+                tokio::spawn(read);
+            }
         } else {
             match read_limited(response.into_body(), shared.limit).await {
                 Ok(bytes) => {
@@ -444,6 +651,10 @@ async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&
         // the answer came on another stream).
         if want.is_some_and(|want| !lock(&shared.pending).contains(want)) {
             return true;
+        }
+        if shared.stateless.is_some() {
+            // 2026-07-28: a broken stream loses its request; there is no resumption.
+            return false;
         }
         failures += 1;
         let Some(resume_at) = last_id.clone().or_else(|| want.is_none().then(String::new)) else { return false };

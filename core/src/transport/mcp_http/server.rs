@@ -5,21 +5,20 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use futures::SinkExt;
 use futures::StreamExt;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame as BodyFrame, SizeHint};
 use serde_json::Value;
 
-use super::session::{Bounds, Refused, Session, SessionSink, SseBody};
-use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, SUPPORTED_VERSIONS};
+use super::session::{Bounds, Inbound, Refused, Session, SessionSink, SseBody};
+use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
 use crate::framing::Frame;
 use crate::transport::http::body::{BodyError, read_body};
@@ -39,6 +38,9 @@ pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default [`McpHttpServer::retry`]: the `retry:` a priming event tells clients.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Default [`McpHttpServer::max_inbound`]: a session's posted bytes its connection has not
+/// taken yet.
+pub const DEFAULT_MAX_INBOUND: usize = 8 * 1024 * 1024;
 /// Most requests of one session open at once (each has its stream).
 pub const MAX_OPEN_REQUESTS_PER_SESSION: usize = 256;
 /// Inbound messages queued for a session's connection before a POST waits.
@@ -47,7 +49,8 @@ const INBOUND_QUEUE: usize = 32;
 /// What the server tells a session's handler factory about the session.
 #[derive(Debug, Clone)]
 pub struct SessionInfo {
-    /// The `MCP-Session-Id`.
+    /// The `MCP-Session-Id`; empty for a stateless (2026-07-28) request, which has a
+    /// connection of its own and no session.
     pub id: String,
     /// What [`McpHttpServer::authorize`] returned for the `initialize` POST.
     pub principal: Option<String>,
@@ -79,9 +82,9 @@ impl AuthRejection {
 type Factory = dyn Fn(&SessionInfo) -> Builder + Send + Sync;
 type Authorize = dyn Fn(&http::request::Parts) -> Result<Option<String>, AuthRejection> + Send + Sync;
 
-/// An MCP server over Streamable HTTP (revision 2025-11-25; 2025-06-18 and 2025-03-26 clients
-/// too): a [`tower_service::Service`] over `http::Request`s that a user mounts at the MCP
-/// endpoint (axum, hyper, …), or [`McpHttpServer::bind`] for the common case.
+/// An MCP server over Streamable HTTP (revisions 2025-11-25 and 2026-07-28; 2025-06-18 and
+/// 2025-03-26 clients too): a [`tower_service::Service`] over `http::Request`s that a user
+/// mounts at the MCP endpoint (axum, hyper, …), or [`McpHttpServer::bind`] for the common case.
 ///
 /// Every session is a [`Connection`](crate::Connection) of ours, from the factory's
 /// [`Builder`] (set [`Profile::mcp()`](crate::Profile::mcp) there: the transport does not), fed
@@ -98,6 +101,13 @@ type Authorize = dyn Fn(&http::request::Parts) -> Result<Option<String>, AuthRej
 ///   `Last-Event-ID` it resumes the stream that event was on, after it.
 /// - `DELETE` ends the session; later requests naming it get `404`, as do unknown ids.
 /// - `MCP-Protocol-Version` other than a revision we speak: `400`.
+/// - Revision 2026-07-28 (stateless) beside these: a POST with that `MCP-Protocol-Version`
+///   (its `_meta` carrying the same version and the client's capabilities, `Mcp-Method` and
+///   `Mcp-Name` mirroring the body) is answered by a connection of its own from the factory,
+///   with no session: JSON if the answer comes first, else an SSE stream without event ids;
+///   closing that stream cancels the request. Refusals: `-32020` (headers), `-32022`
+///   (version, with the ones we speak), `-32602` (`_meta`), `404` for `-32601`; `GET` and
+///   `DELETE` are `405`.
 ///
 /// Safe by default: `Host` and `Origin` must be loopback names ([`McpHttpServer::allowed_hosts`]
 /// for a server behind a proxy), `403` otherwise; bodies are bounded in bytes and time; a
@@ -132,6 +142,7 @@ struct Settings {
     max_body: usize,
     body_timeout: Duration,
     retry: Duration,
+    max_inbound: usize,
     authorize: Option<Arc<Authorize>>,
 }
 
@@ -139,7 +150,22 @@ struct Inner {
     settings: Settings,
     factory: Box<Factory>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Stateless (2026-07-28) requests being answered: they count against `max_sessions`.
+    stateless_live: AtomicUsize,
     reaper: AtomicBool,
+    /// Shutting down: no new sessions or stateless requests.
+    draining: AtomicBool,
+}
+
+/// A stateless request's place in [`Inner::stateless_live`], given back when it ends.
+struct Slot(Weak<Inner>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.stateless_live.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -166,11 +192,14 @@ impl McpHttpServer {
                     max_body: DEFAULT_MAX_BODY,
                     body_timeout: DEFAULT_BODY_TIMEOUT,
                     retry: DEFAULT_RETRY,
+                    max_inbound: DEFAULT_MAX_INBOUND,
                     authorize: None,
                 },
                 factory: Box::new(factory),
                 sessions: Mutex::new(HashMap::new()),
+                stateless_live: AtomicUsize::new(0),
                 reaper: AtomicBool::new(false),
+                draining: AtomicBool::new(false),
             }),
         }
     }
@@ -243,6 +272,14 @@ impl McpHttpServer {
         self
     }
 
+    /// A session's posted message bytes its connection has not taken yet
+    /// ([`DEFAULT_MAX_INBOUND`]); a POST past it waits (its body read, its message held) until
+    /// the connection takes messages. One message always fits.
+    pub fn max_inbound(mut self, bytes: usize) -> Self {
+        self.settings().max_inbound = bytes;
+        self
+    }
+
     /// The reconnection delay the priming events' `retry:` field tells clients
     /// ([`DEFAULT_RETRY`]).
     pub fn retry(mut self, delay: Duration) -> Self {
@@ -301,8 +338,12 @@ impl McpHttpServer {
         self.inner.clone().handle(request).await
     }
 
-    /// Listen on `addr` (HTTP/1.1) and serve the MCP endpoint at `/mcp`; other paths get
-    /// `404`. Connections get hyper's header read timeout (10 s) and at most 1024 at once.
+    /// Listen on `addr` and serve the MCP endpoint at `/mcp` (HTTP/1.1, and HTTP/2 with prior
+    /// knowledge); other paths get `404`. The `http` feature's server loop serves it
+    /// ([`serve`](crate::transport::http::serve::serve)): a request's headers within
+    /// [`HEADER_READ_TIMEOUT`](super::HEADER_READ_TIMEOUT) (10 s), at most
+    /// [`MAX_HTTP_CONNECTIONS`](super::MAX_HTTP_CONNECTIONS) (1024) connections at once (more
+    /// are answered `503`), and a graceful [`BoundMcpServer::shutdown`].
     pub async fn bind(self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<BoundMcpServer> {
         self.bind_at(addr, "/mcp").await
     }
@@ -311,30 +352,72 @@ impl McpHttpServer {
     pub async fn bind_at(self, addr: impl tokio::net::ToSocketAddrs, path: &str) -> std::io::Result<BoundMcpServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
-        let path: Arc<str> = path.into();
-        let stop = tokio_util::sync::CancellationToken::new();
-        let server = self.clone();
-        let handle = move |request: Request<hyper::body::Incoming>| {
-            let server = server.clone();
-            let path = path.clone();
-            async move {
-                if request.uri().path() != &*path {
-                    return full(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"Not Found"));
-                }
-                server.handle(request).await
-            }
-        };
-        let task = tokio::spawn(super::serve::accept_loop(listener, handle, stop.clone()));
-        Ok(BoundMcpServer { addr: local, stop, task, server: self })
+        let config = crate::transport::http::serve::ServeConfig::new()
+            .header_read_timeout(super::HEADER_READ_TIMEOUT)
+            .max_connections(super::MAX_HTTP_CONNECTIONS);
+        let endpoint = AtPath { server: self.clone(), path: path.into() };
+        let http = crate::transport::http::serve::serve(listener, config, move |_peer| endpoint.clone())?;
+        Ok(BoundMcpServer { addr: local, http: Some(http), server: self })
+    }
+
+    /// Begin a graceful stop: the GET streams end (they never would), new sessions and
+    /// stateless requests are refused (`503`); requests in progress go on.
+    fn drain(&self) {
+        self.inner.draining.store(true, Ordering::Release);
+        let sessions: Vec<Arc<Session>> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        for session in sessions {
+            session.drain();
+        }
+    }
+
+    /// End every session now (their connections close, their ids then get `404`).
+    fn end_sessions(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.terminate();
+        }
     }
 }
 
-/// A server listening ([`McpHttpServer::bind`]); dropping it stops accepting.
+/// The MCP endpoint at a path of [`McpHttpServer::bind_at`]'s server; other paths get `404`.
+#[derive(Clone)]
+struct AtPath {
+    server: McpHttpServer,
+    path: Arc<str>,
+}
+
+impl tower_service::Service<Request<hyper::body::Incoming>> for AtPath {
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<hyper::body::Incoming>) -> Self::Future {
+        let server = self.server.clone();
+        let at_path = request.uri().path() == &*self.path;
+        Box::pin(async move {
+            if !at_path {
+                return Ok(full(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"Not Found")));
+            }
+            Ok(server.handle(request).await)
+        })
+    }
+}
+
+/// How long [`BoundMcpServer::shutdown`] lets requests in progress finish.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A server listening ([`McpHttpServer::bind`]); dropping it stops accepting and ends its
+/// connections.
 #[derive(Debug)]
 pub struct BoundMcpServer {
     addr: SocketAddr,
-    stop: tokio_util::sync::CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    http: Option<crate::transport::http::serve::HttpServer>,
     server: McpHttpServer,
 }
 
@@ -347,16 +430,37 @@ impl BoundMcpServer {
     pub fn server(&self) -> &McpHttpServer {
         &self.server
     }
-    /// Stop accepting and wait for the accept loop to end.
-    pub async fn shutdown(mut self) {
-        self.stop.cancel();
-        let _ = (&mut self.task).await;
+    /// The HTTP server loop's counters: connections accepted, refused (`503`), open now.
+    pub fn http_stats(&self) -> crate::transport::http::serve::HttpServerStats {
+        self.http.as_ref().map(|h| h.stats()).unwrap_or_default()
+    }
+    /// Stop gracefully within [`DEFAULT_SHUTDOWN_GRACE`] (see
+    /// [`shutdown_within`](BoundMcpServer::shutdown_within)).
+    pub async fn shutdown(self) {
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE).await;
+    }
+    /// Stop gracefully: the listener closes, every session's GET stream ends, new sessions and
+    /// stateless requests get `503`; requests in progress may finish within `grace` (their
+    /// streams end with their answers), then what is left is dropped (its handlers
+    /// cancelled) and every session ends. Tells how many connections were still busy.
+    pub async fn shutdown_within(mut self, grace: Duration) -> crate::transport::http::serve::HttpShutdownReport {
+        self.server.drain();
+        let report = match self.http.take() {
+            Some(http) => http.shutdown(grace).await,
+            None => Default::default(),
+        };
+        self.server.end_sessions();
+        report
     }
 }
 
 impl Drop for BoundMcpServer {
     fn drop(&mut self) {
-        self.stop.cancel();
+        if let Some(http) = self.http.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(http.shutdown(Duration::ZERO));
+        }
     }
 }
 
@@ -445,10 +549,122 @@ fn sse(body: SseBody, session: &str) -> Response<McpBody> {
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Ok(value) = HeaderValue::from_str(session) {
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    if !session.is_empty()
+        && let Ok(value) = HeaderValue::from_str(session)
+    {
         headers.insert(HEADER_SESSION_ID, value);
     }
     response
+}
+
+/// A stateless request's response: its answer as JSON when it is the first message out
+/// (`404` for `-32601`, as 2026-07-28 says), else an SSE stream of what comes, the answer
+/// last. Dropped before that (the client went away): the request is cancelled.
+async fn stateless_answer(mut body: SseBody) -> Response<McpBody> {
+    match futures::future::poll_fn(|cx| body.poll_first(cx)).await {
+        None => rpc_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "the server ended before it answered"),
+        Some((message, true)) => {
+            drop(body);
+            let not_found = serde_json::from_slice::<Value>(&message)
+                .ok()
+                .and_then(|m| m.get("error")?.get("code")?.as_i64())
+                .is_some_and(|code| code == -32601);
+            let status = if not_found { StatusCode::NOT_FOUND } else { StatusCode::OK };
+            full(status, "application/json", message)
+        }
+        Some((first, false)) => {
+            body.stream_from(first);
+            sse(body, "")
+        }
+    }
+}
+
+/// Is this POST of revision 2026-07-28 (served without a session)? Its `MCP-Protocol-Version`
+/// says so, or one we do not know comes without a session (to be refused as unsupported), or
+/// it has no header and no session but the per-request `_meta` version.
+fn is_stateless(headers: &HeaderMap, message: &Value) -> bool {
+    let session = header_str(headers, HEADER_SESSION_ID).is_some();
+    let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    match header_str(headers, HEADER_PROTOCOL_VERSION) {
+        Some(v) if STATELESS_VERSIONS.contains(&v) => true,
+        Some(v) => !session && !initialize && !SUPPORTED_VERSIONS.contains(&v),
+        None => !session && !initialize && meta_field(message, META_PROTOCOL_VERSION).is_some(),
+    }
+}
+
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+fn meta_field<'m>(message: &'m Value, key: &str) -> Option<&'m Value> {
+    message.get("params")?.get("_meta")?.get(key)
+}
+
+type Refusal = (StatusCode, i64, String, Option<Value>);
+
+/// Revision 2026-07-28's checks of a POST: the version header one we serve
+/// (`UnsupportedProtocolVersion`, `-32022`), the required `_meta` fields (`-32602`), and the
+/// mirrored headers equal to the body (`HeaderMismatch`, `-32020`); all `400`.
+fn check_stateless(headers: &HeaderMap, message: &Value) -> Result<(), Refusal> {
+    let mismatch = |why: String| Err((StatusCode::BAD_REQUEST, -32020, format!("Header mismatch: {why}"), None));
+    let Some(version) = header_str(headers, HEADER_PROTOCOL_VERSION) else {
+        return mismatch("no MCP-Protocol-Version header".into());
+    };
+    if !STATELESS_VERSIONS.contains(&version) {
+        let supported: Vec<&str> = STATELESS_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect();
+        let data = serde_json::json!({"supported": supported, "requested": version});
+        return Err((StatusCode::BAD_REQUEST, -32022, "Unsupported protocol version".into(), Some(data)));
+    }
+    let Some(method) = message.get("method").and_then(Value::as_str) else { return Ok(()) };
+    if message.get("id").is_some() {
+        let body_version = meta_field(message, META_PROTOCOL_VERSION).and_then(Value::as_str);
+        let capabilities = meta_field(message, META_CLIENT_CAPABILITIES).filter(|c| c.is_object());
+        let (Some(body_version), Some(_)) = (body_version, capabilities) else {
+            let why =
+                format!("Invalid params: _meta must carry {META_PROTOCOL_VERSION} and {META_CLIENT_CAPABILITIES}");
+            return Err((StatusCode::BAD_REQUEST, -32602, why, None));
+        };
+        if body_version != version {
+            return mismatch(format!("MCP-Protocol-Version {version:?} but _meta says {body_version:?}"));
+        }
+    }
+    match header_str(headers, "mcp-method") {
+        Some(m) if m == method => {}
+        Some(m) => return mismatch(format!("Mcp-Method {m:?} but the body's method is {method:?}")),
+        None => return mismatch("no Mcp-Method header".into()),
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => message.get("params").and_then(|p| p.get("name")),
+        "resources/read" => message.get("params").and_then(|p| p.get("uri")),
+        _ => None,
+    };
+    if let Some(name) = named.and_then(Value::as_str) {
+        let Some(header) = headers.get("mcp-name") else { return mismatch("no Mcp-Name header".into()) };
+        match decode_header_value(header.as_bytes()) {
+            Some(value) if value == name => {}
+            Some(value) => return mismatch(format!("Mcp-Name {value:?} but the body names {name:?}")),
+            None => return mismatch("Mcp-Name is not a valid header value".into()),
+        }
+    }
+    Ok(())
+}
+
+/// A mirrored header's value: plain visible ASCII (and spaces, tabs), or `=?base64?…?=`.
+fn decode_header_value(raw: &[u8]) -> Option<String> {
+    if let Some(inner) = raw.strip_prefix(b"=?base64?").and_then(|r| r.strip_suffix(b"?=")) {
+        return String::from_utf8(super::base64::decode(inner)?).ok();
+    }
+    raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t').then(|| String::from_utf8_lossy(raw).into_owned())
+}
+
+/// A JSON-RPC error for the request `id`, with `data`, in a response with `status`.
+fn rpc_error_with(status: StatusCode, id: &Value, code: i64, message: &str, data: Option<Value>) -> Response<McpBody> {
+    let mut error = serde_json::json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+    full(status, "application/json", body.to_string())
 }
 
 fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -541,8 +757,20 @@ impl Inner {
                 }
             },
         };
+        let stateless =
+            header_str(&parts.headers, HEADER_PROTOCOL_VERSION).is_some_and(|v| STATELESS_VERSIONS.contains(&v));
         match parts.method {
             Method::POST => self.post(parts, body, principal).await,
+            // Revision 2026-07-28 has no GET stream and no session to delete.
+            Method::GET | Method::DELETE if stateless => {
+                let mut response = rpc_error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    -32000,
+                    "Method not allowed: MCP 2026-07-28 has no GET stream and no sessions",
+                );
+                response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+                response
+            }
             Method::GET => self.get(&parts.headers, principal),
             Method::DELETE => self.delete(&parts.headers, principal),
             _ => {
@@ -628,10 +856,33 @@ impl Inner {
                 "Not Acceptable: the client must accept both application/json and text/event-stream",
             );
         }
+        // A POST to a session we know takes its share of the session's inbound budget before
+        // its body is read (the declared length, else the body limit): a session's posted
+        // bytes, read or queued, stay within `max_inbound`.
+        let known = header_str(headers, HEADER_SESSION_ID)
+            .filter(|_| !header_str(headers, HEADER_PROTOCOL_VERSION).is_some_and(|v| STATELESS_VERSIONS.contains(&v)))
+            .and_then(|id| self.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned());
+        let mut reserved = None;
+        if let Some(session) = &known {
+            let declared = header_str(headers, "content-length").and_then(|v| v.parse::<usize>().ok());
+            let want = declared.unwrap_or(self.settings.max_body).min(self.settings.max_body);
+            match tokio::time::timeout(self.settings.body_timeout, session.reserve(want)).await {
+                Ok(Some(permit)) => reserved = Some(permit),
+                Ok(None) => return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)"),
+                Err(_) => {
+                    return rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32000,
+                        "Service Unavailable: the session is not taking messages",
+                    );
+                }
+            }
+        }
         let bytes = match self.read_body(body).await {
             Ok(bytes) => bytes,
             Err(refusal) => return refusal,
         };
+        let reserved = reserved.map(|permit| super::session::fit(permit, bytes.len()));
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(message) => message,
             Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}")),
@@ -641,6 +892,9 @@ impl Inner {
             Err(why) => return rpc_error(StatusCode::BAD_REQUEST, -32600, &format!("Invalid Request: {why}")),
         };
         let frame = Frame::Message(BytesMut::from(&bytes[..]));
+        if is_stateless(headers, &message) {
+            return self.post_stateless(headers, &message, posted, frame, principal).await;
+        }
         match posted {
             Posted::Request { id, method, progress, version } if method == "initialize" => {
                 if let Some(existing) = header_str(headers, HEADER_SESSION_ID) {
@@ -655,28 +909,68 @@ impl Inner {
                         rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found")
                     };
                 }
-                let session = match self.clone().start_session(principal, version.unwrap_or_default()) {
+                let session = match self.clone().start_session(principal, version.unwrap_or_default(), false) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame).await
+                self.send(&session, id, progress, frame, None).await
             }
             Posted::Request { id, progress, .. } => {
                 let session = match self.session_of(headers, &principal) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame).await
+                let reserved = reserved.filter(|_| known.as_ref().is_some_and(|k| Arc::ptr_eq(k, &session)));
+                self.send(&session, id, progress, frame, reserved).await
             }
             Posted::Other => {
                 let session = match self.session_of(headers, &principal) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                let mut inbound = session.inbound.clone();
-                if inbound.send(frame).await.is_err() {
+                let reserved = reserved.filter(|_| known.as_ref().is_some_and(|k| Arc::ptr_eq(k, &session)));
+                if session.deliver_inbound(frame, bytes.len(), reserved).await.is_err() {
                     return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)");
                 }
+                full(StatusCode::ACCEPTED, "", Bytes::new())
+            }
+        }
+    }
+
+    /// A POST of revision 2026-07-28: checked against its headers, then a request is answered
+    /// by a connection of its own (no session), a notification is taken and dropped.
+    async fn post_stateless(
+        self: Arc<Self>,
+        headers: &HeaderMap,
+        message: &Value,
+        posted: Posted,
+        frame: Frame,
+        principal: Option<String>,
+    ) -> Response<McpBody> {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        if let Err((status, code, why, data)) = check_stateless(headers, message) {
+            return rpc_error_with(status, &id, code, &why, data);
+        }
+        match posted {
+            Posted::Request { id, progress, .. } => {
+                let version = header_str(headers, HEADER_PROTOCOL_VERSION).unwrap_or_default().to_owned();
+                let session = match self.clone().start_session(principal, version, true) {
+                    Ok(session) => session,
+                    Err(refusal) => return refusal,
+                };
+                self.send(&session, id, progress, frame, None).await
+            }
+            Posted::Other if message.get("method").is_none() => rpc_error_with(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                -32600,
+                "Invalid Request: a client sends no responses in MCP 2026-07-28",
+                None,
+            ),
+            Posted::Other => {
+                // The revision defines no client notification over HTTP (closing a stream is
+                // the cancellation): taken, and there is no session to give it to.
+                tracing::debug!(method = ?message.get("method"), "MCP 2026-07-28 notification dropped");
                 full(StatusCode::ACCEPTED, "", Bytes::new())
             }
         }
@@ -689,7 +983,12 @@ impl Inner {
         id: String,
         progress: Option<String>,
         frame: Frame,
+        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> Response<McpBody> {
+        let len = match &frame {
+            Frame::Message(m) => m.len(),
+            _ => 1,
+        };
         let body = match session.open_post_stream(id, progress) {
             Ok(body) => body,
             Err(Refused::DuplicateId) => {
@@ -699,9 +998,11 @@ impl Inner {
                 return rpc_error(StatusCode::TOO_MANY_REQUESTS, -32000, "Too Many Requests open in this session");
             }
         };
-        let mut inbound = session.inbound.clone();
-        if inbound.send(frame).await.is_err() {
+        if session.deliver_inbound(frame, len, reserved).await.is_err() {
             return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)");
+        }
+        if session.stateless {
+            return stateless_answer(body).await;
         }
         sse(body, &session.id)
     }
@@ -711,10 +1012,17 @@ impl Inner {
         self: Arc<Self>,
         principal: Option<String>,
         version: String,
+        stateless: bool,
     ) -> Result<Arc<Session>, Response<McpBody>> {
         let settings = &self.settings;
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        if sessions.len() >= settings.max_sessions {
+        if self.draining.load(Ordering::Acquire) {
+            let mut refusal =
+                rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, "Service Unavailable: the server is shutting down");
+            refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(refusal);
+        }
+        if sessions.len() + self.stateless_live.load(Ordering::Acquire) >= settings.max_sessions {
             let mut refusal = rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 -32000,
@@ -723,20 +1031,30 @@ impl Inner {
             refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             return Err(refusal);
         }
-        let id = new_session_id();
-        let (tx, rx) = futures::channel::mpsc::channel::<Frame>(INBOUND_QUEUE);
+        let id = if stateless { String::new() } else { new_session_id() };
+        let (tx, rx) = futures::channel::mpsc::channel::<Inbound>(INBOUND_QUEUE);
         let bounds = Bounds {
             backlog: settings.max_backlog,
             replay: settings.max_replay,
             retry_ms: settings.retry.as_millis() as u64,
             max_streams: MAX_OPEN_REQUESTS_PER_SESSION,
+            inbound: settings.max_inbound,
         };
-        let session = Arc::new(Session::new(id.clone(), principal.clone(), bounds, version, tx));
+        let slot: Option<Box<dyn Send + Sync>> = stateless.then(|| {
+            self.stateless_live.fetch_add(1, Ordering::AcqRel);
+            Box::new(Slot(Arc::downgrade(&self))) as Box<dyn Send + Sync>
+        });
+        let session = Arc::new(Session::new(id.clone(), principal.clone(), bounds, version, tx, stateless, slot));
         let builder = (self.factory)(&SessionInfo { id: id.clone(), principal });
         let sink = SessionSink { session: Arc::downgrade(&session) };
-        let connection = builder.connect_messages(rx.map(Ok), sink);
+        // The connection's taking a message releases what it held (its bytes of the budget).
+        let connection = builder.connect_messages(rx.map(|(frame, _receipt)| Ok(frame)), sink);
         let closed = connection.closed();
         *session.connection.lock().unwrap_or_else(|p| p.into_inner()) = Some(connection);
+        if stateless {
+            // Not kept by the server: its one response holds it.
+            return Ok(session);
+        }
         sessions.insert(id.clone(), session.clone());
         drop(sessions);
         // When the connection ends (DELETE, expiry, or its own error), the session goes.

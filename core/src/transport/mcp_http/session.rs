@@ -22,11 +22,23 @@ use serde_json::Value;
 
 use super::sse::encode_event;
 
+/// A reservation cut down to the `len` bytes its message turned out to have (the rest goes
+/// back to the budget).
+pub(super) fn fit(mut permit: tokio::sync::OwnedSemaphorePermit, len: usize) -> tokio::sync::OwnedSemaphorePermit {
+    let keep = len.max(1);
+    if permit.num_permits() > keep {
+        drop(permit.split(permit.num_permits() - keep));
+    }
+    permit
+}
+
 /// The standalone (GET) stream's number.
 pub(super) const STANDALONE: u64 = 0;
 
 pub(super) struct Event {
     seq: u64,
+    /// The SSE event (a session's), or the message itself (a stateless request's: it may go
+    /// out as a JSON body, else it is framed as an event without an id when it is sent).
     bytes: Bytes,
     delivered: bool,
 }
@@ -41,6 +53,11 @@ pub(super) struct StreamState {
     /// The attachment (HTTP response body) reading this stream: its generation.
     attached: Option<u64>,
     waker: Option<Waker>,
+    /// The id (JSON text) of the request this POST carried.
+    request: Option<String>,
+    /// When the stream was opened (a POST) or attached (the GET stream): the attachment's
+    /// generation, counting up. The newest open stream takes what no request owns.
+    opened: u64,
 }
 
 pub(super) struct State {
@@ -60,6 +77,8 @@ pub(super) struct State {
     pub(super) closed: bool,
     /// The session was deleted: bodies end now.
     pub(super) terminated: bool,
+    /// The server is stopping: the GET stream ends once it has sent what it has.
+    draining: bool,
     /// The revision the session speaks (from the `initialize` answer, else the request).
     pub(super) version: String,
 }
@@ -71,6 +90,22 @@ pub(super) struct Bounds {
     pub(super) replay: usize,
     pub(super) retry_ms: u64,
     pub(super) max_streams: usize,
+    /// Posted bytes not taken by the connection yet.
+    pub(super) inbound: usize,
+}
+
+/// What a session's connection takes from its inbound queue: a message, and what its being
+/// taken releases (the bytes it held of the session's inbound budget, or a signal).
+pub(super) type Inbound = (crate::framing::Frame, Receipt);
+
+/// Dropped when the connection takes its message.
+pub(super) enum Receipt {
+    /// Nothing to release.
+    None,
+    /// Bytes of the session's inbound budget.
+    Bytes(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit),
+    /// Someone waits for the connection to have read this message.
+    Read(#[allow(dead_code)] futures::channel::oneshot::Sender<()>),
 }
 
 pub(super) struct Session {
@@ -78,8 +113,17 @@ pub(super) struct Session {
     pub(super) principal: Option<String>,
     pub(super) bounds: Bounds,
     state: Mutex<State>,
-    pub(super) inbound: futures::channel::mpsc::Sender<crate::framing::Frame>,
+    pub(super) inbound: futures::channel::mpsc::Sender<Inbound>,
+    /// Bytes of inbound messages queued for the connection, not taken yet (each POST's
+    /// message holds its share until the connection takes it).
+    pub(super) inbound_budget: Arc<tokio::sync::Semaphore>,
+    budget: usize,
     pub(super) connection: Mutex<Option<crate::Connection>>,
+    /// A stateless request (revision 2026-07-28) rather than a session: one POST, answered
+    /// as JSON or an SSE stream without event ids; closing its stream cancels it.
+    pub(super) stateless: bool,
+    /// Held while the session lives (a stateless request's slot in the server's count).
+    pub(super) _slot: Option<Box<dyn Send + Sync>>,
 }
 
 /// Why a POST's request could not be registered.
@@ -94,7 +138,9 @@ impl Session {
         principal: Option<String>,
         bounds: Bounds,
         version: String,
-        inbound: futures::channel::mpsc::Sender<crate::framing::Frame>,
+        inbound: futures::channel::mpsc::Sender<Inbound>,
+        stateless: bool,
+        slot: Option<Box<dyn Send + Sync>>,
     ) -> Self {
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, StreamState::default());
@@ -115,11 +161,43 @@ impl Session {
                 last_activity: Instant::now(),
                 closed: false,
                 terminated: false,
+                draining: false,
                 version,
             }),
             inbound,
+            inbound_budget: Arc::new(tokio::sync::Semaphore::new(bounds.inbound.clamp(1, u32::MAX as usize))),
+            budget: bounds.inbound.clamp(1, u32::MAX as usize),
             connection: Mutex::new(None),
+            stateless,
+            _slot: slot,
         }
+    }
+
+    /// Queue one inbound message for the connection, holding its bytes of the inbound budget
+    /// until the connection takes it (one message always fits). `Err` if the session ended.
+    /// `reserved` is what the POST took before its body was read ([`Session::reserve`]).
+    pub(super) async fn deliver_inbound(
+        &self,
+        frame: crate::framing::Frame,
+        len: usize,
+        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<(), ()> {
+        use futures::SinkExt;
+        let permit = match reserved {
+            Some(permit) => permit,
+            None => self.reserve(len).await.ok_or(())?,
+        };
+        self.inbound.clone().send((frame, Receipt::Bytes(permit))).await.map_err(|_| ())
+    }
+
+    /// `len` bytes of the inbound budget (at most all of it: one message always fits); `None`
+    /// once the session has ended.
+    pub(super) async fn reserve(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let want = len.clamp(1, self.budget) as u32;
+        if self.lock().terminated {
+            return None;
+        }
+        self.inbound_budget.clone().acquire_many_owned(want).await.ok()
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
@@ -148,15 +226,26 @@ impl Session {
         state.next_stream += 1;
         let generation = state.next_generation;
         state.next_generation += 1;
-        state.streams.insert(stream, StreamState { pending: 1, attached: Some(generation), ..StreamState::default() });
+        let opened = generation;
+        state.streams.insert(
+            stream,
+            StreamState {
+                pending: 1,
+                attached: Some(generation),
+                request: Some(id.clone()),
+                opened,
+                ..StreamState::default()
+            },
+        );
         if let Some(token) = progress_token {
             state.progress.insert(token, id.clone());
         }
         state.pending_ids.insert(id, stream);
         state.last_activity = Instant::now();
         let cursor = state.next_seq - 1;
-        let priming = priming_event(&state.version, stream, cursor, self.bounds.retry_ms);
-        Ok(SseBody { session: self.clone(), stream, generation, cursor, first: priming })
+        let priming =
+            if self.stateless { None } else { priming_event(&state.version, stream, cursor, self.bounds.retry_ms) };
+        Ok(SseBody { session: self.clone(), stream, generation, cursor, first: priming, encode: !self.stateless })
     }
 
     /// Attach a GET: the standalone stream (`resume` = `None`), or the stream a
@@ -177,22 +266,51 @@ impl Session {
         }
         // A resumption replaces the attachment it resumes (that response is gone or going).
         st.attached = Some(generation);
+        if resume.is_none() {
+            st.opened = generation;
+        }
         if let Some(waker) = st.waker.take() {
             waker.wake();
         }
         state.last_activity = Instant::now();
         let priming =
             if resume.is_none() { priming_event(&version, stream, cursor, self.bounds.retry_ms) } else { None };
-        Some(SseBody { session: self.clone(), stream, generation, cursor, first: priming })
+        Some(SseBody { session: self.clone(), stream, generation, cursor, first: priming, encode: true })
     }
 
     /// Put an outbound message on its stream.
     fn push(&self, state: &mut State, body: Vec<u8>) {
-        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+        let mut parsed: Option<Value> = serde_json::from_slice(&body).ok();
+        let mut body = body;
+        if self.stateless {
+            let Some(msg) = parsed.as_mut() else { return };
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                // Revision 2026-07-28 has no server→client requests (MRTR replaces them):
+                // the handler's call fails at once, and nothing goes to the client.
+                let error = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32000,
+                    "message": "a request to the client is not possible in MCP 2026-07-28 (stateless): \
+                                return an InputRequiredResult (multi round-trip request) instead"}});
+                let frame = crate::framing::Frame::Message(bytes::BytesMut::from(error.to_string().as_bytes()));
+                let _ = self.inbound.clone().try_send((frame, Receipt::None));
+                return;
+            }
+            // Every result of revision 2026-07-28 says its type; a handler's plain result is
+            // a complete one.
+            if let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut)
+                && !result.contains_key("resultType")
+            {
+                result.insert("resultType".into(), Value::from("complete"));
+                body = msg.to_string().into_bytes();
+            }
+        }
         let stream = parsed.as_ref().map_or(STANDALONE, |msg| route(state, msg));
         let seq = state.next_seq;
         state.next_seq += 1;
-        let bytes = encode_event(Some(&format!("{stream}-{seq}")), None, &body);
+        let bytes = if self.stateless {
+            Bytes::from(body)
+        } else {
+            encode_event(Some(&format!("{stream}-{seq}")), None, &body)
+        };
         state.undelivered += bytes.len();
         let is_answer = parsed.as_ref().is_some_and(|m| m.get("method").is_none() && m.get("id").is_some());
         if let Some(version) = parsed.as_ref().and_then(|m| m.get("result")?.get("protocolVersion")?.as_str()) {
@@ -221,9 +339,22 @@ impl Session {
             }
         }
         drop(state);
+        self.inbound_budget.close();
         if let Some(conn) = self.connection.lock().unwrap_or_else(|p| p.into_inner()).take() {
             conn.handle().close();
             drop(conn);
+        }
+    }
+
+    /// A graceful stop: the standalone (GET) stream ends after what it has (it would never
+    /// end by itself); the POSTs' streams end with their answers.
+    pub(super) fn drain(&self) {
+        let mut state = self.lock();
+        state.draining = true;
+        if let Some(st) = state.streams.get_mut(&STANDALONE)
+            && let Some(waker) = st.waker.take()
+        {
+            waker.wake();
         }
     }
 
@@ -268,8 +399,17 @@ fn route(state: &mut State, msg: &Value) -> u64 {
     }
 }
 
+/// The newest stream open now: a POST's stream whose request is not answered yet, or the
+/// GET stream if it is attached, whichever was opened last (2025-11-25: what is not tied to
+/// a request goes on the GET stream or on a POST's stream in progress). With none open, the
+/// GET stream keeps it (in the backlog) for when one attaches.
 fn newest_open(state: &State) -> u64 {
-    state.pending_ids.values().copied().max().unwrap_or(STANDALONE)
+    state
+        .streams
+        .iter()
+        .filter(|(n, s)| if **n == STANDALONE { s.attached.is_some() } else { s.pending > 0 })
+        .max_by_key(|(n, s)| (s.opened, **n))
+        .map_or(STANDALONE, |(n, _)| *n)
 }
 
 /// The body of an SSE response: the events of one stream of a session, from a cursor on.
@@ -279,9 +419,33 @@ pub(super) struct SseBody {
     generation: u64,
     cursor: u64,
     first: Option<Bytes>,
+    /// Events are SSE already (a session's), or are framed now (a stateless request's, once
+    /// it is answered as a stream).
+    encode: bool,
 }
 
 impl SseBody {
+    /// A stateless request's first message, not framed: `(message, is the answer)`.
+    pub(super) fn poll_first(&mut self, cx: &mut Context<'_>) -> Poll<Option<(Bytes, bool)>> {
+        let encode = std::mem::replace(&mut self.encode, false);
+        let polled = self.poll_event(cx);
+        self.encode = encode;
+        polled.map(|first| {
+            first.map(|message| {
+                let state = self.session.lock();
+                let done =
+                    state.streams.get(&self.stream).and_then(|s| s.complete_at).is_some_and(|at| self.cursor >= at);
+                (message, done)
+            })
+        })
+    }
+
+    /// From now on events go out as SSE, `first` before them.
+    pub(super) fn stream_from(&mut self, first: Bytes) {
+        self.encode = true;
+        self.first = Some(encode_event(None, None, &first));
+    }
+
     pub(super) fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         if let Some(first) = self.first.take() {
             return Poll::Ready(Some(first));
@@ -293,6 +457,7 @@ impl SseBody {
             return Poll::Ready(None);
         }
         let closed = state.closed;
+        let draining = state.draining;
         let Some(st) = state.streams.get_mut(&self.stream) else { return Poll::Ready(None) };
         if st.attached != Some(self.generation) {
             return Poll::Ready(None);
@@ -310,9 +475,12 @@ impl SseBody {
                 evict(state, session.bounds.replay);
             }
             state.last_activity = Instant::now();
+            if session.stateless && self.encode {
+                return Poll::Ready(Some(encode_event(None, None, &bytes)));
+            }
             return Poll::Ready(Some(bytes));
         }
-        if st.complete_at.is_some_and(|at| self.cursor >= at) || closed {
+        if st.complete_at.is_some_and(|at| self.cursor >= at) || closed || (draining && self.stream == STANDALONE) {
             return Poll::Ready(None);
         }
         st.waker = Some(cx.waker().clone());
@@ -357,7 +525,40 @@ impl Drop for SseBody {
             let bytes: usize = st.events.iter().map(|e| e.bytes.len()).sum();
             state.kept -= bytes;
         }
+        if !self.session.stateless {
+            return;
+        }
+        // A stateless request's stream is its life: when it closes, the request is over.
+        // Closed before the answer: that is the client's cancellation (2026-07-28).
+        let unanswered = if done { None } else { st_request(&state, self.stream) };
+        drop(state);
+        let session = self.session.clone();
+        let Some(id) = unanswered else { return session.terminate() };
+        let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": serde_json::from_str::<Value>(&id).unwrap_or(Value::Null),
+                       "reason": "the client closed the response stream"}});
+        let frame = crate::framing::Frame::Message(bytes::BytesMut::from(cancel.to_string().as_bytes()));
+        let (read, was_read) = futures::channel::oneshot::channel();
+        let _ = self.session.inbound.clone().try_send((frame, Receipt::Read(read)));
+        // Close the connection once it has read the cancellation (or soon, if it does not).
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(CANCEL_READ_TIMEOUT, was_read).await;
+                    session.terminate();
+                });
+            }
+            Err(_) => session.terminate(),
+        }
     }
+}
+
+/// How long a cancelled stateless request's connection gets to read the cancellation.
+const CANCEL_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn st_request(state: &State, stream: u64) -> Option<String> {
+    let st = state.streams.get(&stream)?;
+    if st.complete_at.is_some() { None } else { st.request.clone() }
 }
 
 /// What the session's connection writes into: each message becomes an event.
