@@ -436,21 +436,41 @@ fn cli_on_tcp_prints_its_address_and_ends_with_stdin() {
 }
 
 /// Each SDK's `ping` p50 over 1,000 calls and its full-turn p50 over 200 turns, next to the same
-/// client written by hand on the language's raw pipes (stdio, Content-Length). Numbers only, no
-/// assertion on them (a shared machine is noisy):
-/// `cargo test --release --features openrpc --test interop -- sdk_bridge:: --ignored --nocapture`.
+/// client written by hand on the language's raw pipes or socket (Content-Length), over stdio and
+/// over TCP. The two clients run at once and alternate call by call; each figure is the median
+/// of `SDK_BENCH_RUNS` runs (5 by default), the percentage the median of the runs' ratios.
+/// Numbers only, no assertion on them (a shared machine is noisy):
+/// `cargo test --release --features openrpc --test interop -- sdk_bridge::latency --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement: run it on a quiet machine"]
 fn latency_of_each_sdk_next_to_a_hand_written_client() {
+    let runs: usize = std::env::var("SDK_BENCH_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!("| SDK | transport | ping p50 | by hand | ± | turn p50 | by hand | ± |");
+    println!("|---|---|---|---|---|---|---|---|");
     for lang in [Lang::Python, Lang::Go, Lang::TypeScript] {
-        let numbers = drive(lang, &["--mode", "bench", "--pings", "1000", "--turns", "200"]);
-        let get = |key: &str| numbers[key].as_f64().unwrap_or(f64::NAN);
-        let (ping, raw_ping, turn, raw_turn) =
-            (get("ping_p50_us"), get("raw_ping_p50_us"), get("turn_p50_us"), get("raw_turn_p50_us"));
-        println!(
-            "{lang:?}: ping p50 {ping:.1} µs (by hand {raw_ping:.1} µs, {:+.0}%), turn p50 {turn:.1} µs (by hand {raw_turn:.1} µs, {:+.0}%)",
-            (ping / raw_ping - 1.0) * 100.0,
-            (turn / raw_turn - 1.0) * 100.0
-        );
+        for transport in ["stdio", "tcp"] {
+            let reports: Vec<Value> = (0..runs)
+                .map(|_| {
+                    drive(lang, &["--mode", "bench", "--transport", transport, "--pings", "1000", "--turns", "200"])
+                })
+                .collect();
+            let of = |key: &str| -> Vec<f64> { reports.iter().map(|r| r[key].as_f64().unwrap_or(f64::NAN)).collect() };
+            let ratio = |a: &str, b: &str| -> f64 {
+                median(of(a).iter().zip(of(b)).map(|(x, y)| (x / y - 1.0) * 100.0).collect())
+            };
+            println!(
+                "| {lang:?} | {transport} | {:.1} µs | {:.1} µs | {:+.0}% | {:.1} µs | {:.1} µs | {:+.0}% |",
+                median(of("ping_p50_us")),
+                median(of("raw_ping_p50_us")),
+                ratio("ping_p50_us", "raw_ping_p50_us"),
+                median(of("turn_p50_us")),
+                median(of("raw_turn_p50_us")),
+                ratio("turn_p50_us", "raw_turn_p50_us"),
+            );
+        }
     }
 }

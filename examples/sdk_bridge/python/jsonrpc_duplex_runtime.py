@@ -415,8 +415,10 @@ class Peer:
             raise ConnectionClosed(f"the write side failed: {e}") from e
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
-        with contextlib.suppress(ConnectionClosed):
+        try:
             await self._send(message)
+        except ConnectionClosed:
+            pass
 
     def _send_cancel(self, request_id: int) -> None:
         if self._closed.done():
@@ -430,8 +432,9 @@ class Peer:
 
     async def _read_loop(self) -> None:
         reason = "the peer closed the connection"
+        request: dict[str, Any] | None = None
         try:
-            while True:
+            while request is None:
                 body = await self._framer.read()
                 if body is None:
                     break
@@ -445,6 +448,8 @@ class Peer:
                 if isinstance(message, list):
                     for item in message:
                         await self._dispatch(item)
+                elif self._runs_here(message):
+                    request = message
                 else:
                     await self._dispatch(message)
         except ValueError as e:
@@ -452,7 +457,30 @@ class Peer:
         except (ConnectionError, OSError) as e:
             reason = f"the read side failed: {e}"
         finally:
-            self._finish(reason)
+            if request is None:
+                self._finish(reason)
+        if request is not None:
+            # The request runs on this task, and a new task reads on: its handler starts now,
+            # not a turn of the event loop later (the peer waits for its answer).
+            request_id = request["id"]
+            task = asyncio.current_task()
+            assert task is not None
+            self._running[request_id] = task
+            self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+            await self._run_request(request_id, request["method"], request.get("params"))
+
+    def _runs_here(self, message: Any) -> bool:
+        """Whether `message` is a request the reading task may run itself."""
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return False
+        request_id = message.get("id", False)
+        return (
+            isinstance(request_id, (int, str))
+            and not isinstance(request_id, bool)
+            and request_id not in self._running
+            and len(self._running) < MAX_RUNNING_REQUESTS
+            and not self._closed.done()
+        )
 
     async def _dispatch(self, message: Any) -> None:
         if not isinstance(message, dict):
