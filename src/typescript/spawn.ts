@@ -208,9 +208,15 @@ class FrameWriter extends AbstractMessageWriter implements MessageWriter {
   }
 }
 
-/** A connection on `readable` and `writable` with this runtime's reader and writer. */
+/**
+ * A connection on `readable` and `writable` with this runtime's reader and writer. When the
+ * stream ends (or a framing error ends it) the connection is disposed, so that pending calls
+ * fail at once rather than wait forever.
+ */
 function connect(readable: NodeJS.ReadableStream, writable: NodeJS.WritableStream): MessageConnection {
-  return createMessageConnection(new FrameReader(readable), new FrameWriter(writable));
+  const connection = createMessageConnection(new FrameReader(readable), new FrameWriter(writable));
+  connection.onClose(() => connection.dispose());
+  return connection;
 }
 
 /** The first integer literal of `text` (outside strings) beyond 2^53 - 1, if any. */

@@ -19,7 +19,8 @@
 //!   (`tests/interop/sdk/runtime_test.py`): bad JSON, unknown methods, bad params, a handler's
 //!   exception, cancels (before and while a handler runs), unknown stream tokens, stray and
 //!   malformed answers, framing errors, EOF, newline framing;
-//! - the Go runtime the same way (`go/bridge/runtime_test.go`, `go test`);
+//! - the Go runtime the same way (`go/bridge/runtime_test.go`, `go test`), and the TypeScript
+//!   spawn runtime's frame reader (`ts/drive.ts --mode frames`);
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
 //! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
@@ -361,6 +362,16 @@ fn python_runtime_answers_bad_input_from_a_raw_peer() {
         .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(report["ok"], true, "{report}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+}
+
+#[test]
+fn typescript_spawn_runtime_reports_bad_frames_from_a_raw_peer() {
+    // The spawn runtime's own reader: no or a bad Content-Length, an oversized header block or
+    // message end the connection with a clear error and fail the pending call; a body that is
+    // not JSON is reported and skipped; a chunk of several frames is delivered in order.
+    let report = drive(Lang::TypeScript, &["--mode", "frames"]);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(7), "{report}");
 }
 
 #[test]

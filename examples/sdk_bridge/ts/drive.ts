@@ -6,14 +6,15 @@
 //
 // `check` prints one JSON line, {"ok":true,"checks":[..]}, and exits 0 (or {"ok":false,..} and
 // exits 1). `hang` prints {"cli_pid":N}, then {"in_call":true} once a long call is under way, and
-// waits (for a test to SIGKILL it). `bench` prints p50 latencies (the generated client's and a hand-written one's, on `--transport`). Every wait is bounded.
+// waits (for a test to SIGKILL it). `frames` feeds the spawn runtime's reader bad frames from a
+// raw peer and prints {"ok":true,"checks":[..]}. `bench` prints p50 latencies (the generated client's and a hand-written one's, on `--transport`). Every wait is bounded.
 
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import * as net from "node:net";
 import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
 import { SessionClient, serveTools, Step, ToolFailedError, Tools, TurnEvent } from "./bridge";
-import { ADDRESS_LINE_PREFIX, spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
+import { ADDRESS_LINE_PREFIX, connectCli, spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
 
 const STEP_MS = 10_000;
 
@@ -243,6 +244,56 @@ async function bench(cli: string, pings: number, turns: number, transport: "stdi
   return Object.fromEntries(Object.entries(samples).map(([name, values]) => [`${name}_p50_us`, p50(values)]));
 }
 
+/** What a connection of the spawn runtime does with `bytes` from a raw peer: what it saw, in order. */
+async function framesFrom(bytes: string): Promise<string[]> {
+  const server = net.createServer((socket) => socket.end(bytes));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address() as net.AddressInfo;
+  const connection = await connectCli("127.0.0.1", address.port);
+  const seen: string[] = [];
+  connection.onError(([error]) => seen.push(`error: ${error.message}`));
+  connection.onNotification("n", (params: unknown) => {
+    seen.push(`notification ${JSON.stringify(params)}`);
+  });
+  connection.listen();
+  try {
+    const answer = await within("the call's end", connection.sendRequest<unknown>("x"));
+    seen.push(`answer ${JSON.stringify(answer)}`);
+  } catch (error) {
+    seen.push(`failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  connection.dispose();
+  server.close();
+  return seen;
+}
+
+/** The spawn runtime's reader against a raw peer: every bad frame a clear error, no call left hanging. */
+async function frames(): Promise<string[]> {
+  const frame = (body: string): string => `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const answer = frame('{"jsonrpc":"2.0","id":0,"result":"r"}');
+  const checks: string[] = [];
+  assert.deepEqual(await framesFrom(frame('{"jsonrpc":"2.0","method":"n","params":[1]}') + answer), ["notification 1", 'answer "r"']);
+  checks.push("a notification and an answer in one chunk, in order");
+  assert.deepEqual(await framesFrom(frame('{"jsonrpc":"2.0","id":0,"result":"h\u00e9llo \u2713"}')), ['answer "héllo ✓"']);
+  checks.push("UTF-8 bodies");
+  const notJson = await framesFrom(frame("{nope") + answer);
+  assert.match(notJson[0], /^error: a message that is not JSON/);
+  assert.equal(notJson[1], 'answer "r"');
+  checks.push("a body that is not JSON is reported and skipped");
+  for (const [what, bytes, reason] of [
+    ["no Content-Length", "Foo: 1\r\n\r\n{}", /without Content-Length/],
+    ["a negative Content-Length", "Content-Length: -3\r\n\r\n{}", /a bad Content-Length: "-3"/],
+    ["a Content-Length over the limit", "Content-Length: 999999999999\r\n\r\n{}", /at most 67108864 bytes/],
+    ["a header block over 8 KiB", "X".repeat(9000), /longer than 8192 bytes/],
+  ] as const) {
+    const seen = await framesFrom(bytes);
+    assert.match(seen[0] ?? "", reason, `${what}: ${JSON.stringify(seen)}`);
+    assert.match(seen[seen.length - 1] ?? "", /^failed: /, `${what}: the pending call did not fail: ${JSON.stringify(seen)}`);
+    checks.push(`${what}: a clear error, the connection ended, the pending call failed`);
+  }
+  return checks;
+}
+
 async function main(): Promise<number> {
   const [cli, ...rest] = process.argv.slice(2);
   const option = (name: string, fallback: string): string => {
@@ -258,6 +309,15 @@ async function main(): Promise<number> {
   if (mode === "hang") {
     await hang(cli, transport);
     return 0;
+  }
+  if (mode === "frames") {
+    try {
+      console.log(JSON.stringify({ ok: true, checks: await frames() }));
+      return 0;
+    } catch (error) {
+      console.log(JSON.stringify({ ok: false, failed: String(error instanceof Error ? error.stack : error) }));
+      return 1;
+    }
   }
   if (mode === "bench") {
     console.log(JSON.stringify(await bench(cli, Number(option("--pings", "1000")), Number(option("--turns", "200")), transport)));
