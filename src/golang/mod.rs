@@ -37,11 +37,10 @@
 
 mod types;
 
-use std::collections::BTreeMap;
-
 use crate::openrpc::{
     Describe, ErrorDoc, Method, MethodKind, Param, ParamKind, ParamStructure, Returns, Schemas, Service,
 };
+use crate::sdk_ir::ErrorNames;
 use types::{GoTy, Types, comment, comment_lines, param_name, pascal, string_literal};
 
 /// The runtime's source, without its `package` line ([`Module::runtime`] adds it).
@@ -101,11 +100,11 @@ impl Module {
         reserved.extend(self.clients.iter().map(|s| format!("{}Client", s.name)));
         reserved.extend(self.servers.iter().map(|s| s.name.clone()));
         let errors = ErrorTypes::new(self.clients.iter().chain(&self.servers));
-        reserved.extend(errors.types.keys().cloned());
+        reserved.extend(errors.0.classes.keys().cloned());
         let mut types = Types::new(&self.schemas.definitions, &reserved);
         let clients: Vec<String> = self.clients.iter().map(|s| client(s, &mut types, &errors)).collect();
         let servers: Vec<String> = self.servers.iter().map(|s| server(s, &mut types)).collect();
-        let error_decls: Vec<String> = errors.types.iter().map(|(n, e)| error_type(n, e, &mut types)).collect();
+        let error_decls: Vec<String> = errors.0.classes.iter().map(|(n, e)| error_type(n, e, &mut types)).collect();
         let mut body = String::new();
         if !types.decls.is_empty() {
             section(&mut body, "Types");
@@ -184,37 +183,17 @@ fn section(out: &mut String, title: &str) {
     out.push_str(&format!("\n// {}\n// {title}\n// {}\n\n", "-".repeat(93), "-".repeat(93)));
 }
 
-struct ErrorTypes<'a> {
-    types: BTreeMap<String, &'a ErrorDoc>,
-}
+/// Every typed error of the package, one type each, by type name ([`ErrorNames`]).
+struct ErrorTypes<'a>(ErrorNames<'a>);
 
 impl<'a> ErrorTypes<'a> {
     fn new(services: impl Iterator<Item = &'a Service>) -> Self {
-        let mut types: BTreeMap<String, &'a ErrorDoc> = BTreeMap::new();
-        for e in services.flat_map(|s| &s.methods).flat_map(|m| &m.errors) {
-            let base = pascal(&e.name);
-            let base = if base.ends_with("Error") { base } else { format!("{base}Error") };
-            let name = match types.get(&base) {
-                Some(known) if known.code != e.code => format!("{base}{}", e.code.unsigned_abs()),
-                _ => base,
-            };
-            types.entry(name).or_insert(e);
-        }
-        ErrorTypes { types }
+        ErrorTypes(ErrorNames::new(services, pascal))
     }
 
     /// A method's typed errors, as a `typedErrors` literal.
     fn of(&self, m: &Method) -> String {
-        let entries: Vec<String> = m
-            .errors
-            .iter()
-            .filter_map(|e| {
-                self.types
-                    .iter()
-                    .find(|(_, c)| c.code == e.code && c.name == e.name)
-                    .map(|(n, c)| format!("{}: new{n}", c.code))
-            })
-            .collect();
+        let entries: Vec<String> = self.0.of(m).map(|(name, e)| format!("{}: new{name}", e.code)).collect();
         if entries.is_empty() { "nil".into() } else { format!("typedErrors{{{}}}", entries.join(", ")) }
     }
 }

@@ -50,11 +50,10 @@
 
 mod types;
 
-use std::collections::BTreeMap;
-
 use crate::openrpc::{
     Describe, ErrorDoc, Method, MethodKind, Param, ParamKind, ParamStructure, Returns, Schemas, Service,
 };
+use crate::sdk_ir::ErrorNames;
 use types::{Ty, Types, docstring, pascal, snake, string_literal};
 
 /// The runtime every generated module imports (`import jsonrpc_duplex_runtime as rt`): framing,
@@ -121,7 +120,7 @@ impl Module {
             reserved.push(s.name.clone());
         }
         let errors = ErrorClasses::new(self.clients.iter().chain(&self.servers));
-        reserved.extend(errors.classes.keys().cloned());
+        reserved.extend(errors.0.classes.keys().cloned());
         let mut types = Types::new(&self.schemas.definitions, &reserved);
         let mut body = String::new();
         let clients: Vec<String> = self.clients.iter().map(|s| client(s, &mut types, &errors)).collect();
@@ -131,10 +130,10 @@ impl Module {
             let decls: Vec<String> = types.decls.iter().map(types::Decl::render).collect();
             body.push_str(&decls.join("\n\n"));
         }
-        if !errors.classes.is_empty() {
+        if !errors.0.classes.is_empty() {
             section(&mut body, "Errors");
             let classes: Vec<String> =
-                errors.classes.iter().map(|(name, e)| error_class(name, e, &mut types)).collect();
+                errors.0.classes.iter().map(|(name, e)| error_class(name, e, &mut types)).collect();
             body.push_str(&classes.join("\n\n"));
         }
         for (s, text) in self.clients.iter().zip(clients) {
@@ -289,35 +288,17 @@ fn snake_of(name: &str) -> String {
     snake(&out)
 }
 
-/// Every typed error of the module, one class each, by class name.
-struct ErrorClasses<'a> {
-    classes: BTreeMap<String, &'a ErrorDoc>,
-}
+/// Every typed error of the module, one class each, by class name ([`ErrorNames`]).
+struct ErrorClasses<'a>(ErrorNames<'a>);
 
 impl<'a> ErrorClasses<'a> {
     fn new(services: impl Iterator<Item = &'a Service>) -> Self {
-        let mut classes: BTreeMap<String, &'a ErrorDoc> = BTreeMap::new();
-        for e in services.flat_map(|s| &s.methods).flat_map(|m| &m.errors) {
-            let base = pascal(&e.name);
-            let base = if base.ends_with("Error") { base } else { format!("{base}Error") };
-            let name = match classes.get(&base) {
-                Some(known) if known.code != e.code => format!("{base}{}", e.code.unsigned_abs()),
-                _ => base,
-            };
-            classes.entry(name).or_insert(e);
-        }
-        ErrorClasses { classes }
+        ErrorClasses(ErrorNames::new(services, pascal))
     }
 
     /// The classes of a method's errors, as a Python tuple.
     fn of(&self, m: &Method) -> String {
-        let names: Vec<&str> = m
-            .errors
-            .iter()
-            .filter_map(|e| {
-                self.classes.iter().find(|(_, c)| c.code == e.code && c.name == e.name).map(|(n, _)| n.as_str())
-            })
-            .collect();
+        let names: Vec<&str> = self.0.of(m).map(|(name, _)| name).collect();
         match names.len() {
             0 => "()".into(),
             1 => format!("({},)", names[0]),

@@ -61,9 +61,8 @@ mod client;
 mod server;
 mod types;
 
-use std::collections::BTreeMap;
-
 use crate::openrpc::{Describe, ErrorDoc, Method, ParamKind, ParamStructure, Schemas, Service};
+use crate::sdk_ir::ErrorNames;
 use types::{Member, Types, doc_comment, object_literal, pascal, string_literal, wrap};
 
 /// The helpers generated modules carry (calls, typed errors, progress, enumerators), in
@@ -213,9 +212,9 @@ impl Module {
                 out.push_str(&types.declaration(name, schema));
             }
         }
-        if !errors.classes.is_empty() {
+        if !errors.0.classes.is_empty() {
             section(&mut out, "Errors");
-            for (i, (name, e)) in errors.classes.iter().enumerate() {
+            for (i, (name, e)) in errors.0.classes.iter().enumerate() {
                 if i > 0 {
                     out.push('\n');
                 }
@@ -276,41 +275,19 @@ fn section(out: &mut String, title: &str) {
     out.push_str(&format!("\n// {}\n// {title}\n// {}\n\n", "-".repeat(93), "-".repeat(93)));
 }
 
-/// Every typed error of the module, one class each, by class name.
-pub(crate) struct ErrorClasses<'a> {
-    classes: BTreeMap<String, &'a ErrorDoc>,
-}
+/// Every typed error of the module, one class each, by class name ([`ErrorNames`]).
+pub(crate) struct ErrorClasses<'a>(ErrorNames<'a>);
 
 impl<'a> ErrorClasses<'a> {
     fn new(services: impl Iterator<Item = &'a Service>) -> Self {
-        let mut classes: BTreeMap<String, &'a ErrorDoc> = BTreeMap::new();
-        for e in services.flat_map(|s| &s.methods).flat_map(|m| &m.errors) {
-            let base = class_name(e);
-            let name = match classes.get(&base) {
-                Some(known) if known.code != e.code => format!("{base}{}", e.code.unsigned_abs()),
-                _ => base,
-            };
-            classes.entry(name).or_insert(e);
-        }
-        ErrorClasses { classes }
+        ErrorClasses(ErrorNames::new(services, pascal))
     }
 
     /// The classes of a method's errors, as a TypeScript array.
     pub(crate) fn of(&self, m: &Method) -> String {
-        let names: Vec<&str> = m
-            .errors
-            .iter()
-            .filter_map(|e| {
-                self.classes.iter().find(|(_, c)| c.code == e.code && c.name == e.name).map(|(n, _)| n.as_str())
-            })
-            .collect();
+        let names: Vec<&str> = self.0.of(m).map(|(name, _)| name).collect();
         format!("[{}]", names.join(", "))
     }
-}
-
-fn class_name(e: &ErrorDoc) -> String {
-    let base = pascal(&e.name);
-    if base.ends_with("Error") { base } else { format!("{base}Error") }
 }
 
 fn error_class(name: &str, e: &ErrorDoc, types: &Types<'_>) -> String {
