@@ -350,18 +350,22 @@ fn cli_exits_within_2s_when_its_go_sdk_is_sigkilled_mid_call_over_tcp() {
 
 #[test]
 fn python_runtime_answers_bad_input_from_a_raw_peer() {
-    let script = interop::interop_dir("sdk").join("runtime_test.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(bridge_dir().join("python"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(report["ok"], true, "{report}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+    // Both readers a Peer takes: the PushReader `spawn` and `connect` use, and asyncio's own.
+    for reader in [None, Some("streams")] {
+        let script = interop::interop_dir("sdk").join("runtime_test.py");
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg(bridge_dir().join("python"))
+            .args(reader)
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(report["ok"], true, "{reader:?}: {report}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+    }
 }
 
 #[test]
