@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::openrpc::{ErrorDoc, Method, Service};
+use crate::openrpc::{Describe, ErrorDoc, Method, Schemas, Service};
 
 /// Every typed error of the services, one class each, by class name: `{Name}Error` (the name in
 /// the language's `PascalCase`, `Error` appended unless it ends so), and with the code appended
@@ -51,4 +51,34 @@ pub(crate) fn pascal(name: &str) -> String {
         }
     }
     out
+}
+
+/// What a generated module covers: clients for the traits the Rust side serves, the traits its
+/// own side serves (the Rust side calls them back), the schemas of their types, and a line for
+/// the file's header.
+#[derive(Debug, Default)]
+pub(crate) struct Services {
+    pub(crate) schemas: Schemas,
+    pub(crate) clients: Vec<Service>,
+    pub(crate) servers: Vec<Service>,
+    pub(crate) header: Option<String>,
+}
+
+impl Services {
+    /// Add a trait the Rust side serves.
+    pub(crate) fn client<D: Describe>(&mut self) {
+        let service = self.schemas.describe::<D>();
+        self.clients.push(service);
+    }
+
+    /// Add a trait the module's side serves.
+    pub(crate) fn server<D: Describe>(&mut self) {
+        let service = self.schemas.describe::<D>();
+        self.servers.push(service);
+    }
+
+    /// Every trait, clients first.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Service> {
+        self.clients.iter().chain(&self.servers)
+    }
 }

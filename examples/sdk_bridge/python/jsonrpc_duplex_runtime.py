@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -208,14 +208,7 @@ class _Framer:
                 if length is None:
                     raise ValueError("a header block without Content-Length")
                 break
-            name, _, value = line.decode("ascii", "replace").partition(":")
-            if name.strip().lower() == "content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise ValueError(f"a bad Content-Length: {value.strip()!r}") from None
-                if length < 0 or length > self.max_size:
-                    raise ValueError(f"a message of {length} bytes (at most {self.max_size})")
+            length = self._header(line, length)
         try:
             return await self.reader.readexactly(length)
         except asyncio.IncompleteReadError:
@@ -269,14 +262,20 @@ class _Framer:
                 return length
         length = None
         for line in block.split(b"\r\n"):
-            name, _, value = line.decode("ascii", "replace").partition(":")
-            if name.strip().lower() == "content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise ValueError(f"a bad Content-Length: {value.strip()!r}") from None
+            length = self._header(line, length)
         if length is None:
             raise ValueError("a header block without Content-Length")
+        return length
+
+    def _header(self, line: bytes, length: int | None) -> int | None:
+        """`length` after one header line: its Content-Length, checked, if it is that header."""
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() != "content-length":
+            return length
+        try:
+            length = int(value.strip())
+        except ValueError:
+            raise ValueError(f"a bad Content-Length: {value.strip()!r}") from None
         if length < 0 or length > self.max_size:
             raise ValueError(f"a message of {length} bytes (at most {self.max_size})")
         return length
@@ -628,13 +627,7 @@ class Peer:
         except BaseException:
             self._finish("closed by this side")
             raise
-        # As in `_read_loop`: the request runs here, a new task handles the inbox.
-        request_id = request["id"]
-        task = asyncio.current_task()
-        assert task is not None
-        self._running[request_id] = task
-        self._reader_task = asyncio.get_running_loop().create_task(self._inbox_loop())
-        await self._run_request(request_id, request["method"], request.get("params"))
+        await self._run_here(request, self._inbox_loop())
 
     async def _handle(self, item: Any) -> dict[str, Any] | None:
         """Dispatch one message (its bytes, or parsed already); a request that may run on this
@@ -687,14 +680,17 @@ class Peer:
             if request is None:
                 self._finish(reason)
         if request is not None:
-            # The request runs on this task, and a new task reads on: its handler starts now,
-            # not a turn of the event loop later (the peer waits for its answer).
-            request_id = request["id"]
-            task = asyncio.current_task()
-            assert task is not None
-            self._running[request_id] = task
-            self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
-            await self._run_request(request_id, request["method"], request.get("params"))
+            await self._run_here(request, self._read_loop())
+
+    async def _run_here(self, request: dict[str, Any], reader: Coroutine[Any, Any, None]) -> None:
+        """Run `request` on this task, and read on with `reader` on a new one: the handler starts
+        now, not a turn of the event loop later (the peer waits for its answer)."""
+        request_id = request["id"]
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[request_id] = task
+        self._reader_task = asyncio.get_running_loop().create_task(reader)
+        await self._run_request(request_id, request["method"], request.get("params"))
 
     def _runs_here(self, message: Any) -> bool:
         """Whether `message` is a request the reading task may run itself."""
