@@ -38,6 +38,8 @@ pub mod openrpc;
 #[cfg(feature = "openrpc")]
 pub mod python;
 #[cfg(feature = "openrpc")]
+mod sdk_ir;
+#[cfg(feature = "openrpc")]
 pub mod typescript;
 
 pub use jsonrpc_duplex_core::*;

@@ -12,7 +12,7 @@ use super::protocol::{EditorApi, FilesApi};
 pub(crate) fn outputs() -> [(PathBuf, String); 2] {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("files");
     // What the Rust side serves, for OpenRPC tools (and `rpc.discover`).
-    let openrpc = Document::new("files", "0.1.0").service::<FilesApi>().to_json_string();
+    let openrpc = Document::new("files", "0.1.0").license("MIT OR Apache-2.0").service::<FilesApi>().to_json_string();
     // A client of `Files` (served by Rust), and `Editor` to implement (Rust calls it back).
     let typescript = Module::new()
         .header("cargo run --features openrpc --example files_codegen")

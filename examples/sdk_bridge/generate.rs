@@ -13,7 +13,8 @@ use super::protocol::{SessionApi, ToolsApi};
 pub(crate) fn outputs() -> Vec<(PathBuf, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("sdk_bridge");
     let header = "cargo run --features openrpc --example sdk_bridge_codegen";
-    let openrpc = Document::new("sdk_bridge", "0.1.0").service::<SessionApi>().to_json_string();
+    let openrpc =
+        Document::new("sdk_bridge", "0.1.0").license("MIT OR Apache-2.0").service::<SessionApi>().to_json_string();
     let python = python::Module::new().header(header).client::<SessionApi>().server::<ToolsApi>().render();
     let go = golang::Module::new("bridge").header(header).client::<SessionApi>().server::<ToolsApi>();
     let typescript = typescript::Module::new().header(header).client::<SessionApi>().server::<ToolsApi>().render();

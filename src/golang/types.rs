@@ -344,22 +344,8 @@ pub(super) fn type_name(definition: &str) -> String {
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) { format!("T{out}") } else { out }
 }
 
-/// Any name as an exported Go identifier (`tool_output` → `ToolOutput`).
-pub(super) fn pascal(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = true;
-    for c in name.chars() {
-        if !c.is_ascii_alphanumeric() {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+/// Any name as `PascalCase`, word by word (`tool_output` → `ToolOutput`).
+pub(super) use crate::sdk_ir::pascal;
 
 /// Go's keywords and predeclared names a parameter must not take.
 const RESERVED: &[&str] = &[

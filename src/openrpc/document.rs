@@ -40,6 +40,7 @@ pub struct Document {
     title: String,
     version: String,
     description: Option<String>,
+    license: Option<String>,
     services: Vec<Service>,
     schemas: Schemas,
 }
@@ -51,9 +52,17 @@ impl Document {
             title: title.into(),
             version: version.into(),
             description: None,
+            license: None,
             services: Vec::new(),
             schemas: Schemas::default(),
         }
+    }
+
+    /// `info.license.name`: the API's license, an SPDX expression such as `"MIT OR Apache-2.0"`
+    /// (Redocly's recommended rules warn about a document without one).
+    pub fn license(mut self, name: impl Into<String>) -> Self {
+        self.license = Some(name.into());
+        self
     }
 
     /// `info.description` (by default, the doc comment of the only service, if there is one).
@@ -112,16 +121,16 @@ impl Document {
         });
         Doc {
             openrpc: OPENRPC_VERSION,
-            info: Info { title: &self.title, version: &self.version, description },
-            methods: self.services.iter().flat_map(|s| s.methods.iter().map(|m| method(s, m, &definitions))).collect(),
-            components: Components {
-                schemas: definitions.clone(),
-                tags: self
-                    .services
-                    .iter()
-                    .map(|s| (s.name.as_str(), Tag { name: &s.name, description: non_empty(&s.docs) }))
-                    .collect(),
+            info: Info {
+                title: &self.title,
+                version: &self.version,
+                description,
+                license: self.license.as_deref().map(|name| License { name }),
             },
+            methods: self.services.iter().flat_map(|s| s.methods.iter().map(|m| method(s, m, &definitions))).collect(),
+            // Each method's tag carries its description: a `components.tags` entry beside it
+            // would be a component nothing refers to (Redocly warns about those).
+            components: Components { schemas: definitions.clone() },
         }
     }
 
@@ -145,7 +154,7 @@ struct Doc<'a> {
     openrpc: &'static str,
     info: Info<'a>,
     methods: Vec<MethodObject<'a>>,
-    components: Components<'a>,
+    components: Components,
 }
 
 #[derive(Serialize)]
@@ -153,15 +162,20 @@ struct Info<'a> {
     title: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    license: Option<License<'a>>,
     version: &'a str,
 }
 
 #[derive(Serialize)]
-struct Components<'a> {
+struct License<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct Components {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     schemas: BTreeMap<String, Value>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    tags: BTreeMap<&'a str, Tag<'a>>,
 }
 
 #[derive(Serialize)]
@@ -259,7 +273,7 @@ fn method<'a>(service: &'a Service, m: &'a Method, definitions: &BTreeMap<String
         // Only a first paragraph of several: a summary that repeats the description is noise.
         summary: m.docs.trim().contains("\n\n").then(|| summary(&m.docs)),
         description: non_empty(&m.docs),
-        tags: [Tag { name: &service.name, description: None }],
+        tags: [Tag { name: &service.name, description: non_empty(&service.docs) }],
         param_structure,
         params,
         result,

@@ -376,22 +376,8 @@ pub(super) fn snake(name: &str) -> String {
     out
 }
 
-/// `snake_case`, `camelCase` or `kebab-case` as `PascalCase`.
-pub(super) fn pascal(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = true;
-    for c in name.chars() {
-        if !c.is_ascii_alphanumeric() {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+/// Any name as `PascalCase`, word by word (`tool_output` → `ToolOutput`).
+pub(super) use crate::sdk_ir::pascal;
 
 /// Whether `key` can be a `TypedDict` member in the class syntax.
 fn is_identifier(key: &str) -> bool {

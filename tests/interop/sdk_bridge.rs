@@ -19,7 +19,8 @@
 //!   (`tests/interop/sdk/runtime_test.py`): bad JSON, unknown methods, bad params, a handler's
 //!   exception, cancels (before and while a handler runs), unknown stream tokens, stray and
 //!   malformed answers, framing errors, EOF, newline framing;
-//! - the Go runtime the same way (`go/bridge/runtime_test.go`, `go test`);
+//! - the Go runtime the same way (`go/bridge/runtime_test.go`, `go test`), and the TypeScript
+//!   spawn runtime's frame reader (`ts/drive.ts --mode frames`);
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
 //! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
@@ -349,18 +350,32 @@ fn cli_exits_within_2s_when_its_go_sdk_is_sigkilled_mid_call_over_tcp() {
 
 #[test]
 fn python_runtime_answers_bad_input_from_a_raw_peer() {
-    let script = interop::interop_dir("sdk").join("runtime_test.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(bridge_dir().join("python"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(report["ok"], true, "{report}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+    // Both readers a Peer takes: the PushReader `spawn` and `connect` use, and asyncio's own.
+    for reader in [None, Some("streams")] {
+        let script = interop::interop_dir("sdk").join("runtime_test.py");
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg(bridge_dir().join("python"))
+            .args(reader)
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(report["ok"], true, "{reader:?}: {report}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+    }
+}
+
+#[test]
+fn typescript_spawn_runtime_reports_bad_frames_from_a_raw_peer() {
+    // The spawn runtime's own reader: no or a bad Content-Length, an oversized header block or
+    // message end the connection with a clear error and fail the pending call; a body that is
+    // not JSON is reported and skipped; a chunk of several frames is delivered in order.
+    let report = drive(Lang::TypeScript, &["--mode", "frames"]);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(7), "{report}");
 }
 
 #[test]
@@ -436,21 +451,41 @@ fn cli_on_tcp_prints_its_address_and_ends_with_stdin() {
 }
 
 /// Each SDK's `ping` p50 over 1,000 calls and its full-turn p50 over 200 turns, next to the same
-/// client written by hand on the language's raw pipes (stdio, Content-Length). Numbers only, no
-/// assertion on them (a shared machine is noisy):
-/// `cargo test --release --features openrpc --test interop -- sdk_bridge:: --ignored --nocapture`.
+/// client written by hand on the language's raw pipes or socket (Content-Length), over stdio and
+/// over TCP. The two clients run at once and alternate call by call; each figure is the median
+/// of `SDK_BENCH_RUNS` runs (5 by default), the percentage the median of the runs' ratios.
+/// Numbers only, no assertion on them (a shared machine is noisy):
+/// `cargo test --release --features openrpc --test interop -- sdk_bridge::latency --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement: run it on a quiet machine"]
 fn latency_of_each_sdk_next_to_a_hand_written_client() {
+    let runs: usize = std::env::var("SDK_BENCH_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!("| SDK | transport | ping p50 | by hand | ± | turn p50 | by hand | ± |");
+    println!("|---|---|---|---|---|---|---|---|");
     for lang in [Lang::Python, Lang::Go, Lang::TypeScript] {
-        let numbers = drive(lang, &["--mode", "bench", "--pings", "1000", "--turns", "200"]);
-        let get = |key: &str| numbers[key].as_f64().unwrap_or(f64::NAN);
-        let (ping, raw_ping, turn, raw_turn) =
-            (get("ping_p50_us"), get("raw_ping_p50_us"), get("turn_p50_us"), get("raw_turn_p50_us"));
-        println!(
-            "{lang:?}: ping p50 {ping:.1} µs (by hand {raw_ping:.1} µs, {:+.0}%), turn p50 {turn:.1} µs (by hand {raw_turn:.1} µs, {:+.0}%)",
-            (ping / raw_ping - 1.0) * 100.0,
-            (turn / raw_turn - 1.0) * 100.0
-        );
+        for transport in ["stdio", "tcp"] {
+            let reports: Vec<Value> = (0..runs)
+                .map(|_| {
+                    drive(lang, &["--mode", "bench", "--transport", transport, "--pings", "1000", "--turns", "200"])
+                })
+                .collect();
+            let of = |key: &str| -> Vec<f64> { reports.iter().map(|r| r[key].as_f64().unwrap_or(f64::NAN)).collect() };
+            let ratio = |a: &str, b: &str| -> f64 {
+                median(of(a).iter().zip(of(b)).map(|(x, y)| (x / y - 1.0) * 100.0).collect())
+            };
+            println!(
+                "| {lang:?} | {transport} | {:.1} µs | {:.1} µs | {:+.0}% | {:.1} µs | {:.1} µs | {:+.0}% |",
+                median(of("ping_p50_us")),
+                median(of("raw_ping_p50_us")),
+                ratio("ping_p50_us", "raw_ping_p50_us"),
+                median(of("turn_p50_us")),
+                median(of("raw_turn_p50_us")),
+                ratio("turn_p50_us", "raw_turn_p50_us"),
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@ module and drives it. Nothing but the standard library, `bridge.py` and its runt
 `check` prints one JSON line, {"ok": true, "checks": [..]}, and exits 0 (or {"ok": false, ..}
 and exits 1). `hang` prints {"cli_pid": N} and then {"in_call": true} once a long call is under
 way, and waits (for a test to SIGKILL it). `bench` prints the p50 latencies of the generated
-client and of a client written by hand on asyncio's streams. Every wait is bounded.
+client and of a client written by hand on asyncio's streams, both on `--transport`. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -200,36 +200,45 @@ def p50(samples: list[float]) -> float:
     return statistics.median(samples) * 1e6
 
 
-async def bench(cli: str, pings: int, turns: int) -> dict[str, float]:
-    """Both clients at once, each on a CLI of its own, timed in alternating rounds (so that the
-    machine's load falls on both alike)."""
+async def bench(cli: str, pings: int, turns: int, transport: Literal["stdio", "tcp"]) -> dict[str, float]:
+    """Both clients at once, each on a CLI of its own, on the same transport, timed in
+    alternating calls."""
     tools = Tools()
-    sdk = await within("spawn", bridge.spawn(cli, tools=tools))
-    process = await asyncio.create_subprocess_exec(cli, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    sdk = await within("spawn", bridge.spawn(cli, tools=tools, transport=transport))
+    argv = ["--listen", "127.0.0.1:0"] if transport == "tcp" else []
+    process = await asyncio.create_subprocess_exec(
+        cli, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
     assert process.stdin is not None and process.stdout is not None
-    raw = RawClient(process.stdout, process.stdin)
+    if transport == "tcp":
+        # The address line, then asyncio's own TCP streams (TCP_NODELAY is asyncio's default).
+        line = (await within("the address line", process.stdout.readline())).decode().strip()
+        host, _, port = line.removeprefix(rt.ADDRESS_LINE_PREFIX).rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        raw = RawClient(reader, writer)
+    else:
+        raw = RawClient(process.stdout, process.stdin)
     samples: dict[str, list[float]] = {"ping": [], "raw_ping": [], "turn": [], "raw_turn": []}
-    rounds = 10
-    for _ in range(rounds):
-        for _ in range(pings // rounds):
-            t = time.perf_counter()
-            await sdk.session.ping()
-            samples["ping"].append(time.perf_counter() - t)
-        for _ in range(pings // rounds):
-            t = time.perf_counter()
-            assert await raw.call("session/ping", None) == "pong"
-            samples["raw_ping"].append(time.perf_counter() - t)
-        for _ in range(turns // rounds):
-            tools.events.clear()
-            tools.log.clear()
-            t = time.perf_counter()
-            await sdk.session.turn("hello big world")
-            samples["turn"].append(time.perf_counter() - t)
-        for _ in range(turns // rounds):
-            t = time.perf_counter()
-            await raw.call("session/turn", {"prompt": "hello big world"}, lambda params: params["input"].upper())
-            samples["raw_turn"].append(time.perf_counter() - t)
+    # One call of each in turn, so that the machine's load falls on both alike.
+    for _ in range(pings):
+        t = time.perf_counter()
+        await sdk.session.ping()
+        samples["ping"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        assert await raw.call("session/ping", None) == "pong"
+        samples["raw_ping"].append(time.perf_counter() - t)
+    for _ in range(turns):
+        tools.events.clear()
+        tools.log.clear()
+        t = time.perf_counter()
+        await sdk.session.turn("hello big world")
+        samples["turn"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        await raw.call("session/turn", {"prompt": "hello big world"}, lambda params: params["input"].upper())
+        samples["raw_turn"].append(time.perf_counter() - t)
     await sdk.stop()
+    if transport == "tcp":
+        raw.writer.close()
     process.stdin.close()
     await process.wait()
     return {f"{name}_p50_us": p50(values) for name, values in samples.items()}
@@ -248,7 +257,7 @@ def main() -> int:
         asyncio.run(hang(options.cli, options.transport))
         return 0
     if options.mode == "bench":
-        print(json.dumps(asyncio.run(bench(options.cli, options.pings, options.turns))))
+        print(json.dumps(asyncio.run(bench(options.cli, options.pings, options.turns, options.transport))))
         return 0
     try:
         checks = asyncio.run(check(options.cli, options.transport, options.framing))

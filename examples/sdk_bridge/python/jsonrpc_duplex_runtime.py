@@ -11,13 +11,14 @@ command and speaks to it on its stdin and stdout (or on TCP, at the address it p
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -171,6 +172,8 @@ class _Framer:
         self.reader = reader
         self.framing = framing
         self.max_size = max_size
+        self.pending = bytearray()
+        self.length: int | None = None
 
     async def read(self) -> bytes | None:
         """The next message's bytes, or `None` at the end of the stream."""
@@ -205,23 +208,130 @@ class _Framer:
                 if length is None:
                     raise ValueError("a header block without Content-Length")
                 break
-            name, _, value = line.decode("ascii", "replace").partition(":")
-            if name.strip().lower() == "content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise ValueError(f"a bad Content-Length: {value.strip()!r}") from None
-                if length < 0 or length > self.max_size:
-                    raise ValueError(f"a message of {length} bytes (at most {self.max_size})")
+            length = self._header(line, length)
         try:
             return await self.reader.readexactly(length)
         except asyncio.IncompleteReadError:
             raise ValueError("the stream ended in the middle of a message") from None
 
+    def feed(self, data: bytes) -> list[bytes]:
+        """The messages `data` completes (pushed bytes, for a `PushReader`); `ValueError` for a
+        framing error, as `read` raises it."""
+        buffer = self.pending
+        buffer.extend(data)
+        out: list[bytes] = []
+        start = 0
+        while True:
+            if self.framing == "newline":
+                end = buffer.find(b"\n", start)
+                if end < 0:
+                    if len(buffer) - start > self.max_size + 2:
+                        raise ValueError(f"a message is longer than {self.max_size} bytes")
+                    break
+                line = bytes(buffer[start:end]).strip()
+                start = end + 1
+                if line:
+                    out.append(line)
+                continue
+            if self.length is None:
+                end = buffer.find(b"\r\n\r\n", start, start + MAX_HEADER_SIZE + 4)
+                if end < 0:
+                    if len(buffer) - start > MAX_HEADER_SIZE:
+                        raise ValueError(f"a header block is longer than {MAX_HEADER_SIZE} bytes")
+                    break
+                self.length = self._content_length(bytes(buffer[start:end]))
+                start = end + 4
+            if len(buffer) - start < self.length:
+                break
+            out.append(bytes(buffer[start : start + self.length]))
+            start += self.length
+            self.length = None
+        del buffer[:start]
+        return out
+
+    def feed_eof(self) -> None:
+        """The end of pushed bytes: `ValueError` when it cuts a message short."""
+        if self.length is not None or self.pending.strip():
+            raise ValueError("the stream ended in the middle of a message")
+
+    def _content_length(self, block: bytes) -> int:
+        # The usual block: that one header, as every peer writes it.
+        if block[:16] == b"Content-Length: " and block[16:].isdigit():
+            length: int | None = int(block[16:])
+            if length is not None and length <= self.max_size:
+                return length
+        length = None
+        for line in block.split(b"\r\n"):
+            length = self._header(line, length)
+        if length is None:
+            raise ValueError("a header block without Content-Length")
+        return length
+
+    def _header(self, line: bytes, length: int | None) -> int | None:
+        """`length` after one header line: its Content-Length, checked, if it is that header."""
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() != "content-length":
+            return length
+        try:
+            length = int(value.strip())
+        except ValueError:
+            raise ValueError(f"a bad Content-Length: {value.strip()!r}") from None
+        if length < 0 or length > self.max_size:
+            raise ValueError(f"a message of {length} bytes (at most {self.max_size})")
+        return length
+
     def frame(self, body: bytes) -> bytes:
         if self.framing == "newline":
             return body + b"\n"
         return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class PushReader(asyncio.StreamReader):
+    """A `StreamReader` whose bytes go straight to its `Peer` as they arrive: the peer parses
+    them in the transport's callback and hands an answer to its caller there, rather than a
+    reading task doing it a turn of the event loop later. `spawn` and `connect` read with one;
+    `open_reader` makes one for a transport of your own (`asyncio.StreamReaderProtocol(reader)`)."""
+
+    def __init__(self) -> None:
+        super().__init__(limit=MAX_MESSAGE_SIZE + 1)
+        self.peer: Peer | None = None
+        self.read_transport: asyncio.BaseTransport | None = None
+        self._early: list[bytes] = []
+        self._ended: BaseException | bool = False
+
+    def set_transport(self, transport: asyncio.BaseTransport) -> None:
+        self.read_transport = transport
+
+    def feed_data(self, data: Any) -> None:
+        chunk = data if isinstance(data, bytes) else bytes(data)
+        if self.peer is not None:
+            self.peer._feed(chunk)
+        else:
+            self._early.append(chunk)
+
+    def feed_eof(self) -> None:
+        if self.peer is not None:
+            self.peer._feed_end(None)
+        else:
+            self._ended = True
+
+    def set_exception(self, exc: BaseException) -> None:
+        if self.peer is not None:
+            self.peer._feed_end(exc)
+        else:
+            self._ended = exc
+
+    def _attach(self, peer: Peer) -> None:
+        self.peer = peer
+        for data in self._early:
+            peer._feed(data)
+        self._early.clear()
+        if self._ended is not False:
+            peer._feed_end(None if self._ended is True else self._ended)
+
+
+#: Messages a `PushReader`'s peer holds unhandled before it stops reading until it catches up.
+MAX_QUEUED_MESSAGES = 1024
 
 
 class Peer:
@@ -251,13 +361,25 @@ class Peer:
         self._closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._reader_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
+        # With a PushReader: the messages not handled yet, in order, and whether the task that
+        # handles them waits for more (only then may an answer go to its caller at once).
+        self._push = reader if isinstance(reader, PushReader) else None
+        self._inbox: collections.deque[Any] = collections.deque()
+        self._inbox_ready = asyncio.Event()
+        self._idle = False
+        self._ended: str | None = None
+        self._paused = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start reading (once the handlers are registered)."""
         if self._reader_task is None:
-            self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+            if self._push is not None:
+                self._reader_task = asyncio.get_running_loop().create_task(self._inbox_loop())
+                self._push._attach(self)
+            else:
+                self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @property
     def is_closed(self) -> bool:
@@ -274,6 +396,11 @@ class Peer:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader_task
+        # A PushReader's transport reads on (and drops what it reads) until the peer's end, so
+        # that a child writing while it exits is not killed by EPIPE.
+        if self._paused and self._push is not None and isinstance(self._push.read_transport, asyncio.ReadTransport):
+            self._push.read_transport.resume_reading()
+            self._paused = False
         with contextlib.suppress(Exception):
             self._writer.close()
             await self._writer.wait_closed()
@@ -415,8 +542,10 @@ class Peer:
             raise ConnectionClosed(f"the write side failed: {e}") from e
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
-        with contextlib.suppress(ConnectionClosed):
+        try:
             await self._send(message)
+        except ConnectionClosed:
+            pass
 
     def _send_cancel(self, request_id: int) -> None:
         if self._closed.done():
@@ -428,10 +557,104 @@ class Peer:
         }
         asyncio.get_running_loop().create_task(self._send_quietly(message))
 
+    def _feed(self, data: bytes) -> None:
+        """Bytes from the PushReader: an answer with nothing queued before it goes to its
+        caller now; anything else waits its turn in the inbox."""
+        if self._ended is not None or self._closed.done():
+            return
+        try:
+            bodies = self._framer.feed(data)
+        except ValueError as e:
+            self._feed_end(ValueError(str(e)))
+            return
+        for body in bodies:
+            if self._idle and not self._inbox and body[:1] == b"{":
+                try:
+                    message = json.loads(body)
+                except (ValueError, UnicodeDecodeError):
+                    message = None
+                if isinstance(message, dict) and "method" not in message:
+                    self._dispatch_answer(message)
+                    continue
+                if message is not None:
+                    self._inbox.append(message)
+                    continue
+            self._inbox.append(body)
+        if self._inbox:
+            self._inbox_ready.set()
+            if len(self._inbox) > MAX_QUEUED_MESSAGES and not self._paused and self._push is not None:
+                transport = self._push.read_transport
+                if isinstance(transport, asyncio.ReadTransport):
+                    transport.pause_reading()
+                    self._paused = True
+
+    def _feed_end(self, error: BaseException | None) -> None:
+        if self._ended is not None:
+            return
+        if isinstance(error, ValueError):
+            self._ended = f"a framing error: {error}"
+        elif error is not None:
+            self._ended = f"the read side failed: {error}"
+        else:
+            try:
+                self._framer.feed_eof()
+                self._ended = "the peer closed the connection"
+            except ValueError as e:
+                self._ended = f"a framing error: {e}"
+        self._inbox_ready.set()
+
+    async def _inbox_loop(self) -> None:
+        """What `_read_loop` does, on the messages a PushReader's bytes made."""
+        request: dict[str, Any] | None = None
+        try:
+            while request is None:
+                while not self._inbox:
+                    if self._ended is not None:
+                        self._finish(self._ended)
+                        return
+                    if self._paused and self._push is not None:
+                        transport = self._push.read_transport
+                        if isinstance(transport, asyncio.ReadTransport):
+                            transport.resume_reading()
+                        self._paused = False
+                    self._inbox_ready.clear()
+                    self._idle = True
+                    try:
+                        await self._inbox_ready.wait()
+                    finally:
+                        self._idle = False
+                request = await self._handle(self._inbox.popleft())
+        except BaseException:
+            self._finish("closed by this side")
+            raise
+        await self._run_here(request, self._inbox_loop())
+
+    async def _handle(self, item: Any) -> dict[str, Any] | None:
+        """Dispatch one message (its bytes, or parsed already); a request that may run on this
+        task is returned instead."""
+        message = item
+        if isinstance(item, bytes):
+            try:
+                message = json.loads(item)
+            except (ValueError, UnicodeDecodeError) as e:
+                await self._send_quietly(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {e}"}}
+                )
+                return None
+        if isinstance(message, list):
+            for item in message:
+                await self._dispatch(item)
+            return None
+        if self._runs_here(message):
+            return dict(message)
+        await self._dispatch(message)
+        return None
+
     async def _read_loop(self) -> None:
         reason = "the peer closed the connection"
+        request: dict[str, Any] | None = None
         try:
-            while True:
+            while request is None:
                 body = await self._framer.read()
                 if body is None:
                     break
@@ -445,6 +668,8 @@ class Peer:
                 if isinstance(message, list):
                     for item in message:
                         await self._dispatch(item)
+                elif self._runs_here(message):
+                    request = message
                 else:
                     await self._dispatch(message)
         except ValueError as e:
@@ -452,7 +677,33 @@ class Peer:
         except (ConnectionError, OSError) as e:
             reason = f"the read side failed: {e}"
         finally:
-            self._finish(reason)
+            if request is None:
+                self._finish(reason)
+        if request is not None:
+            await self._run_here(request, self._read_loop())
+
+    async def _run_here(self, request: dict[str, Any], reader: Coroutine[Any, Any, None]) -> None:
+        """Run `request` on this task, and read on with `reader` on a new one: the handler starts
+        now, not a turn of the event loop later (the peer waits for its answer)."""
+        request_id = request["id"]
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[request_id] = task
+        self._reader_task = asyncio.get_running_loop().create_task(reader)
+        await self._run_request(request_id, request["method"], request.get("params"))
+
+    def _runs_here(self, message: Any) -> bool:
+        """Whether `message` is a request the reading task may run itself."""
+        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
+            return False
+        request_id = message["id"]
+        return (
+            isinstance(request_id, (int, str))
+            and not isinstance(request_id, bool)
+            and request_id not in self._running
+            and len(self._running) < MAX_RUNNING_REQUESTS
+            and not self._closed.done()
+        )
 
     async def _dispatch(self, message: Any) -> None:
         if not isinstance(message, dict):
@@ -464,6 +715,9 @@ class Peer:
             else:
                 await self._on_notification(method, message.get("params"))
             return
+        self._dispatch_answer(message)
+
+    def _dispatch_answer(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")
         future = self._pending.get(request_id) if isinstance(request_id, int) else None
         if future is not None and not future.done():
@@ -764,19 +1018,31 @@ async def spawn(
     if transport == "tcp":
         argv += ["--listen", "127.0.0.1:0"]
     stderr_mode = {"inherit": None, "capture": asyncio.subprocess.PIPE, "discard": asyncio.subprocess.DEVNULL}[stderr]
-    process = await asyncio.create_subprocess_exec(
-        command,
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=stderr_mode,
-        env=env,
-        cwd=cwd,
-        limit=MAX_MESSAGE_SIZE + 1,
-        start_new_session=False,
-    )
-    assert process.stdin is not None and process.stdout is not None
+    # On stdio, the CLI's stdout is a pipe of our own, read by a PushReader.
+    out_read, out_write = os.pipe() if transport == "stdio" else (-1, -1)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=out_write if transport == "stdio" else asyncio.subprocess.PIPE,
+            stderr=stderr_mode,
+            env=env,
+            cwd=cwd,
+            limit=MAX_MESSAGE_SIZE + 1,
+            start_new_session=False,
+        )
+    except BaseException:
+        if transport == "stdio":
+            os.close(out_read)
+        raise
+    finally:
+        if transport == "stdio":
+            os.close(out_write)
+    assert process.stdin is not None
+    reader: asyncio.StreamReader
     if transport == "tcp":
+        assert process.stdout is not None
         try:
             line = await asyncio.wait_for(process.stdout.readline(), address_timeout)
         except asyncio.TimeoutError:
@@ -789,12 +1055,15 @@ async def spawn(
             await process.wait()
             raise ConnectionClosed(f"{command} printed {text!r}, not an address line")
         host, _, port = text[len(ADDRESS_LINE_PREFIX) :].rpartition(":")
-        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port), limit=MAX_MESSAGE_SIZE + 1)
+        reader, writer = await open_reader(host.strip("[]"), int(port))
     else:
-        reader, writer = process.stdout, process.stdin
+        reader = PushReader()
+        loop = asyncio.get_running_loop()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(out_read, "rb", 0))
+        writer = process.stdin
     peer = Peer(reader, writer, framing=framing, profile=profile)
     child = Child(process, peer, None)
-    if transport == "tcp":
+    if transport == "tcp" and process.stdout is not None:
         # Whatever else it prints on stdout is read and dropped, so that it never blocks on it.
         child._stdout_task = asyncio.get_running_loop().create_task(_drain(process.stdout))
     if process.stderr is not None:
@@ -810,8 +1079,24 @@ async def connect(
     profile: Profile | None = None,
 ) -> Peer:
     """Speak JSON-RPC on a TCP connection to `host:port`. The peer is not started yet."""
-    reader, writer = await asyncio.open_connection(host, port, limit=MAX_MESSAGE_SIZE + 1)
+    reader, writer = await open_reader(host, port)
     return Peer(reader, writer, framing=framing, profile=profile)
+
+
+async def open_reader(
+    host: str | None = None, port: int | None = None, *, sock: Any = None
+) -> tuple[PushReader, asyncio.StreamWriter]:
+    """`asyncio.open_connection(host, port)` (or `sock=`) with a `PushReader`, for a `Peer`."""
+    loop = asyncio.get_running_loop()
+    reader = PushReader()
+    protocol = asyncio.StreamReaderProtocol(reader)
+    if sock is not None:
+        transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+    elif host is not None and port is not None:
+        transport, _ = await loop.create_connection(lambda: protocol, host, port)
+    else:
+        raise ValueError("open_reader needs host and port, or sock")
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 def pid_alive(pid: int) -> bool:

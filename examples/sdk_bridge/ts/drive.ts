@@ -6,13 +6,15 @@
 //
 // `check` prints one JSON line, {"ok":true,"checks":[..]}, and exits 0 (or {"ok":false,..} and
 // exits 1). `hang` prints {"cli_pid":N}, then {"in_call":true} once a long call is under way, and
-// waits (for a test to SIGKILL it). `bench` prints p50 latencies. Every wait is bounded.
+// waits (for a test to SIGKILL it). `frames` feeds the spawn runtime's reader bad frames from a
+// raw peer and prints {"ok":true,"checks":[..]}. `bench` prints p50 latencies (the generated client's and a hand-written one's, on `--transport`). Every wait is bounded.
 
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import * as net from "node:net";
 import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
 import { SessionClient, serveTools, Step, ToolFailedError, Tools, TurnEvent } from "./bridge";
-import { spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
+import { ADDRESS_LINE_PREFIX, connectCli, spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
 
 const STEP_MS = 10_000;
 
@@ -185,34 +187,111 @@ class RawClient {
   }
 }
 
-/** Both clients at once, each on a CLI of its own, timed in alternating rounds. */
-async function bench(cli: string, pings: number, turns: number): Promise<Record<string, number>> {
+/** Both clients at once, each on a CLI of its own, on the same transport, timed in alternating calls. */
+async function bench(cli: string, pings: number, turns: number, transport: "stdio" | "tcp"): Promise<Record<string, number>> {
   const tools = new EchoTools();
-  const [child, session] = await start(cli, "stdio", tools);
-  const process_ = spawn(cli, [], { stdio: ["pipe", "pipe", "inherit"] });
-  const raw = new RawClient((bytes) => process_.stdin.write(bytes), process_.stdout);
+  const [child, session] = await start(cli, transport, tools);
+  const process_ = spawn(cli, transport === "tcp" ? ["--listen", "127.0.0.1:0"] : [], { stdio: ["pipe", "pipe", "inherit"] });
+  let raw: RawClient;
+  let socket: net.Socket | undefined;
+  if (transport === "tcp") {
+    // The address line, then a plain socket with Nagle off (as the spawn runtime's).
+    const line = await within(
+      "the address line",
+      new Promise<string>((resolve) => {
+        let text = "";
+        const onData = (chunk: Buffer): void => {
+          text += chunk.toString();
+          if (text.includes("\n")) {
+            process_.stdout.off("data", onData);
+            resolve(text.slice(0, text.indexOf("\n")).trim());
+          }
+        };
+        process_.stdout.on("data", onData);
+      }),
+    );
+    const address = line.slice(ADDRESS_LINE_PREFIX.length);
+    const colon = address.lastIndexOf(":");
+    const connected = net.connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)), noDelay: true });
+    await within("connect", new Promise((resolve) => connected.once("connect", resolve)));
+    socket = connected;
+    raw = new RawClient((bytes) => connected.write(bytes), connected);
+  } else {
+    raw = new RawClient((bytes) => process_.stdin.write(bytes), process_.stdout);
+  }
   const samples: Record<string, number[]> = { ping: [], raw_ping: [], turn: [], raw_turn: [] };
-  const time = async (name: string, count: number, call: () => Promise<unknown>): Promise<void> => {
-    for (let i = 0; i < count; i++) {
-      const t = performance.now();
-      await call();
-      samples[name].push(performance.now() - t);
-    }
+  const time = async (name: string, call: () => Promise<unknown>): Promise<void> => {
+    const t = performance.now();
+    await call();
+    samples[name].push(performance.now() - t);
   };
-  const rounds = 10;
-  for (let r = 0; r < rounds; r++) {
-    await time("ping", pings / rounds, () => session.ping());
-    await time("raw_ping", pings / rounds, () => raw.call("session/ping", null));
+  // One call of each in turn, so that the machine's load falls on both alike.
+  for (let i = 0; i < pings; i++) {
+    await time("ping", () => session.ping());
+    await time("raw_ping", () => raw.call("session/ping", null));
+  }
+  for (let i = 0; i < turns; i++) {
     tools.log.length = 0;
     tools.events.length = 0;
-    await time("turn", turns / rounds, () => session.turn({ prompt: "hello big world" }));
-    await time("raw_turn", turns / rounds, () => raw.call("session/turn", { prompt: "hello big world" }));
+    await time("turn", () => session.turn({ prompt: "hello big world" }));
+    await time("raw_turn", () => raw.call("session/turn", { prompt: "hello big world" }));
   }
   await child.stop();
+  socket?.destroy();
   const exited = new Promise((resolve) => process_.once("exit", resolve));
   process_.stdin.end();
   await within("the raw client's CLI exit", exited);
   return Object.fromEntries(Object.entries(samples).map(([name, values]) => [`${name}_p50_us`, p50(values)]));
+}
+
+/** What a connection of the spawn runtime does with `bytes` from a raw peer: what it saw, in order. */
+async function framesFrom(bytes: string): Promise<string[]> {
+  const server = net.createServer((socket) => socket.end(bytes));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address() as net.AddressInfo;
+  const connection = await connectCli("127.0.0.1", address.port);
+  const seen: string[] = [];
+  connection.onError(([error]) => seen.push(`error: ${error.message}`));
+  connection.onNotification("n", (params: unknown) => {
+    seen.push(`notification ${JSON.stringify(params)}`);
+  });
+  connection.listen();
+  try {
+    const answer = await within("the call's end", connection.sendRequest<unknown>("x"));
+    seen.push(`answer ${JSON.stringify(answer)}`);
+  } catch (error) {
+    seen.push(`failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  connection.dispose();
+  server.close();
+  return seen;
+}
+
+/** The spawn runtime's reader against a raw peer: every bad frame a clear error, no call left hanging. */
+async function frames(): Promise<string[]> {
+  const frame = (body: string): string => `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const answer = frame('{"jsonrpc":"2.0","id":0,"result":"r"}');
+  const checks: string[] = [];
+  assert.deepEqual(await framesFrom(frame('{"jsonrpc":"2.0","method":"n","params":[1]}') + answer), ["notification 1", 'answer "r"']);
+  checks.push("a notification and an answer in one chunk, in order");
+  assert.deepEqual(await framesFrom(frame('{"jsonrpc":"2.0","id":0,"result":"h\u00e9llo \u2713"}')), ['answer "héllo ✓"']);
+  checks.push("UTF-8 bodies");
+  const notJson = await framesFrom(frame("{nope") + answer);
+  assert.match(notJson[0], /^error: a message that is not JSON/);
+  assert.equal(notJson[1], 'answer "r"');
+  checks.push("a body that is not JSON is reported and skipped");
+  for (const [what, bytes, reason] of [
+    ["no Content-Length", "Foo: 1\r\n\r\n{}", /without Content-Length/],
+    ["a negative Content-Length", "Content-Length: -3\r\n\r\n{}", /a bad Content-Length: "-3"/],
+    ["a Content-Length over the limit", "Content-Length: 999999999999\r\n\r\n{}", /at most 67108864 bytes/],
+    ["a header block over 8 KiB", "X".repeat(9000), /longer than 8192 bytes/],
+  ] as const) {
+    const seen = await framesFrom(bytes);
+    assert.match(seen[0] ?? "", reason, `${what}: ${JSON.stringify(seen)}`);
+    assert.match(seen[seen.length - 1] ?? "", /^failed: /, `${what}: the pending call did not fail: ${JSON.stringify(seen)}`);
+    checks.push(`${what}: a clear error, the connection ended, the pending call failed`);
+  }
+  return checks;
 }
 
 async function main(): Promise<number> {
@@ -231,8 +310,17 @@ async function main(): Promise<number> {
     await hang(cli, transport);
     return 0;
   }
+  if (mode === "frames") {
+    try {
+      console.log(JSON.stringify({ ok: true, checks: await frames() }));
+      return 0;
+    } catch (error) {
+      console.log(JSON.stringify({ ok: false, failed: String(error instanceof Error ? error.stack : error) }));
+      return 1;
+    }
+  }
   if (mode === "bench") {
-    console.log(JSON.stringify(await bench(cli, Number(option("--pings", "1000")), Number(option("--turns", "200")))));
+    console.log(JSON.stringify(await bench(cli, Number(option("--pings", "1000")), Number(option("--turns", "200")), transport)));
     return 0;
   }
   try {

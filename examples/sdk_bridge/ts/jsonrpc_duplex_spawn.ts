@@ -10,16 +10,25 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as net from "node:net";
 import * as os from "node:os";
 import {
+  AbstractMessageReader,
+  AbstractMessageWriter,
   createMessageConnection,
-  StreamMessageReader,
-  StreamMessageWriter,
+  Disposable,
+  type DataCallback,
   type Message,
   type MessageConnection,
-  type MessageReaderOptions,
+  type MessageReader,
+  type MessageWriter,
 } from "vscode-jsonrpc/node";
 
 /** What a CLI on jsonrpc-duplex prints on stdout, then `host:port`, when it listens on TCP. */
 export const ADDRESS_LINE_PREFIX = "jsonrpc-duplex listening on ";
+
+/** The largest message the connections made here accept, in bytes (a larger one ends the connection). */
+export const MAX_MESSAGE_SIZE = 64 * 1024 * 1024;
+
+/** The largest header block of a Content-Length frame, in bytes. */
+const MAX_HEADER_SIZE = 8 * 1024;
 
 /**
  * 64-bit integers: a JavaScript `number` holds integers exactly up to 2^53 - 1, and `JSON.parse`
@@ -28,29 +37,187 @@ export const ADDRESS_LINE_PREFIX = "jsonrpc-duplex listening on ";
  * `-32603` naming the integer; a request is answered `-32601`, its method named with the reason;
  * a notification is dropped and logged.
  */
-const READER_OPTIONS: MessageReaderOptions = {
-  contentTypeDecoder: {
-    name: "application/json",
-    decode(buffer: Uint8Array): Promise<Message> {
-      const text = new TextDecoder("utf-8").decode(buffer);
-      const message = JSON.parse(text) as Message & { id?: unknown; method?: unknown };
-      const unsafe = unsafeInteger(text);
-      if (unsafe === undefined) {
-        return Promise.resolve(message);
+function decode(text: string): Message {
+  const message = JSON.parse(text) as Message & { id?: unknown; method?: unknown };
+  const unsafe = unsafeInteger(text);
+  if (unsafe === undefined) {
+    return message;
+  }
+  const why = `the integer ${unsafe} is beyond what a JavaScript number holds exactly (2^53 - 1)`;
+  if (typeof message.method === "string" && message.id !== undefined) {
+    return { jsonrpc: "2.0", id: message.id, method: `${message.method} (refused: ${why})` } as Message;
+  }
+  if (typeof message.method === "string") {
+    console.error(`jsonrpc-duplex: dropped the notification ${message.method}: ${why}`);
+    return { jsonrpc: "2.0", method: "$/jsonrpc-duplex/refused" } as Message;
+  }
+  const refused = { code: -32603, message: `the answer was refused: ${why}` };
+  return { jsonrpc: "2.0", id: message.id, error: refused } as Message;
+}
+
+/** The Content-Length of a header block; an error for a block without one or with a bad one. */
+function contentLength(block: string): number {
+  for (const line of block.split("\r\n")) {
+    const colon = line.indexOf(":");
+    if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === "content-length") {
+      const value = line.slice(colon + 1).trim();
+      const length = /^[0-9]{1,10}$/.test(value) ? Number(value) : Number.NaN;
+      if (Number.isNaN(length) || length > MAX_MESSAGE_SIZE) {
+        throw new Error(`a bad Content-Length: ${JSON.stringify(value)} (at most ${MAX_MESSAGE_SIZE} bytes)`);
       }
-      const why = `the integer ${unsafe} is beyond what a JavaScript number holds exactly (2^53 - 1)`;
-      if (typeof message.method === "string" && message.id !== undefined) {
-        return Promise.resolve({ jsonrpc: "2.0", id: message.id, method: `${message.method} (refused: ${why})` } as Message);
+      return length;
+    }
+  }
+  throw new Error(`a header block without Content-Length: ${JSON.stringify(block)}`);
+}
+
+/**
+ * Content-Length frames read from a stream and handed to the connection as they complete, in
+ * order, from the stream's own `data` event (vscode-jsonrpc's reader queues each one behind a
+ * `setImmediate`). A framing error (no or a bad Content-Length, a header block over 8 KiB, a
+ * message over `MAX_MESSAGE_SIZE`) is reported and ends the connection; a message that is not
+ * JSON is reported and skipped.
+ */
+class FrameReader extends AbstractMessageReader implements MessageReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private bodyLength = -1;
+  private failed = false;
+
+  constructor(private readonly readable: NodeJS.ReadableStream) {
+    super();
+  }
+
+  listen(callback: DataCallback): Disposable {
+    const onData = (chunk: Buffer | string): void => this.onData(typeof chunk === "string" ? Buffer.from(chunk) : chunk, callback);
+    const onError = (error: Error): void => this.fireError(error);
+    const onClose = (): void => this.fireClose();
+    this.readable.on("data", onData);
+    this.readable.on("error", onError);
+    this.readable.on("close", onClose);
+    return Disposable.create(() => {
+      this.readable.off("data", onData);
+      this.readable.off("error", onError);
+      this.readable.off("close", onClose);
+    });
+  }
+
+  private onData(chunk: Buffer, callback: DataCallback): void {
+    if (this.failed) {
+      return;
+    }
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    for (;;) {
+      if (this.bodyLength < 0) {
+        const buffer = this.joined();
+        const end = buffer.subarray(0, MAX_HEADER_SIZE + 4).indexOf("\r\n\r\n");
+        if (end < 0) {
+          if (buffer.length > MAX_HEADER_SIZE) {
+            this.fail(new Error(`a header block is longer than ${MAX_HEADER_SIZE} bytes`));
+          }
+          return;
+        }
+        try {
+          this.bodyLength = contentLength(buffer.toString("latin1", 0, end));
+        } catch (error) {
+          this.fail(error instanceof Error ? error : new Error(String(error)));
+          return;
+        }
+        this.keep(buffer.subarray(end + 4));
       }
-      if (typeof message.method === "string") {
-        console.error(`jsonrpc-duplex: dropped the notification ${message.method}: ${why}`);
-        return Promise.resolve({ jsonrpc: "2.0", method: "$/jsonrpc-duplex/refused" } as Message);
+      if (this.buffered < this.bodyLength) {
+        return;
       }
-      const refused = { code: -32603, message: `the answer was refused: ${why}` };
-      return Promise.resolve({ jsonrpc: "2.0", id: message.id, error: refused } as Message);
-    },
-  },
-};
+      const buffer = this.joined();
+      const text = buffer.toString("utf8", 0, this.bodyLength);
+      this.keep(buffer.subarray(this.bodyLength));
+      this.bodyLength = -1;
+      let message: Message;
+      try {
+        message = decode(text);
+      } catch (error) {
+        this.fireError(new Error(`a message that is not JSON: ${error instanceof Error ? error.message : String(error)}`));
+        continue;
+      }
+      callback(message);
+      if (this.failed) {
+        return;
+      }
+    }
+  }
+
+  /** What is buffered, as one buffer. */
+  private joined(): Buffer {
+    if (this.chunks.length !== 1) {
+      this.chunks = [Buffer.concat(this.chunks, this.buffered)];
+    }
+    return this.chunks[0];
+  }
+
+  private keep(rest: Buffer): void {
+    this.chunks = rest.length === 0 ? [] : [rest];
+    this.buffered = rest.length;
+  }
+
+  private fail(error: Error): void {
+    this.failed = true;
+    this.chunks = [];
+    this.buffered = 0;
+    this.fireError(error);
+    this.fireClose();
+  }
+}
+
+/**
+ * Each message written as one Content-Length frame in one `write` (vscode-jsonrpc's writer takes
+ * a lock behind a `setImmediate` and writes the header and the body apart). The promise settles
+ * when the stream has taken the bytes, with the stream's error if it failed.
+ */
+class FrameWriter extends AbstractMessageWriter implements MessageWriter {
+  private errors = 0;
+
+  constructor(private readonly writable: NodeJS.WritableStream) {
+    super();
+    writable.on("error", (error: Error) => this.fireError(error));
+    writable.on("close", () => this.fireClose());
+  }
+
+  write(message: Message): Promise<void> {
+    const body = JSON.stringify(message);
+    const length = Buffer.byteLength(body, "utf8");
+    const header = `Content-Length: ${length}\r\n\r\n`;
+    const frame = Buffer.allocUnsafe(header.length + length);
+    frame.write(header, 0, "latin1");
+    frame.write(body, header.length, "utf8");
+    return new Promise((resolve, reject) => {
+      this.writable.write(frame, (error?: Error | null) => {
+        if (error === undefined || error === null) {
+          resolve();
+        } else {
+          this.errors += 1;
+          this.fireError(error, message, this.errors);
+          reject(error);
+        }
+      });
+    });
+  }
+
+  end(): void {
+    this.writable.end();
+  }
+}
+
+/**
+ * A connection on `readable` and `writable` with this runtime's reader and writer. When the
+ * stream ends (or a framing error ends it) the connection is disposed, so that pending calls
+ * fail at once rather than wait forever.
+ */
+function connect(readable: NodeJS.ReadableStream, writable: NodeJS.WritableStream): MessageConnection {
+  const connection = createMessageConnection(new FrameReader(readable), new FrameWriter(writable));
+  connection.onClose(() => connection.dispose());
+  return connection;
+}
 
 /** The first integer literal of `text` (outside strings) beyond 2^53 - 1, if any. */
 function unsafeInteger(text: string): string | undefined {
@@ -166,9 +333,9 @@ export async function spawnCli(command: string, args: readonly string[] = [], op
       throw error;
     });
     socket = await dial(address.host, address.port);
-    connection = createMessageConnection(new StreamMessageReader(socket, READER_OPTIONS), new StreamMessageWriter(socket));
+    connection = connect(socket, socket);
   } else {
-    connection = createMessageConnection(new StreamMessageReader(stdout, READER_OPTIONS), new StreamMessageWriter(stdin));
+    connection = connect(stdout, stdin);
   }
   return {
     connection,
@@ -200,7 +367,7 @@ export async function spawnCli(command: string, args: readonly string[] = [], op
 /** Connect to a CLI listening on TCP at `host:port` (not listening yet: serve, then `listen()`). */
 export async function connectCli(host: string, port: number): Promise<MessageConnection> {
   const socket = await dial(host, port);
-  return createMessageConnection(new StreamMessageReader(socket, READER_OPTIONS), new StreamMessageWriter(socket));
+  return connect(socket, socket);
 }
 
 function dial(host: string, port: number): Promise<net.Socket> {

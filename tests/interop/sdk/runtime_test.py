@@ -1,6 +1,7 @@
 """The generated Python runtime against a peer written by hand on raw bytes (a socketpair):
 bad input gets a clear answer or a clear close reason, never a hang. Run by tests/sdk_bridge.rs
-as `python3 runtime_test.py RUNTIME_DIR`; prints one JSON line, {"ok": true, "checks": [..]}.
+as `python3 runtime_test.py RUNTIME_DIR [streams]` (the peer on a `PushReader`, or on
+asyncio's own `StreamReader`); prints one JSON line, {"ok": true, "checks": [..]}.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from typing import Any
 
 sys.path.insert(0, sys.argv[1])
+STREAMS = sys.argv[2:] == ["streams"]
 
 import jsonrpc_duplex_runtime as rt  # noqa: E402
 
@@ -47,7 +49,11 @@ class Raw:
 
 async def pair(framing: rt.Framing = "content-length") -> tuple[rt.Peer, Raw]:
     a, b = socket.socketpair()
-    reader, writer = await asyncio.open_connection(sock=a)
+    # The reader `spawn` and `connect` use (a PushReader), or, with `streams`, asyncio's own.
+    if STREAMS:
+        reader, writer = await asyncio.open_connection(sock=a)
+    else:
+        reader, writer = await rt.open_reader(sock=a)
     raw_reader, raw_writer = await asyncio.open_connection(sock=b)
     peer = rt.Peer(reader, writer, framing=framing)
 

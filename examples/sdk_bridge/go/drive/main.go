@@ -6,7 +6,7 @@
 // `check` prints one JSON line, {"ok":true,"checks":[..]}, and exits 0 (or {"ok":false,..} and
 // exits 1). `hang` prints {"cli_pid":N}, then {"in_call":true} once a long call is under way,
 // and waits (for a test to SIGKILL it). `bench` prints p50 latencies of the generated client and
-// of a client written by hand on the raw pipes. Every wait is bounded.
+// of a client written by hand on the raw pipes (or a raw net.Conn with -transport tcp). Every wait is bounded.
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"reflect"
@@ -267,53 +268,63 @@ func (c *raw) call(method string, params any) any {
 	}
 }
 
-// bench times both clients, each on a CLI of its own, in alternating rounds (so that the
-// machine's load falls on both alike).
-func bench(cli string, pings int, turns int) (map[string]float64, error) {
+// bench times both clients, each on a CLI of its own, on the same transport, in alternating calls.
+func bench(cli string, pings int, turns int, transport string) (map[string]float64, error) {
 	ctx := context.Background()
 	t := &tools{}
-	sdk, err := bridge.Spawn(ctx, cli, nil, bridge.SpawnOptions{}, t)
+	sdk, err := bridge.Spawn(ctx, cli, nil, options(transport, "content-length"), t)
 	if err != nil {
 		return nil, err
 	}
 	defer sdk.Stop()
-	cmd := exec.Command(cli)
+	var args []string
+	if transport == "tcp" {
+		args = []string{"--listen", "127.0.0.1:0"}
+	}
+	cmd := exec.Command(cli, args...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c := &raw{r: bufio.NewReader(stdout), w: stdin}
+	if transport == "tcp" {
+		// The address line, then a plain net.Conn (Go sets TCP_NODELAY by default).
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("no address line: %w", err)
+		}
+		conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSpace(line), bridge.AddressLinePrefix))
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		c = &raw{r: bufio.NewReader(conn), w: conn}
+	}
 	var ping, turn, rawPing, rawTurn []time.Duration
-	const rounds = 10
-	for r := 0; r < rounds; r++ {
-		for i := 0; i < pings/rounds; i++ {
-			start := time.Now()
-			if _, err := sdk.Session.Ping(ctx); err != nil {
-				return nil, err
-			}
-			ping = append(ping, time.Since(start))
+	// One call of each in turn, so that the machine's load falls on both alike.
+	for i := 0; i < pings; i++ {
+		start := time.Now()
+		if _, err := sdk.Session.Ping(ctx); err != nil {
+			return nil, err
 		}
-		for i := 0; i < pings/rounds; i++ {
-			start := time.Now()
-			c.call("session/ping", nil)
-			rawPing = append(rawPing, time.Since(start))
+		ping = append(ping, time.Since(start))
+		start = time.Now()
+		c.call("session/ping", nil)
+		rawPing = append(rawPing, time.Since(start))
+	}
+	for i := 0; i < turns; i++ {
+		t.mu.Lock()
+		t.log, t.events = nil, nil
+		t.mu.Unlock()
+		start := time.Now()
+		if _, err := sdk.Session.Turn(ctx, "hello big world"); err != nil {
+			return nil, err
 		}
-		for i := 0; i < turns/rounds; i++ {
-			t.mu.Lock()
-			t.log, t.events = nil, nil
-			t.mu.Unlock()
-			start := time.Now()
-			if _, err := sdk.Session.Turn(ctx, "hello big world"); err != nil {
-				return nil, err
-			}
-			turn = append(turn, time.Since(start))
-		}
-		for i := 0; i < turns/rounds; i++ {
-			start := time.Now()
-			c.call("session/turn", map[string]any{"prompt": "hello big world"})
-			rawTurn = append(rawTurn, time.Since(start))
-		}
+		turn = append(turn, time.Since(start))
+		start = time.Now()
+		c.call("session/turn", map[string]any{"prompt": "hello big world"})
+		rawTurn = append(rawTurn, time.Since(start))
 	}
 	_ = stdin.Close()
 	_ = cmd.Wait()
@@ -342,7 +353,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "bench":
-		numbers, err := bench(cli, *pings, *turns)
+		numbers, err := bench(cli, *pings, *turns, *transport)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
