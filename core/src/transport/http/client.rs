@@ -81,6 +81,7 @@ pub struct HttpTarget {
     headers: HeaderMap,
     max_in_flight: usize,
     response_timeout: Option<Duration>,
+    http2: bool,
 }
 
 impl HttpTarget {
@@ -91,7 +92,13 @@ impl HttpTarget {
         if uri.scheme_str() != Some("http") || uri.host().is_none() {
             return Err(InvalidUrl(url.to_owned()));
         }
-        Ok(HttpTarget { uri, headers: HeaderMap::new(), max_in_flight: DEFAULT_MAX_IN_FLIGHT, response_timeout: None })
+        Ok(HttpTarget {
+            uri,
+            headers: HeaderMap::new(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            response_timeout: None,
+            http2: false,
+        })
     }
 
     /// Send `name: value` with every request.
@@ -104,6 +111,22 @@ impl HttpTarget {
     /// connection of its own.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Speak HTTP/2 over cleartext with prior knowledge (h2c, no upgrade dance): every call is
+    /// a stream of one connection, multiplexed, instead of a request on a pooled HTTP/1.1
+    /// connection. For a server known to speak it (ours does, as do most behind a gRPC-style
+    /// proxy); a server that speaks HTTP/1.1 only fails every call. Off by default.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::http::client::HttpTarget;
+    /// let target = HttpTarget::new("http://127.0.0.1:8080/rpc")?.http2_prior_knowledge(true);
+    /// # drop(target);
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn http2_prior_knowledge(mut self, on: bool) -> Self {
+        self.http2 = on;
         self
     }
 
@@ -136,7 +159,11 @@ impl Builder {
     pub fn connect_http_with(self, target: HttpTarget) -> Connection {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let mut client = Client::builder(TokioExecutor::new());
+        if target.http2 {
+            client.http2_only(true).timer(hyper_util::rt::TokioTimer::new());
+        }
+        let client = client.build(connector);
         let (tx, mut rx) = mpsc::channel(64);
         let permits = Arc::new(Semaphore::new(target.max_in_flight));
         let shared = Arc::new(ClientShared {
