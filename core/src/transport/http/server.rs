@@ -558,6 +558,11 @@ struct KeptConnection {
     connection: crate::Connection,
     frames: mpsc::UnboundedSender<Result<Frame, crate::framing::FrameError>>,
     answer: Arc<std::sync::Mutex<Option<oneshot::Sender<Vec<u8>>>>>,
+    /// The connection's reader, polled by the HTTP request's own task: the request is
+    /// dispatched there, and a handler that finishes at once answers there (no hop to a reader
+    /// task and back).
+    reader: BoxFuture<'static, ()>,
+    reader_done: bool,
 }
 
 impl KeptConnection {
@@ -566,8 +571,24 @@ impl KeptConnection {
         let answer = Arc::new(std::sync::Mutex::new(None));
         let sink = Route { answer: answer.clone(), frames: frames.clone() };
         let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        let connection = builder.idle_timeout(None).message_read_timeout(None).connect_messages(incoming, sink);
-        KeptConnection { connection, frames, answer }
+        let (connection, reader) =
+            builder.idle_timeout(None).message_read_timeout(None).start_messages_driven(incoming, sink);
+        KeptConnection { connection, frames, answer, reader, reader_done: false }
+    }
+}
+
+/// A kept connection whose request was not answered (timed out, or the HTTP request was
+/// dropped while it waited) is ended, so that its late answer cannot reach the next request.
+struct Unanswered<'a> {
+    slot: &'a mut Option<KeptConnection>,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            *self.slot = None;
+        }
     }
 }
 
@@ -576,23 +597,35 @@ impl Kept {
     /// the short-connection path).
     async fn call(&self, inner: &Inner, id: String, bytes: Bytes) -> Option<Response<FullBody>> {
         let mut slot = self.slot.try_lock().ok()?;
-        if slot.as_ref().is_none_or(|kept| kept.connection.is_closed()) {
+        if slot.as_ref().is_none_or(|kept| kept.reader_done || kept.connection.is_closed()) {
             *slot = Some(KeptConnection::start(inner.builder.clone()));
         }
         let kept = slot.as_mut()?;
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         *kept.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
         if kept.frames.send(Ok(Frame::Message(BytesMut::from(&bytes[..])))).is_err() {
             *slot = None;
             return None;
         }
-        let message = match tokio::time::timeout(inner.request_timeout, rx).await {
-            Ok(Ok(answer)) => return Some(respond(Some(vec![answer]))),
+        let mut waiting = Unanswered { slot: &mut slot, answered: false };
+        let answered = std::future::poll_fn(|cx| {
+            let Some(kept) = waiting.slot.as_mut() else { return Poll::Ready(None) };
+            // The reader takes the request here, in this task; most handlers answer in it.
+            if !kept.reader_done && kept.reader.as_mut().poll(cx).is_ready() {
+                kept.reader_done = true;
+            }
+            rx.poll_unpin(cx).map(Result::ok)
+        });
+        let message = match tokio::time::timeout(inner.request_timeout, answered).await {
+            Ok(Some(answer)) => {
+                waiting.answered = true;
+                return Some(respond(Some(vec![answer])));
+            }
             Err(_) => format!("the handler did not answer within {:?}", inner.request_timeout),
-            Ok(Err(_)) => "the request's connection ended without answering".to_owned(),
+            Ok(None) => "the request's connection ended without answering".to_owned(),
         };
         // Timed out, or the connection ended: dropping it cancels the handler.
-        *slot = None;
+        drop(waiting);
         let id = RawValue::from_string(id).ok()?;
         Some(respond(Some(vec![error_answer(&id, crate::codes::REQUEST_CANCELLED, &message)])))
     }
