@@ -547,7 +547,8 @@ fn single_request_id(body: &[u8]) -> Option<String> {
 /// The connection an HTTP connection's requests share while they come one at a time (HTTP/1.1
 /// serves one request at a time per connection; concurrent HTTP/2 streams beyond the first
 /// take the short-connection path). One request in, one answer out: no end of a connection to
-/// wait for per request. Batches and notifications take the short-connection path, whose end
+/// wait for per request. Its reader is polled by the request's own task (no reader task of its
+/// own), so a handler that finishes at once is dispatched and answered without a task hop. Batches and notifications take the short-connection path, whose end
 /// says when all of their handlers are done.
 #[derive(Default)]
 struct Kept {
