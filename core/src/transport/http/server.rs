@@ -377,6 +377,12 @@ impl HttpService {
     /// ([`DEFAULT_MAX_HELD_BYTES`], 256 MiB); a body that does not fit is answered `503` with
     /// `Retry-After: 1` (see the module docs). One body is always taken when nothing is held.
     ///
+    /// ```
+    /// use jsonrpc_duplex_core::{Connection, Router};
+    /// let service = Connection::builder().serve(Router::new()).into_http_service().max_held_bytes(64 << 20);
+    /// # drop(service);
+    /// ```
+    ///
     /// # Panics
     /// If the service was cloned already (configure it first).
     pub fn max_held_bytes(mut self, bytes: usize) -> Self {
