@@ -433,7 +433,8 @@ impl Builder {
         let reader = if driven {
             Some(Box::pin(reader) as futures::future::BoxFuture<'static, ()>)
         } else {
-            tracker.spawn(reader);
+            // Tracked already: what `tracker.spawn` would do.
+            tokio::spawn(reader);
             None
         };
         tracker.spawn(lane.run());
