@@ -18,7 +18,7 @@ use jsonrpc_duplex::transport::http::server::{HttpService, NO_CALLS_BACK};
 use jsonrpc_duplex::transport::http::{Refusal, client::TRANSPORT_ERROR};
 use jsonrpc_duplex::{Connection, Handle, RpcError, rpc};
 use serde_json::{Value, json};
-use support::time::within;
+use support::time::{eventually, within};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -412,4 +412,63 @@ async fn a_handler_over_the_request_timeout_is_cancelled_on_both_paths() {
     let reply =
         exchange(server.local_addr(), &post(r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#, "")).await;
     assert_eq!(reply.json()["result"], 3);
+}
+
+#[tokio::test]
+async fn http2_with_prior_knowledge_is_served_to_hyper_and_to_our_client_on_one_connection() {
+    use jsonrpc_duplex::transport::http::http_body_util::{BodyExt, Full};
+    use jsonrpc_duplex::transport::http::hyper;
+    let (server, mut notes) = start(|s| s).await;
+    let addr = server.local_addr();
+
+    // hyper's own HTTP/2 client (not ours): a handshake in cleartext, then two streams at once.
+    let stream = within(TcpStream::connect(addr)).await.unwrap();
+    let (mut sender, connection) = within(hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    ))
+    .await
+    .expect("an HTTP/2 handshake");
+    tokio::spawn(connection);
+    let request = |body: &'static str| {
+        http::Request::post(format!("http://127.0.0.1:{}/", addr.port()))
+            .header("content-type", "application/json")
+            .body(Full::new(bytes::Bytes::from_static(body.as_bytes())))
+            .unwrap()
+    };
+    let (one, two) = within(futures::future::join(
+        sender.send_request(request(r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[40,2]}"#)),
+        sender.send_request(request(r#"[{"jsonrpc":"2.0","id":2,"method":"add","params":[1,2]}]"#)),
+    ))
+    .await;
+    for (response, expected) in [
+        (one.unwrap(), json!({"jsonrpc":"2.0","id":1,"result":42})),
+        (two.unwrap(), json!([{"jsonrpc":"2.0","id":2,"result":3}])),
+    ] {
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        let body = within(response.into_body().collect()).await.unwrap().to_bytes();
+        assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), expected);
+    }
+    // The same refusals as over HTTP/1.1.
+    let wrong = http::Request::post(format!("http://127.0.0.1:{}/", addr.port()))
+        .header("content-type", "text/plain")
+        .body(Full::new(bytes::Bytes::from_static(b"{}")))
+        .unwrap();
+    assert_eq!(within(sender.send_request(wrong)).await.unwrap().status(), 415);
+    drop(sender);
+    eventually("hyper's connection is closed", || server.stats().live == 0).await;
+
+    // Our client with prior knowledge: 64 calls in flight at once, all streams of one connection.
+    let target = jsonrpc_duplex::transport::http::client::HttpTarget::new(&format!("http://{addr}/"))
+        .unwrap()
+        .http2_prior_knowledge(true);
+    let connection = Connection::builder().connect_http_with(target);
+    let calc = CalcClient::new(connection.handle());
+    calc.note("over h2".into()).await.unwrap();
+    assert_eq!(within(notes.recv()).await.as_deref(), Some("over h2"));
+    let sums = within(futures::future::join_all((0..64).map(|i| calc.add(i, 1)))).await;
+    assert_eq!(sums.into_iter().map(Result::unwrap).collect::<Vec<_>>(), (1..=64).collect::<Vec<_>>());
+    assert_eq!(server.stats().accepted, 2, "hyper's connection and one of ours: {:?}", server.stats());
 }

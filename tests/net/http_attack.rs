@@ -143,3 +143,93 @@ async fn idle_keep_alive_connections_are_closed_by_the_header_read_timeout() {
     eventually("the idle connections are gone", || server.stats().live == 0).await;
     still_serves(addr).await;
 }
+
+/// Read one answer's head and body (by its `Content-Length`) off a kept-alive connection.
+async fn read_answer(stream: &mut TcpStream) -> (u16, String) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(within(stream.read(&mut byte)).await.unwrap(), 1, "closed mid-answer");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let status = head[9..12].parse().unwrap();
+    let len: usize = head
+        .split("\r\n")
+        .find_map(|l| l.split_once(':').filter(|(n, _)| n.eq_ignore_ascii_case("content-length")))
+        .map(|(_, v)| v.trim().parse().unwrap())
+        .unwrap();
+    let mut body = vec![0u8; len];
+    within(stream.read_exact(&mut body)).await.unwrap();
+    (status, String::from_utf8(body).unwrap())
+}
+
+#[tokio::test]
+async fn bodies_held_past_the_byte_budget_get_503_retry_after_and_the_budget_comes_back() {
+    const BUDGET: usize = 8 * 1024;
+    let (release, released) = tokio::sync::watch::channel(false);
+    let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel();
+    let router = Router::new()
+        .method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) })
+        .method("hold", move |(pad,): (String,), _| {
+            let (mut released, arrived) = (released.clone(), arrived.clone());
+            async move {
+                let _ = arrived.send(());
+                let _ = released.wait_for(|r| *r).await;
+                Ok::<_, ErrorObject>(pad.len())
+            }
+        });
+    let server = ServerBuilder::new(Connection::builder().max_message_size(LIMIT).serve(router))
+        .bind_http_with("127.0.0.1:0", |s| s.max_held_bytes(BUDGET))
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let hold = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"hold","params":["{}"]}}"#, "x".repeat(3000));
+    let request = |body: &str| format!("{HEAD}Content-Length: {}\r\n\r\n{body}", body.len());
+
+    // Two bodies of ~3 KiB held by handlers that wait: ~6 KiB of the 8 KiB budget.
+    let mut holding = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request(&hold).as_bytes()).await.unwrap();
+        within(arrivals.recv()).await.expect("the handler started");
+        holding.push(stream);
+    }
+
+    // A third announced by its Content-Length does not fit: refused from its headers alone.
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third.write_all(format!("{HEAD}Content-Length: {}\r\n\r\n", hold.len()).as_bytes()).await.unwrap();
+    let mut all = Vec::new();
+    within(third.read_to_end(&mut all)).await.unwrap();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("retry-after: 1\r\n"), "{text}");
+    assert!(text.contains("request bytes"), "{text}");
+
+    // A chunked body is counted as it arrives: 1000 bytes fit, 2000 more do not.
+    let mut chunked = TcpStream::connect(addr).await.unwrap();
+    let start = r#"{"jsonrpc":"2.0","id":2,"method":"hold","params":[""#;
+    chunked.write_all(format!("{HEAD}Transfer-Encoding: chunked\r\n\r\n").as_bytes()).await.unwrap();
+    let first = format!("{start}{}", "y".repeat(1000 - start.len()));
+    chunked.write_all(format!("{:x}\r\n{first}\r\n", first.len()).as_bytes()).await.unwrap();
+    chunked.write_all(format!("7d0\r\n{}\r\n", "y".repeat(2000)).as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 12];
+    within(chunked.read_exact(&mut answer)).await.expect("an answer");
+    assert_eq!(&answer, b"HTTP/1.1 503");
+
+    // What fits is served meanwhile: a small call.
+    let mut small = TcpStream::connect(addr).await.unwrap();
+    small.write_all(request(r#"{"jsonrpc":"2.0","id":3,"method":"add","params":[1,2]}"#).as_bytes()).await.unwrap();
+    assert_eq!(read_answer(&mut small).await, (200, r#"{"jsonrpc":"2.0","id":3,"result":3}"#.to_owned()));
+
+    // Answered, the held bodies give their bytes back: the same ~3 KiB body is served again.
+    release.send(true).unwrap();
+    for stream in &mut holding {
+        assert_eq!(read_answer(stream).await, (200, r#"{"jsonrpc":"2.0","id":1,"result":3000}"#.to_owned()));
+    }
+    small.write_all(request(&hold).as_bytes()).await.unwrap();
+    assert_eq!(read_answer(&mut small).await.0, 200);
+    small.write_all(request(&hold).as_bytes()).await.unwrap();
+    assert_eq!(read_answer(&mut small).await.0, 200);
+    still_serves(addr).await;
+}

@@ -70,4 +70,21 @@ impl Builder {
         let frames = super::frames::MessageFrames::new(incoming, in_message);
         self.start_with(frames, eof_reason, None, move |shared| Box::new(SinkWriter::new(outgoing(shared))))
     }
+
+    /// [`Builder::start_messages`] with the reader handed back for the caller's task to poll
+    /// (see [`Builder::start_driven`]).
+    pub(crate) fn start_messages_driven<St, Si>(
+        self,
+        incoming: St,
+        outgoing: Si,
+    ) -> (Connection, futures::future::BoxFuture<'static, ()>)
+    where
+        St: Stream<Item = Result<Frame, FrameError>> + Send + Unpin + 'static,
+        Si: Sink<Vec<u8>, Error = io::Error> + Send + Unpin + 'static,
+    {
+        let frames = super::frames::MessageFrames::new(incoming, None);
+        let (connection, _, reader) =
+            self.start_driven(frames, None, None, move |_| Box::new(SinkWriter::new(outgoing)), true);
+        (connection, reader.unwrap_or_else(|| Box::pin(async {})))
+    }
 }

@@ -375,6 +375,22 @@ impl Builder {
         codec: Option<crate::framing::FrameCodec>,
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
     ) -> (Connection, Arc<Shared>) {
+        let (connection, shared, _) = self.start_driven(frames, eof_reason, codec, pump, false);
+        (connection, shared)
+    }
+
+    /// [`Builder::start_with`], with the reader handed back instead of spawned when `driven`:
+    /// the transport polls it from its own task (a message it hands over is then dispatched
+    /// by that task, no hop to a reader task and back). It counts as one of the connection's
+    /// tasks while it lives.
+    pub(crate) fn start_driven(
+        self,
+        frames: impl frames::FrameSource,
+        eof_reason: Option<EofReason>,
+        codec: Option<crate::framing::FrameCodec>,
+        pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
+        driven: bool,
+    ) -> (Connection, Arc<Shared>, Option<futures::future::BoxFuture<'static, ()>>) {
         let Builder { config, explicit: _, features, mut router, factories } = self;
         let tracer = trace::Tracer::new(&config);
         // The connection's own cancellation goes first: no feature takes its name.
@@ -420,10 +436,17 @@ impl Builder {
         let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), permits };
         let lane = Arc::new(Lane::new(dispatcher));
         let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
-        tracker.spawn(reader.run(frames, eof_reason));
+        let reader = tracker.track_future(reader.run(frames, eof_reason));
+        let reader = if driven {
+            Some(Box::pin(reader) as futures::future::BoxFuture<'static, ()>)
+        } else {
+            // Tracked already: what `tracker.spawn` would do.
+            tokio::spawn(reader);
+            None
+        };
         tracker.spawn(lane.run());
         tokio::spawn(drain::run_writer(drain::Drain::new(shared.clone(), tracker), done.clone()));
-        (Connection { handle, done, transport_done: None }, shared)
+        (Connection { handle, done, transport_done: None }, shared, reader)
     }
 }
 

@@ -4,8 +4,15 @@
 //! - Every outbound message is one `POST` with `Content-Type: application/json`, on hyper-util's
 //!   pooled client: connections are reused (keep-alive), and several calls are in flight at
 //!   once (each on a connection of the pool, up to [`HttpTarget::max_in_flight`]; a further
-//!   message waits for one to finish). Notifications are `POST`s too, answered `202`: over HTTP
-//!   nothing orders two requests, so neither are two notifications.
+//!   message waits for one to finish). Notifications are `POST`s too, answered `202`.
+//! - **Order.** Over HTTP nothing orders two requests on different connections, so the client
+//!   orders what needs it: a notification (or a batch) is a fence. It is posted once every
+//!   notification sent before it has been answered, and every message sent after it (calls
+//!   too) is posted once it has been answered; calls between two fences are in flight
+//!   together. So two notifications, or a notification and a later call, reach the server in
+//!   the order they were sent (our server answers a notification once its handler has run, so
+//!   its effect is visible to what follows). A notification does not wait for the calls sent
+//!   before it (their answers can take as long as their handlers): it may overtake them.
 //! - A `2xx` JSON answer is read within the connection's message size limit and delivered as
 //!   the peer's answer.
 //! - An HTTP error, a network failure or an answer that is not JSON fails the call with
@@ -26,12 +33,13 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::Sink;
+use futures::future::{FutureExt, Shared};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::PollSemaphore;
 
 use super::FullBody;
@@ -73,6 +81,7 @@ pub struct HttpTarget {
     headers: HeaderMap,
     max_in_flight: usize,
     response_timeout: Option<Duration>,
+    http2: bool,
 }
 
 impl HttpTarget {
@@ -83,7 +92,13 @@ impl HttpTarget {
         if uri.scheme_str() != Some("http") || uri.host().is_none() {
             return Err(InvalidUrl(url.to_owned()));
         }
-        Ok(HttpTarget { uri, headers: HeaderMap::new(), max_in_flight: DEFAULT_MAX_IN_FLIGHT, response_timeout: None })
+        Ok(HttpTarget {
+            uri,
+            headers: HeaderMap::new(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            response_timeout: None,
+            http2: false,
+        })
     }
 
     /// Send `name: value` with every request.
@@ -96,6 +111,22 @@ impl HttpTarget {
     /// connection of its own.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Speak HTTP/2 over cleartext with prior knowledge (h2c, no upgrade dance): every call is
+    /// a stream of one connection, multiplexed, instead of a request on a pooled HTTP/1.1
+    /// connection. For a server known to speak it (ours does, as do most behind a gRPC-style
+    /// proxy); a server that speaks HTTP/1.1 only fails every call. Off by default.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::http::client::HttpTarget;
+    /// let target = HttpTarget::new("http://127.0.0.1:8080/rpc")?.http2_prior_knowledge(true);
+    /// # drop(target);
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn http2_prior_knowledge(mut self, on: bool) -> Self {
+        self.http2 = on;
         self
     }
 
@@ -128,7 +159,11 @@ impl Builder {
     pub fn connect_http_with(self, target: HttpTarget) -> Connection {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let mut client = Client::builder(TokioExecutor::new());
+        if target.http2 {
+            client.http2_only(true).timer(hyper_util::rt::TokioTimer::new());
+        }
+        let client = client.build(connector);
         let (tx, mut rx) = mpsc::channel(64);
         let permits = Arc::new(Semaphore::new(target.max_in_flight));
         let shared = Arc::new(ClientShared {
@@ -138,7 +173,7 @@ impl Builder {
             target,
             tasks: Mutex::default(),
         });
-        let sink = PostSink { shared, tx: Some(tx), permits: PollSemaphore::new(permits), permit: None };
+        let sink = PostSink { shared, tx: Some(tx), permits: PollSemaphore::new(permits), permit: None, fence: None };
         let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
         self.connect_messages(incoming, sink)
     }
@@ -176,7 +211,13 @@ struct PostSink {
     tx: Option<Frames>,
     permits: PollSemaphore,
     permit: Option<OwnedSemaphorePermit>,
+    /// Resolves once the last notification (or batch) sent has been answered: what a later
+    /// message waits for before its `POST` goes out (see the module docs, **Order**).
+    fence: Option<Fence>,
 }
+
+/// The end of a fence's `POST` (answered, failed or abandoned: the sender is dropped either way).
+type Fence = Shared<oneshot::Receiver<()>>;
 
 /// The members of an outbound message the transport needs.
 #[derive(serde::Deserialize)]
@@ -267,10 +308,22 @@ impl Sink<Vec<u8>> for PostSink {
         }
         let permit = self.permit.take();
         let shared = self.shared.clone();
+        // A message without an id (a notification, a batch) is a fence: it waits for the one
+        // before it, and what follows waits for it. A call waits for the fence before it only.
+        let after = self.fence.take();
+        let done = if id.is_none() {
+            let (done, fence) = oneshot::channel();
+            self.fence = Some(fence.shared());
+            Some(done)
+        } else {
+            self.fence = after.clone().filter(|fence| fence.peek().is_none());
+            None
+        };
+        let order = Order { after, done };
         let mut tasks = self.shared.tasks();
         let seq = tasks.next;
         tasks.next += 1;
-        let task = tokio::spawn(post(shared, seq, id.clone(), body, tx, permit));
+        let task = tokio::spawn(post(shared, seq, id.clone(), body, tx, permit, order));
         tasks.running.insert(seq, task.abort_handle());
         if let Some(id) = id {
             tasks.by_id.insert(id, seq);
@@ -302,6 +355,13 @@ impl Failure {
     }
 }
 
+/// Where a `POST` stands in the order of what was sent: the fence it waits for, and, if it is
+/// a fence itself, the signal that it has been answered.
+struct Order {
+    after: Option<Fence>,
+    done: Option<oneshot::Sender<()>>,
+}
+
 /// One `POST`: its answer (or what went wrong) becomes an inbound message.
 async fn post(
     shared: Arc<ClientShared>,
@@ -310,8 +370,15 @@ async fn post(
     body: Vec<u8>,
     tx: Frames,
     permit: Option<OwnedSemaphorePermit>,
+    order: Order,
 ) {
+    if let Some(after) = order.after {
+        // Answered or not (a failed notification is logged, an abandoned one dropped), the
+        // fence is over once its `POST` is.
+        let _ = after.await;
+    }
     let outcome = exchange(&shared, body).await;
+    drop(order.done);
     {
         let mut tasks = shared.tasks();
         tasks.running.remove(&seq);

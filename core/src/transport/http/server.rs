@@ -22,6 +22,19 @@
 //! | notifications only | `202 Accepted`, no body (once their handlers have run) |
 //! | not JSON / not a request (`-32700` / `-32600` with `"id": null`) | `400 Bad Request` with that error object |
 //!
+//! | the bodies held across the service would pass [`HttpService::max_held_bytes`] | `503 Service Unavailable`, `Retry-After: 1`, `Connection: close` |
+//!
+//! **The byte budget.** Bodies read and not yet answered (waiting for a dispatch slot, or their
+//! handlers running) are counted against one budget for the whole service,
+//! [`HttpService::max_held_bytes`] ([`DEFAULT_MAX_HELD_BYTES`], 256 MiB). A body with a
+//! `Content-Length` is counted in full before a byte of it is read; a chunked one as its bytes
+//! arrive. A body that does not fit is answered `503` with `Retry-After: 1` (the rest of it
+//! unread, the connection closed): the refusal is the server's state, not the request's fault,
+//! so it is neither `413` (the same body is served once others are answered, and a client must
+//! not give it up) nor `429` (the budget is shared, the sender may have sent nothing else). When
+//! nothing is held, one body is always taken whatever its size (so a budget below the message
+//! size cannot refuse a body for ever).
+//!
 //! A batch longer than the connection's batch length is one `-32600` (`400`); its members run
 //! as over a byte stream (notifications in order, requests concurrently up to
 //! [`Builder::max_concurrent_requests`]). At most [`HttpService::max_concurrent_requests`] bodies
@@ -38,6 +51,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -61,6 +75,9 @@ use crate::handler::Router;
 
 /// Default for [`HttpService::request_timeout`].
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Default for [`HttpService::max_held_bytes`]: 256 MiB.
+pub const DEFAULT_MAX_HELD_BYTES: usize = 256 * 1024 * 1024;
 
 /// Why a handler's call to its client fails over plain HTTP.
 pub const NO_CALLS_BACK: &str = "plain JSON-RPC over HTTP cannot carry a request from the server to the client (an HTTP \
@@ -91,6 +108,131 @@ struct Inner {
     request_timeout: Duration,
     permits: Semaphore,
     max_message_size: usize,
+    budget: ByteBudget,
+}
+
+/// The bytes of the bodies held across a service (read, not answered yet), and its limit.
+#[derive(Debug)]
+struct ByteBudget {
+    limit: usize,
+    held: AtomicUsize,
+}
+
+impl ByteBudget {
+    fn new(limit: usize) -> Self {
+        ByteBudget { limit, held: AtomicUsize::new(0) }
+    }
+
+    /// Take `n` bytes if they fit (or nothing at all is held: one body always fits).
+    fn try_take(&self, n: usize) -> bool {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held == 0 || held.saturating_add(n) <= self.limit).then(|| held.saturating_add(n))
+            })
+            .is_ok()
+    }
+
+    fn give(&self, n: usize) {
+        self.held.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
+/// One body's share of the budget, given back when the request is answered.
+struct Held<'a> {
+    budget: &'a ByteBudget,
+    bytes: usize,
+}
+
+impl<'a> Held<'a> {
+    fn try_new(budget: &'a ByteBudget, bytes: usize) -> Option<Self> {
+        // (Not `then_some`: a `Held` built and dropped would give back what it never took.)
+        budget.try_take(bytes).then(|| Held { budget, bytes })
+    }
+
+    fn try_grow(&mut self, n: usize) -> bool {
+        // Grown as a body of its own would be: it fits, or nothing else is held.
+        let grown = self
+            .budget
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held == self.bytes || held.saturating_add(n) <= self.budget.limit).then(|| held.saturating_add(n))
+            })
+            .is_ok();
+        if grown {
+            self.bytes += n;
+        }
+        grown
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.budget.give(self.bytes);
+    }
+}
+
+/// The budget is spent: the answer at the limit (see the module docs).
+#[derive(Debug)]
+struct OverBudget {
+    limit: usize,
+}
+
+impl std::fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the server holds as many request bytes as it may ({} bytes); try again shortly", self.limit)
+    }
+}
+
+impl std::error::Error for OverBudget {}
+
+impl OverBudget {
+    fn refusal(&self) -> Refusal {
+        Refusal::new(StatusCode::SERVICE_UNAVAILABLE, self.to_string())
+            .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+            .closing()
+    }
+}
+
+/// A body of unknown length, its bytes counted against the budget as they arrive.
+struct Charged<'a, 'b, B> {
+    body: std::pin::Pin<Box<B>>,
+    held: &'a mut Held<'b>,
+}
+
+impl<B> Body for Charged<'_, '_, B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, BoxError>>> {
+        let this = &mut *self;
+        match this.body.as_mut().poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let n = frame.data_ref().map_or(0, bytes::Buf::remaining);
+                if n > 0 && !this.held.try_grow(n) {
+                    return Poll::Ready(Some(Err(Box::new(OverBudget { limit: this.held.budget.limit }))));
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Plain JSON-RPC over HTTP as a `tower` service (see the [module docs](self) for every answer).
@@ -158,6 +300,7 @@ impl HttpService {
                 request_timeout: DEFAULT_REQUEST_TIMEOUT,
                 permits: Semaphore::new(DEFAULT_MAX_CONCURRENT_REQUESTS),
                 max_message_size,
+                budget: ByteBudget::new(DEFAULT_MAX_HELD_BYTES),
             }),
             remote_addr: None,
             kept: None,
@@ -227,6 +370,23 @@ impl HttpService {
     /// If the service was cloned already (configure it first).
     pub fn max_concurrent_requests(mut self, n: usize) -> Self {
         self.inner_mut().permits = Semaphore::new(n.max(1));
+        self
+    }
+
+    /// How many bytes of request bodies the service holds at once, read and not yet answered
+    /// ([`DEFAULT_MAX_HELD_BYTES`], 256 MiB); a body that does not fit is answered `503` with
+    /// `Retry-After: 1` (see the module docs). One body is always taken when nothing is held.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{Connection, Router};
+    /// let service = Connection::builder().serve(Router::new()).into_http_service().max_held_bytes(64 << 20);
+    /// # drop(service);
+    /// ```
+    ///
+    /// # Panics
+    /// If the service was cloned already (configure it first).
+    pub fn max_held_bytes(mut self, bytes: usize) -> Self {
+        self.inner_mut().budget = ByteBudget::new(bytes);
         self
     }
 
@@ -322,8 +482,35 @@ where
         .closing();
         return Err(refuse(refusal));
     }
-    let bytes =
-        read_body(body, inner.max_message_size, inner.body_read_timeout).await.map_err(|e| refuse(e.refusal()))?;
+    let over_budget = || refuse(OverBudget { limit: inner.budget.limit }.refusal());
+    // Counted before it is read when its length is known (an over-size one is refused by
+    // `read_body` without reading, and never counted), else as it arrives.
+    let hint = body.size_hint();
+    let (bytes, _held) = match hint.exact() {
+        Some(len) if len <= inner.max_message_size as u64 => {
+            let held = Held::try_new(&inner.budget, len as usize).ok_or_else(over_budget)?;
+            let bytes = read_body(body, inner.max_message_size, inner.body_read_timeout)
+                .await
+                .map_err(|e| refuse(e.refusal()))?;
+            (bytes, held)
+        }
+        Some(_) => {
+            return Err(refuse(read_body(body, inner.max_message_size, None).await.err().map_or_else(
+                || Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, "the body exceeds the limit").closing(),
+                |e| e.refusal(),
+            )));
+        }
+        None => {
+            let mut held = Held::try_new(&inner.budget, 0).ok_or_else(over_budget)?;
+            let charged = Charged { body: Box::pin(body), held: &mut held };
+            let bytes = match read_body(charged, inner.max_message_size, inner.body_read_timeout).await {
+                Ok(bytes) => bytes,
+                Err(super::body::BodyError::Read(e)) if e.is::<OverBudget>() => return Err(over_budget()),
+                Err(e) => return Err(refuse(e.refusal())),
+            };
+            (bytes, held)
+        }
+    };
     let _permit =
         inner.permits.acquire().await.map_err(|_| refuse(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "closed")))?;
     if inner.factory.is_none()
@@ -366,7 +553,8 @@ fn single_request_id(body: &[u8]) -> Option<String> {
 /// The connection an HTTP connection's requests share while they come one at a time (HTTP/1.1
 /// serves one request at a time per connection; concurrent HTTP/2 streams beyond the first
 /// take the short-connection path). One request in, one answer out: no end of a connection to
-/// wait for per request. Batches and notifications take the short-connection path, whose end
+/// wait for per request. Its reader is polled by the request's own task (no reader task of its
+/// own), so a handler that finishes at once is dispatched and answered without a task hop. Batches and notifications take the short-connection path, whose end
 /// says when all of their handlers are done.
 #[derive(Default)]
 struct Kept {
@@ -377,6 +565,11 @@ struct KeptConnection {
     connection: crate::Connection,
     frames: mpsc::UnboundedSender<Result<Frame, crate::framing::FrameError>>,
     answer: Arc<std::sync::Mutex<Option<oneshot::Sender<Vec<u8>>>>>,
+    /// The connection's reader, polled by the HTTP request's own task: the request is
+    /// dispatched there, and a handler that finishes at once answers there (no hop to a reader
+    /// task and back).
+    reader: BoxFuture<'static, ()>,
+    reader_done: bool,
 }
 
 impl KeptConnection {
@@ -385,8 +578,24 @@ impl KeptConnection {
         let answer = Arc::new(std::sync::Mutex::new(None));
         let sink = Route { answer: answer.clone(), frames: frames.clone() };
         let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        let connection = builder.idle_timeout(None).message_read_timeout(None).connect_messages(incoming, sink);
-        KeptConnection { connection, frames, answer }
+        let (connection, reader) =
+            builder.idle_timeout(None).message_read_timeout(None).start_messages_driven(incoming, sink);
+        KeptConnection { connection, frames, answer, reader, reader_done: false }
+    }
+}
+
+/// A kept connection whose request was not answered (timed out, or the HTTP request was
+/// dropped while it waited) is ended, so that its late answer cannot reach the next request.
+struct Unanswered<'a> {
+    slot: &'a mut Option<KeptConnection>,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            *self.slot = None;
+        }
     }
 }
 
@@ -395,23 +604,35 @@ impl Kept {
     /// the short-connection path).
     async fn call(&self, inner: &Inner, id: String, bytes: Bytes) -> Option<Response<FullBody>> {
         let mut slot = self.slot.try_lock().ok()?;
-        if slot.as_ref().is_none_or(|kept| kept.connection.is_closed()) {
+        if slot.as_ref().is_none_or(|kept| kept.reader_done || kept.connection.is_closed()) {
             *slot = Some(KeptConnection::start(inner.builder.clone()));
         }
         let kept = slot.as_mut()?;
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         *kept.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
         if kept.frames.send(Ok(Frame::Message(BytesMut::from(&bytes[..])))).is_err() {
             *slot = None;
             return None;
         }
-        let message = match tokio::time::timeout(inner.request_timeout, rx).await {
-            Ok(Ok(answer)) => return Some(respond(Some(vec![answer]))),
+        let mut waiting = Unanswered { slot: &mut slot, answered: false };
+        let answered = std::future::poll_fn(|cx| {
+            let Some(kept) = waiting.slot.as_mut() else { return Poll::Ready(None) };
+            // The reader takes the request here, in this task; most handlers answer in it.
+            if !kept.reader_done && kept.reader.as_mut().poll(cx).is_ready() {
+                kept.reader_done = true;
+            }
+            rx.poll_unpin(cx).map(Result::ok)
+        });
+        let message = match tokio::time::timeout(inner.request_timeout, answered).await {
+            Ok(Some(answer)) => {
+                waiting.answered = true;
+                return Some(respond(Some(vec![answer])));
+            }
             Err(_) => format!("the handler did not answer within {:?}", inner.request_timeout),
-            Ok(Err(_)) => "the request's connection ended without answering".to_owned(),
+            Ok(None) => "the request's connection ended without answering".to_owned(),
         };
         // Timed out, or the connection ended: dropping it cancels the handler.
-        *slot = None;
+        drop(waiting);
         let id = RawValue::from_string(id).ok()?;
         Some(respond(Some(vec![error_answer(&id, crate::codes::REQUEST_CANCELLED, &message)])))
     }
