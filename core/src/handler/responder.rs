@@ -106,6 +106,9 @@ pub(crate) struct ReplySlot {
     watch: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Result<(), ErrorObject>>>>,
     /// What the layers attached to the call, for its handler's context; only set when `watched`.
     extensions: OnceLock<super::Extensions>,
+    /// The request's top-level trace context members, kept for a layer that reads them; only
+    /// set when `watched`.
+    trace: Option<Box<crate::message::TraceMembers>>,
 }
 
 impl ReplySlot {
@@ -135,6 +138,7 @@ impl ReplySlot {
             watched: false,
             watch: std::sync::Mutex::new(None),
             extensions: OnceLock::new(),
+            trace: None,
         })
     }
 
@@ -174,6 +178,7 @@ impl ReplySlot {
             s.watched = false;
             s.watch = std::sync::Mutex::new(None);
             s.extensions = OnceLock::new();
+            s.trace = None;
         }
         Ok(())
     }
@@ -252,6 +257,21 @@ impl ReplySlot {
         let (tx, rx) = tokio::sync::oneshot::channel();
         *self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
         Some(rx)
+    }
+
+    /// Keep the request's top-level trace context members (before the slot is shared; a
+    /// watched slot only).
+    pub(crate) fn set_trace(slot: &mut Arc<Self>, trace: Box<crate::message::TraceMembers>) {
+        if let Some(s) = Arc::get_mut(slot)
+            && s.watched
+        {
+            s.trace = Some(trace);
+        }
+    }
+
+    /// The request's top-level trace context members, if kept.
+    pub(crate) fn trace(&self) -> Option<&crate::message::TraceMembers> {
+        self.trace.as_deref()
     }
 
     /// Attach the call's extensions for its handler (the first time only).

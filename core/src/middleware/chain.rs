@@ -7,13 +7,18 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::{Body, BoxFuture, Call, Kind, Middleware, Outcome, Outgoing};
-use crate::connection::{CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo};
+use crate::connection::{
+    CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
+};
 use crate::handler::{BoxFuture as HandlerFuture, Extensions, NotificationFn, Request, RequestFn, Responder, Router};
 use crate::message::{ErrorObject, Id};
 
 /// The layers of a connection, outermost first.
 pub(crate) struct Stack {
     pub(crate) layers: Arc<[Arc<dyn Middleware>]>,
+    /// The placements of the [`PropagateLayer`](super::context::PropagateLayer)s among them
+    /// (`None`: the profile's), so the reader keeps top-level members only for one that reads them.
+    pub(crate) propagate: Vec<Option<TraceContextPlacement>>,
 }
 
 /// The rest of the chain after a layer: the layers inside it, then the handler (inbound) or the
@@ -148,7 +153,12 @@ fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
     Some(body.len() - rest.len())
 }
 
-fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler: RequestFn) -> RequestFn {
+fn wrap_request(
+    layers: Arc<[Arc<dyn Middleware>]>,
+    peer: Arc<PeerInfo>,
+    placement: TraceContextPlacement,
+    handler: RequestFn,
+) -> RequestFn {
     Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
         let call = Call {
             direction: Direction::Incoming,
@@ -156,6 +166,7 @@ fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler
             body: Body::InRequest(request),
             peer: Some(peer.clone()),
             extensions: Extensions::new(),
+            placement,
         };
         let outcome = Next::new(&layers, End::InRequest(handler.clone())).run(call);
         Box::pin(async move {
@@ -172,6 +183,7 @@ fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler
 fn wrap_notification(
     layers: Arc<[Arc<dyn Middleware>]>,
     peer: Arc<PeerInfo>,
+    placement: TraceContextPlacement,
     handler: NotificationFn,
 ) -> NotificationFn {
     Arc::new(move |notification| -> HandlerFuture {
@@ -183,6 +195,7 @@ fn wrap_notification(
             body: Body::InNotification(notification),
             peer: Some(peer.clone()),
             extensions: Extensions::new(),
+            placement,
         };
         let outcome = Next::new(&layers, End::InNotification(handler.clone())).run(call);
         Box::pin(async move {
@@ -198,7 +211,11 @@ impl Layered for Stack {
         self
     }
 
-    fn wrap(&self, router: Router, peer: Arc<PeerInfo>) -> Router {
+    fn reads_top_level(&self, placement: TraceContextPlacement) -> bool {
+        self.propagate.iter().any(|p| p.unwrap_or(placement) == TraceContextPlacement::TopLevel)
+    }
+
+    fn wrap(&self, router: Router, peer: Arc<PeerInfo>, placement: TraceContextPlacement) -> Router {
         // Requests no route takes pass the layers too (a refusal, a count), answered at the end.
         let router = if router.has_fallback() {
             router
@@ -208,9 +225,9 @@ impl Layered for Stack {
             })
         };
         let (layers, at) = (self.layers.clone(), peer.clone());
-        let router = router.map_requests(move |handler| wrap_request(layers.clone(), at.clone(), handler));
+        let router = router.map_requests(move |handler| wrap_request(layers.clone(), at.clone(), placement, handler));
         let layers = self.layers.clone();
-        router.map_notifications(move |handler| wrap_notification(layers.clone(), peer.clone(), handler))
+        router.map_notifications(move |handler| wrap_notification(layers.clone(), peer.clone(), placement, handler))
     }
 
     fn call<'a>(
@@ -235,6 +252,7 @@ impl Layered for Stack {
             body: Body::Out(out),
             peer: handle.shared.config.peer.clone(),
             extensions: Extensions::new(),
+            placement: handle.shared.config.trace_context,
         };
         let end = End::OutCall { handle: handle.clone(), options: options.clone(), id };
         let outcome = Next::new(&self.layers, end).run(call);
@@ -261,6 +279,7 @@ impl Layered for Stack {
             body: Body::Out(out),
             peer: handle.shared.config.peer.clone(),
             extensions: Extensions::new(),
+            placement: handle.shared.config.trace_context,
         };
         let outcome = Next::new(&self.layers, End::OutNotification(handle.clone())).run(call);
         Box::pin(async move { outcome.await.map(|_| ()) })

@@ -185,6 +185,8 @@ pub struct Call {
     pub(crate) body: Body,
     pub(crate) peer: Option<Arc<PeerInfo>>,
     pub(crate) extensions: Extensions,
+    /// Where the connection's profile carries trace context.
+    pub(crate) placement: crate::connection::TraceContextPlacement,
 }
 
 pub(crate) enum Body {
@@ -265,6 +267,15 @@ impl Call {
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
     }
+    /// An inbound request's top-level `traceparent` / `tracestate`, as the peer sent them (kept
+    /// by the reader only for a layer that reads them).
+    pub(crate) fn trace_members(&self) -> Option<&crate::message::TraceMembers> {
+        match &self.body {
+            Body::InRequest(r) => r.slot.trace(),
+            _ => None,
+        }
+    }
+
     /// Attach values to this call, for the layers after this one and the handler.
     pub fn extensions_mut(&mut self) -> &mut Extensions {
         &mut self.extensions
@@ -313,12 +324,15 @@ impl Builder {
     /// # Ok(()) }
     /// ```
     pub fn layer(self, layer: impl Middleware) -> Self {
-        let mut layers: Vec<Arc<dyn Middleware>> =
+        let (mut layers, mut propagate): (Vec<Arc<dyn Middleware>>, _) =
             match self.layered().and_then(|l| l.as_any().downcast_ref::<chain::Stack>()) {
-                Some(stack) => stack.layers.iter().cloned().collect(),
-                None => Vec::new(),
+                Some(stack) => (stack.layers.iter().cloned().collect(), stack.propagate.clone()),
+                None => (Vec::new(), Vec::new()),
             };
+        if let Some(p) = (&layer as &dyn std::any::Any).downcast_ref::<context::PropagateLayer>() {
+            propagate.push(p.placement());
+        }
         layers.push(Arc::new(layer));
-        self.set_layered(Arc::new(chain::Stack { layers: layers.into() }))
+        self.set_layered(Arc::new(chain::Stack { layers: layers.into(), propagate }))
     }
 }
