@@ -188,7 +188,12 @@ impl PropagateLayer {
         self
     }
 
-    fn read(&self, call: &Call, placement: Placement) -> Option<TraceContext> {
+    /// Where it carries the context on this call's connection.
+    pub(crate) fn effective(&self, profile: Placement) -> Placement {
+        self.placement.unwrap_or(profile)
+    }
+
+    pub(crate) fn read(&self, call: &Call, placement: Placement) -> Option<TraceContext> {
         if placement == Placement::TopLevel {
             let members = call.trace_members()?;
             return TraceContext::parse(&members.traceparent, members.tracestate.as_deref());
@@ -202,7 +207,7 @@ impl PropagateLayer {
         TraceContext::parse(&text("traceparent")?, text("tracestate").as_deref())
     }
 
-    fn write(&self, call: &mut Call, placement: Placement, context: &TraceContext) {
+    pub(crate) fn write(&self, call: &mut Call, placement: Placement, context: &TraceContext) {
         let string = |s: &str| serde_json::to_string(s).unwrap_or_default();
         match placement {
             Placement::Off => {}
@@ -255,7 +260,7 @@ fn insert_meta(call: &mut Call, members: &str) {
 
 impl Middleware for PropagateLayer {
     fn call(&self, mut call: Call, next: Next) -> BoxFuture<Outcome> {
-        let placement = self.placement.unwrap_or(call.placement);
+        let placement = self.effective(call.placement);
         if placement == Placement::Off {
             return next.run(call);
         }

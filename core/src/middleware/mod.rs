@@ -60,6 +60,8 @@ pub mod limit;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod names;
+#[cfg(feature = "otel")]
+pub mod otel;
 #[cfg(feature = "tower")]
 pub mod tower;
 pub mod trace;
@@ -329,8 +331,13 @@ impl Builder {
                 Some(stack) => (stack.layers.iter().cloned().collect(), stack.propagate.clone()),
                 None => (Vec::new(), Vec::new()),
             };
-        if let Some(p) = (&layer as &dyn std::any::Any).downcast_ref::<context::PropagateLayer>() {
+        let any = &layer as &dyn std::any::Any;
+        if let Some(p) = any.downcast_ref::<context::PropagateLayer>() {
             propagate.push(p.placement());
+        }
+        #[cfg(feature = "otel")]
+        if let Some(o) = any.downcast_ref::<otel::OtelLayer>() {
+            propagate.push(o.given_placement());
         }
         layers.push(Arc::new(layer));
         self.set_layered(Arc::new(chain::Stack { layers: layers.into(), propagate }))

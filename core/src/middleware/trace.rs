@@ -61,8 +61,9 @@ pub(crate) fn id_text(id: &Id) -> String {
     }
 }
 
-impl Middleware for TraceLayer {
-    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+impl TraceLayer {
+    /// The span of one call, not entered yet.
+    pub(crate) fn span(&self, call: &Call) -> tracing::Span {
         let method = self.names.report(call.method());
         let kind = match call.direction() {
             Direction::Incoming => "server",
@@ -84,25 +85,37 @@ impl Middleware for TraceLayer {
         );
         if call.kind() == Kind::Request
             && let Some(id) = call.id()
+            && !span.is_disabled()
         {
             span.record("jsonrpc.request.id", id_text(id));
         }
-        let started = Instant::now();
-        let running = span.in_scope(|| next.run(call));
-        Box::pin(
-            async move {
-                let outcome = running.await;
-                let span = tracing::Span::current();
-                span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
-                if let Err(error) = &outcome {
-                    let code = error_code(error).to_string();
-                    span.record("rpc.response.status_code", code.as_str());
-                    span.record("error.type", code.as_str());
-                    span.record("otel.status_code", "ERROR");
-                }
-                outcome
+        span
+    }
+}
+
+/// Run the rest of the chain inside `span`, recording the answer's time and error on it.
+pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<Outcome> {
+    let started = Instant::now();
+    let running = span.in_scope(|| next.run(call));
+    Box::pin(
+        async move {
+            let outcome = running.await;
+            let span = tracing::Span::current();
+            span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
+            if let Err(error) = &outcome {
+                let code = error_code(error).to_string();
+                span.record("rpc.response.status_code", code.as_str());
+                span.record("error.type", code.as_str());
+                span.record("otel.status_code", "ERROR");
             }
-            .instrument(span),
-        )
+            outcome
+        }
+        .instrument(span),
+    )
+}
+
+impl Middleware for TraceLayer {
+    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+        run_in(self.span(&call), call, next)
     }
 }
