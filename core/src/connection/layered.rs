@@ -24,15 +24,21 @@ pub(crate) trait Layered: Send + Sync + 'static {
     /// Whether a layer reads top-level `traceparent` / `tracestate` members under a profile
     /// that carries them at `placement` (the reader keeps them only then).
     fn reads_top_level(&self, placement: TraceContextPlacement) -> bool;
-    /// An outbound call, encoded: through the layers, then sent (`Handle::send_call`).
+    /// An outbound call, encoded: through the layers, then sent (`Handle::send_call`). `None`:
+    /// a layer answered without a result (`null`).
     fn call<'a>(
         &'a self,
         handle: &'a Handle,
         method: &'a str,
         call: EncodedCall,
         options: &'a CallOptions,
-    ) -> LayeredFuture<'a, Result<Box<RawValue>, Error>>;
-    /// An outbound notification, encoded: through the layers, then queued.
-    fn notify<'a>(&'a self, handle: &'a Handle, method: &'a str, body: Vec<u8>)
-    -> LayeredFuture<'a, Result<(), Error>>;
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>>;
+    /// An outbound notification, encoded: through the layers, then queued (what the layers
+    /// give besides an error is dropped).
+    fn notify<'a>(
+        &'a self,
+        handle: &'a Handle,
+        method: &'a str,
+        body: Vec<u8>,
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>>;
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::{Body, BoxFuture, Call, Kind, Middleware, Outcome, Outgoing};
+use super::{Body, BoxFuture, Call, Kind, Middleware, OutMethod, Outcome, Outgoing};
 use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
 };
@@ -81,15 +81,15 @@ impl End {
                 if !extensions.is_empty() {
                     slot.set_extensions(extensions);
                 }
-                let watch = slot.watch();
+                let watched = slot.watch().then(|| slot.clone());
                 let running = handler(request, Responder::inside_layers(slot));
                 Box::pin(async move {
                     running.await;
                     // The handler may have handed its responder to another task: the call is
-                    // over once it is answered.
-                    match watch {
+                    // over once it is answered (most often it is already: no wait).
+                    match watched {
                         None => Ok(None),
-                        Some(answer) => match answer.await {
+                        Some(slot) => match slot.watched_answer().await {
                             Ok(Ok(())) => Ok(None),
                             Ok(Err(error)) => Err(Error::Remote(error)),
                             // Dropped unanswered: the outermost answers `-32603` with this.
@@ -120,9 +120,18 @@ impl End {
     }
 }
 
-/// Where the params' JSON starts in an encoded request or notification (see `message::encode`),
-/// found without allocating: the head is checked piece by piece against what the encoder writes.
-fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
+/// Where the method's text (inside its quotes; `None` when it has an escape) and the params'
+/// JSON (`None`: no params member) lie in an encoded request or notification (see
+/// `message::encode`), found without allocating: the head is checked piece by piece against
+/// what the encoder writes.
+fn head_offsets(body: &[u8], id: Option<u64>) -> (Option<std::ops::Range<usize>>, Option<usize>) {
+    let Some((method, escaped)) = method_offsets(body, id) else { return (None, None) };
+    let params = body[method.end + 1..].strip_prefix(b",\"params\":").map(|rest| body.len() - rest.len());
+    ((!escaped).then_some(method), params)
+}
+
+/// The method's text inside its quotes, and whether it has an escape.
+fn method_offsets(body: &[u8], id: Option<u64>) -> Option<(std::ops::Range<usize>, bool)> {
     let mut rest = body.strip_prefix(b"{\"jsonrpc\":\"2.0\"")?;
     if let Some(id) = id {
         rest = rest.strip_prefix(b",\"id\":")?;
@@ -140,17 +149,26 @@ fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
         rest = rest.strip_prefix(&digits[at..])?;
     }
     rest = rest.strip_prefix(b",\"method\":\"")?;
+    let start = body.len() - rest.len();
     // The method's JSON string: its end is the first quote no backslash escapes.
-    let mut i = 0;
+    let (mut i, mut escaped) = (0, false);
     loop {
         match rest.get(i)? {
-            b'\\' => i += 2,
+            b'\\' => {
+                escaped = true;
+                i += 2;
+            }
             b'"' => break,
             _ => i += 1,
         }
     }
-    rest = rest[i + 1..].strip_prefix(b",\"params\":")?;
-    Some(body.len() - rest.len())
+    Some((start..start + i, escaped))
+}
+
+/// Where the params' JSON starts (see [`head_offsets`]).
+#[cfg(test)]
+fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
+    head_offsets(body, id).1
 }
 
 fn wrap_request(
@@ -236,11 +254,11 @@ impl Layered for Stack {
         method: &'a str,
         call: EncodedCall,
         options: &'a CallOptions,
-    ) -> LayeredFuture<'a, Result<Box<RawValue>, Error>> {
-        let params_at = params_offset(&call.body, Some(call.id));
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        let (method_at, params_at) = head_offsets(&call.body, Some(call.id));
         let id = call.id;
         let out = Outgoing {
-            method: method.to_owned(),
+            method: method_at.map_or_else(|| OutMethod::Owned(method.to_owned()), OutMethod::In),
             id: Some((id, Id::from(id))),
             body: call.body,
             params_at,
@@ -255,14 +273,7 @@ impl Layered for Stack {
             placement: handle.shared.config.trace_context,
         };
         let end = End::OutCall { handle: handle.clone(), options: options.clone(), id };
-        let outcome = Next::new(&self.layers, end).run(call);
-        Box::pin(async move {
-            match outcome.await {
-                Ok(Some(result)) => Ok(result),
-                Ok(None) => Ok(RawValue::from_string("null".into()).map_err(Error::Deserialize)?),
-                Err(error) => Err(error),
-            }
-        })
+        Next::new(&self.layers, end).run(call)
     }
 
     fn notify<'a>(
@@ -270,9 +281,10 @@ impl Layered for Stack {
         handle: &'a Handle,
         method: &'a str,
         body: Vec<u8>,
-    ) -> LayeredFuture<'a, Result<(), Error>> {
-        let params_at = params_offset(&body, None);
-        let out = Outgoing { method: method.to_owned(), id: None, body, params_at, cancellable: false };
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        let (method_at, params_at) = head_offsets(&body, None);
+        let method = method_at.map_or_else(|| OutMethod::Owned(method.to_owned()), OutMethod::In);
+        let out = Outgoing { method, id: None, body, params_at, cancellable: false };
         let call = Call {
             direction: Direction::Outgoing,
             kind: Kind::Notification,
@@ -281,14 +293,26 @@ impl Layered for Stack {
             extensions: Extensions::new(),
             placement: handle.shared.config.trace_context,
         };
-        let outcome = Next::new(&self.layers, End::OutNotification(handle.clone())).run(call);
-        Box::pin(async move { outcome.await.map(|_| ()) })
+        Next::new(&self.layers, End::OutNotification(handle.clone())).run(call)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::params_offset;
+    use super::{head_offsets, params_offset};
+
+    #[test]
+    fn the_method_is_read_in_place_unless_escaped() {
+        let mut buf = Vec::new();
+        crate::message::encode_request(&mut buf, 12, "tools/call", &[1], crate::message::bind::UNBOUND).unwrap();
+        let (method, params) = head_offsets(&buf, Some(12));
+        assert_eq!(&buf[method.unwrap()], b"tools/call");
+        assert_eq!(&buf[params.unwrap()..buf.len() - 1], b"[1]");
+        buf.clear();
+        crate::message::encode_notification(&mut buf, "a\"b", &(), crate::message::bind::UNBOUND).unwrap();
+        assert_eq!(head_offsets(&buf, None), (None, None), "escaped: the caller copies it");
+        assert_eq!(head_offsets(b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}", Some(1)), (None, None), "not this id");
+    }
 
     #[test]
     fn the_params_are_found_in_what_the_encoder_wrote() {

@@ -199,12 +199,19 @@ pub(crate) enum Body {
 
 /// An outbound message, encoded (layers may still add top-level members).
 pub(crate) struct Outgoing {
-    pub(crate) method: String,
+    pub(crate) method: OutMethod,
     pub(crate) id: Option<(u64, Id)>,
     pub(crate) body: Vec<u8>,
     /// Where the params' JSON starts in `body` (`None`: no params member).
     pub(crate) params_at: Option<usize>,
     pub(crate) cancellable: bool,
+}
+
+/// An outbound message's method: where its text lies in the encoded body when it needs no
+/// unescaping (no copy), or a copy of it.
+pub(crate) enum OutMethod {
+    In(std::ops::Range<usize>),
+    Owned(String),
 }
 
 impl std::fmt::Debug for Call {
@@ -236,7 +243,10 @@ impl Call {
         match &self.body {
             Body::InRequest(r) => r.method(),
             Body::InNotification(n) => n.method(),
-            Body::Out(o) => &o.method,
+            Body::Out(o) => match &o.method {
+                OutMethod::In(at) => std::str::from_utf8(&o.body[at.clone()]).unwrap_or_default(),
+                OutMethod::Owned(method) => method,
+            },
         }
     }
     /// The raw params (`None` when absent). Outbound, they are read back from the encoded

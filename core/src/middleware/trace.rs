@@ -52,15 +52,6 @@ impl TraceLayer {
     }
 }
 
-/// The id as OpenTelemetry wants it: a string, `""` for `null`.
-pub(crate) fn id_text(id: &Id) -> String {
-    match id {
-        Id::Number(n) => n.to_string(),
-        Id::String(s) => s.clone(),
-        Id::Null => String::new(),
-    }
-}
-
 impl TraceLayer {
     /// The span of one call, not entered yet.
     pub(crate) fn span(&self, call: &Call) -> tracing::Span {
@@ -87,7 +78,7 @@ impl TraceLayer {
             && let Some(id) = call.id()
             && !span.is_disabled()
         {
-            span.record("jsonrpc.request.id", id_text(id));
+            span.record("jsonrpc.request.id", tracing::field::display(IdText(id)));
         }
         span
     }
@@ -112,6 +103,20 @@ pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<O
         }
         .instrument(span),
     )
+}
+
+/// The id as OpenTelemetry wants it, a string (`""` for `null`), recorded as a display value
+/// (no `String` made).
+struct IdText<'a>(&'a Id);
+
+impl std::fmt::Display for IdText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Id::Number(n) => std::fmt::Display::fmt(n, f),
+            Id::String(s) => f.write_str(s),
+            Id::Null => Ok(()),
+        }
+    }
 }
 
 impl Middleware for TraceLayer {
