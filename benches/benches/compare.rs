@@ -21,7 +21,8 @@
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
-//! framing.
+//! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics` the layer on both ends (the
+//! layers' cost in instructions per call under callgrind).
 //!
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
@@ -448,7 +449,16 @@ fn profile(rt: &Runtime, n: usize) {
     let runner = match who.as_str() {
         "hw" => Live::start(rt, "hand-written", Handwritten { link, framing, tally: tally.clone() }, tally),
         "core" => {
-            let contender = rt.block_on(Ours::new(Api::Core, Transport::Link(link, framing), tally.clone()));
+            let layers = match std::env::var("COMPARE_PROFILE_LAYERS").as_deref() {
+                Ok("trace") => Layers::Trace,
+                Ok("metrics") => Layers::Metrics,
+                _ => Layers::None,
+            };
+            if layers != Layers::None {
+                install_layer_sinks();
+            }
+            let contender =
+                rt.block_on(Ours::new(Api::Core, Transport::Link(link, framing), tally.clone())).with_layers(layers);
             Live::start(rt, "ours core API", contender, tally)
         }
         _ => {
@@ -490,16 +500,21 @@ fn profile(rt: &Runtime, n: usize) {
     );
 }
 
-/// Row A without a layer, with the tracing layer and with the metrics layer, interleaved like
-/// the tables; printed as a table of its own with ratios to no layer.
-fn layer_rows(rt: &Runtime, sizes: Sizes) {
+/// What the layers report to: the spans of the tracing layer are recorded (a registry under it,
+/// as tracing-opentelemetry has; nothing else is enabled, so contenders without the layer pay
+/// nothing for the subscriber), the metrics go to metrics-util's in-memory recorder.
+fn install_layer_sinks() {
     use tracing_subscriber::layer::SubscriberExt;
-    // The spans of the tracing layer are recorded (a registry under it, as tracing-opentelemetry
-    // has); nothing else is enabled, so the other contenders pay nothing for the subscriber.
     let filter = tracing_subscriber::filter::Targets::new()
         .with_target(jsonrpc_duplex::middleware::trace::TRACE_TARGET, tracing::Level::INFO);
     let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(filter));
     let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
+}
+
+/// Row A without a layer, with the tracing layer and with the metrics layer, interleaved like
+/// the tables; printed as a table of its own with ratios to no layer.
+fn layer_rows(rt: &Runtime, sizes: Sizes) {
+    install_layer_sinks();
     let link = Transport::Link(jsonrpc_duplex_benches::harness::Link::Duplex, Framing::ContentLength);
     let kinds = [("no layer", Layers::None), ("TraceLayer", Layers::Trace), ("MetricsLayer", Layers::Metrics)];
     let runners: Vec<Box<dyn Runner>> = kinds

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use jsonrpc_duplex_names as names;
 
-use crate::connection::{Builder, CancelProtocol};
+use crate::connection::{Builder, CancelProtocol, TraceContextPlacement};
 use crate::framing::Framing;
 use crate::progress::ProgressProtocol;
 use crate::stream::EnumeratorProtocol;
@@ -18,12 +18,16 @@ use crate::stream::EnumeratorProtocol;
 /// below are built from the names in [`names`](crate::names); [`Profile::new`] starts one of
 /// your own.
 ///
-/// | profile | framing | cancellation | progress | a request's own progress token |
-/// |---|---|---|---|---|
-/// | [`Profile::lsp`] | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | `workDoneToken` in the params |
-/// | [`Profile::acp`] | newline | `$/cancel_request {"requestId"}` | `$/progress {"token", "value"}` | none |
-/// | [`Profile::mcp`] | newline | `notifications/cancelled {"requestId", "reason"}`, never answered | `notifications/progress {"progressToken", ...value}` | `_meta.progressToken` in the params |
-/// | [`Profile::json_rpc`] (the defaults) | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | none (a progress argument travels as a param of its own) |
+/// | profile | framing | cancellation | progress | a request's own progress token | trace context |
+/// |---|---|---|---|---|---|
+/// | [`Profile::lsp`] | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | `workDoneToken` in the params | off |
+/// | [`Profile::acp`] | newline | `$/cancel_request {"requestId"}` | `$/progress {"token", "value"}` | none | `params._meta` |
+/// | [`Profile::mcp`] | newline | `notifications/cancelled {"requestId", "reason"}`, never answered | `notifications/progress {"progressToken", ...value}` | `_meta.progressToken` in the params | `params._meta` |
+/// | [`Profile::json_rpc`] (the defaults) | `Content-Length` | `$/cancelRequest {"id"}` | `$/progress {"token", "value"}` | none (a progress argument travels as a param of its own) | top-level members |
+///
+/// The trace context column is where a
+/// [`PropagateLayer::from_profile`](crate::middleware::context::PropagateLayer::from_profile)
+/// reads and writes `traceparent` / `tracestate`.
 ///
 /// Every preset streams with StreamJsonRpc's `$/enumerator/next` and `$/enumerator/abort`.
 ///
@@ -56,6 +60,12 @@ pub struct Profile {
     pub progress: ProgressProtocol,
     /// How the enumerator protocol of streams is spelled.
     pub enumerator: EnumeratorProtocol,
+    /// Where W3C trace context travels, for a
+    /// [`PropagateLayer::from_profile`](crate::middleware::context::PropagateLayer::from_profile):
+    /// top-level members (plain JSON-RPC, as StreamJsonRpc sends them), `params._meta` (MCP,
+    /// ACP: both forbid members of their own at a message's top level), or off (LSP, which
+    /// names no place for it).
+    pub trace_context: TraceContextPlacement,
 }
 
 impl Profile {
@@ -92,6 +102,7 @@ impl Profile {
             cancel: CancelProtocol::lsp(),
             progress: ProgressProtocol::lsp().with_request_token(names::progress::LSP_WORK_DONE_TOKEN),
             enumerator: EnumeratorProtocol::stream_json_rpc(),
+            trace_context: TraceContextPlacement::Off,
         }
     }
 
@@ -103,6 +114,7 @@ impl Profile {
             cancel: CancelProtocol::acp(),
             progress: ProgressProtocol::lsp(),
             enumerator: EnumeratorProtocol::stream_json_rpc(),
+            trace_context: TraceContextPlacement::McpMeta,
         }
     }
 
@@ -116,6 +128,7 @@ impl Profile {
             cancel: CancelProtocol::mcp(),
             progress: ProgressProtocol::mcp(),
             enumerator: EnumeratorProtocol::stream_json_rpc(),
+            trace_context: TraceContextPlacement::McpMeta,
         }
     }
 
@@ -128,6 +141,7 @@ impl Profile {
             cancel: CancelProtocol::lsp(),
             progress: ProgressProtocol::lsp(),
             enumerator: EnumeratorProtocol::stream_json_rpc(),
+            trace_context: TraceContextPlacement::TopLevel,
         }
     }
 
@@ -185,6 +199,18 @@ impl Profile {
         &self.progress
     }
 
+    /// The same, with trace context carried at `placement`.
+    #[must_use]
+    pub fn with_trace_context(mut self, placement: TraceContextPlacement) -> Self {
+        self.trace_context = placement;
+        self
+    }
+
+    /// Where this profile carries W3C trace context.
+    pub fn trace_context(&self) -> TraceContextPlacement {
+        self.trace_context
+    }
+
     /// How this profile spells the enumerator protocol of streams.
     pub fn enumerator_protocol(&self) -> &EnumeratorProtocol {
         &self.enumerator
@@ -201,7 +227,10 @@ impl Builder {
     /// Speak a protocol: its framing, cancellation and progress conventions in one call (see
     /// [`Profile`]). Settings given one by one override their part of it, before or after.
     pub fn profile(self, profile: Profile) -> Self {
-        let Profile { name, framing, cancel, progress, enumerator } = profile;
-        self.apply_profile(name, framing, cancel).with_profile_progress(progress).with_profile_enumerator(enumerator)
+        let Profile { name, framing, cancel, progress, enumerator, trace_context } = profile;
+        self.apply_profile(name, framing, cancel)
+            .with_profile_progress(progress)
+            .with_profile_enumerator(enumerator)
+            .set_trace_context(trace_context)
     }
 }

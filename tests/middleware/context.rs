@@ -108,3 +108,87 @@ async fn off_carries_nothing() {
     conn.handle().notify("n", json!({"x": 1})).await.unwrap();
     assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","method":"n","params":{"x":1}}"#);
 }
+
+/// A server that answers `work` with the traceparent its handler saw, after one call back.
+fn echoing(builder: jsonrpc_duplex::Builder) -> jsonrpc_duplex::Builder {
+    builder.serve_with(|peer: Handle| {
+        Router::new().method("work", move |_: serde_json::Value, ctx: RequestContext| {
+            let peer = peer.clone();
+            let seen = ctx.extensions().get::<TraceContext>().map(TraceContext::traceparent);
+            async move {
+                peer.request::<()>("back", json!({"a": 1})).await?;
+                Ok::<_, ErrorObject>(seen)
+            }
+        })
+    })
+}
+
+#[tokio::test]
+async fn top_level_members_are_read_from_the_peer_and_written_on_the_calls_its_handler_makes() {
+    // StreamJsonRpc's placement, as the plain JSON-RPC profile (the default) gives it.
+    let (_conn, mut peer) =
+        pair(echoing(Connection::builder().layer(PropagateLayer::from_profile())), Framing::NewlineDelimited);
+    // Before and after the envelope's members, as a hand-written peer may put them.
+    peer.send(format!(
+        r#"{{"tracestate":"k=v,l=w","jsonrpc":"2.0","id":1,"method":"work","params":{{}},"traceparent":"{PARENT}"}}"#
+    ))
+    .await;
+    assert_eq!(
+        peer.recv_text().await,
+        format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"back","params":{{"a":1}},"traceparent":"{PARENT}","tracestate":"k=v,l=w"}}"#
+        )
+    );
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
+    assert_eq!(peer.recv_text().await, format!(r#"{{"jsonrpc":"2.0","id":1,"result":"{PARENT}"}}"#));
+    // A request without them: nothing is carried.
+    peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"work","params":{}}"#).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"method":"back","params":{"a":1}}"#);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":2,"result":null}"#);
+}
+
+#[tokio::test]
+async fn top_level_members_are_not_read_where_the_layer_carries_meta() {
+    // MCP's placement ignores top-level members (and the reader does not keep them).
+    let (_conn, mut peer) =
+        pair(echoing(Connection::builder().layer(PropagateLayer::new(Placement::McpMeta))), Framing::NewlineDelimited);
+    peer.send(format!(r#"{{"jsonrpc":"2.0","id":1,"method":"work","params":{{}},"traceparent":"{PARENT}"}}"#)).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"back","params":{"a":1}}"#);
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"result":null}"#);
+}
+
+#[tokio::test]
+async fn the_profile_picks_the_placement() {
+    use jsonrpc_duplex::Profile;
+    assert_eq!(Profile::json_rpc().trace_context(), Placement::TopLevel);
+    assert_eq!(Profile::mcp().trace_context(), Placement::McpMeta);
+    assert_eq!(Profile::acp().trace_context(), Placement::McpMeta);
+    assert_eq!(Profile::lsp().trace_context(), Placement::Off);
+    // MCP: read from and written to `params._meta`, the layer told nothing.
+    let builder = Connection::builder().profile(Profile::mcp()).layer(PropagateLayer::from_profile());
+    let (_conn, mut peer) = pair(echoing(builder), Framing::NewlineDelimited);
+    peer.send(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"work","params":{{"_meta":{{"traceparent":"{PARENT}"}}}}}}"#
+    ))
+    .await;
+    assert_eq!(
+        peer.recv_text().await,
+        format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"back","params":{{"_meta":{{"traceparent":"{PARENT}"}},"a":1}}}}"#
+        )
+    );
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
+    assert_eq!(peer.recv_text().await, format!(r#"{{"jsonrpc":"2.0","id":1,"result":"{PARENT}"}}"#));
+    // LSP: off, whichever way the peer sends it; the layer added before the profile.
+    let builder = Connection::builder().layer(PropagateLayer::default()).profile(Profile::lsp());
+    let (_conn, mut peer) = pair(echoing(builder), Framing::ContentLength);
+    peer.send(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"work","params":{{"_meta":{{"traceparent":"{PARENT}"}}}},"traceparent":"{PARENT}"}}"#
+    ))
+    .await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"back","params":{"a":1}}"#);
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"result":null}"#);
+}

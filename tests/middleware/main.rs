@@ -9,5 +9,7 @@ pub mod auth;
 pub mod context;
 pub mod layers;
 pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod tower;
 pub mod trace;

@@ -325,6 +325,23 @@ impl Limits {
     }
 }
 
+/// Where a protocol carries W3C trace context (`traceparent`, `tracestate`); what
+/// [`PropagateLayer`](crate::middleware::context::PropagateLayer) reads and writes, and what a
+/// [`Profile`](crate::Profile) picks for it (see
+/// [`middleware::context`](crate::middleware::context)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TraceContextPlacement {
+    /// Top-level `traceparent` / `tracestate` members beside `method` (StreamJsonRpc's; the
+    /// plain JSON-RPC profile's).
+    #[default]
+    TopLevel,
+    /// `params._meta.traceparent` / `tracestate` (MCP's and ACP's).
+    McpMeta,
+    /// Not carried (a protocol that defines no place for it).
+    Off,
+}
+
 /// Everything a connection is configured with.
 #[derive(Clone)]
 pub(crate) struct Config {
@@ -349,6 +366,8 @@ pub(crate) struct Config {
     pub(crate) layered: Option<Arc<dyn super::Layered>>,
     /// Who the peer is, as the transport told (`None`: it said nothing).
     pub(crate) peer: Option<Arc<super::PeerInfo>>,
+    /// Where the profile carries trace context.
+    pub(crate) trace_context: TraceContextPlacement,
 }
 
 impl Default for Config {
@@ -366,6 +385,7 @@ impl Default for Config {
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             layered: None,
             peer: None,
+            trace_context: TraceContextPlacement::TopLevel,
         }
     }
 }
@@ -386,6 +406,12 @@ impl Config {
         if !explicit.cancel {
             self.cancel = cancel;
         }
+    }
+
+    /// Whether the reader keeps a call's top-level `traceparent` / `tracestate` (a layer reads
+    /// them): never without layers.
+    pub(crate) fn keeps_trace_members(&self) -> bool {
+        self.layered.as_ref().is_some_and(|layered| layered.reads_top_level(self.trace_context))
     }
 
     /// The profile's name, for messages.

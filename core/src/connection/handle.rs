@@ -327,7 +327,10 @@ impl Handle {
     ) -> Result<Box<RawValue>, Error> {
         let call = self.encode_call(method, params)?;
         if let Some(layered) = &self.shared.config.layered {
-            return layered.call(self, method, call, options).await;
+            return match layered.call(self, method, call, options).await? {
+                Some(result) => Ok(result),
+                None => RawValue::from_string("null".into()).map_err(Error::Deserialize),
+            };
         }
         self.send_call(call, options).await
     }
@@ -537,7 +540,7 @@ impl Handle {
         encode_notification(&mut buf, method, &params, &*self.shared).map_err(Error::Serialize)?;
         self.check_size(&buf)?;
         if let Some(layered) = &self.shared.config.layered {
-            return layered.notify(self, method, buf).await;
+            return layered.notify(self, method, buf).await.map(drop);
         }
         self.send_notification(buf).await
     }

@@ -41,7 +41,7 @@ pub use config::{
     CancelProtocol, DEFAULT_EOF_GRACE, DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BATCH_LEN, DEFAULT_MAX_BUFFERED_INBOUND,
     DEFAULT_MAX_BUFFERED_INBOUND_BYTES, DEFAULT_MAX_CONCURRENT_REQUEST_BYTES, DEFAULT_MAX_CONCURRENT_REQUESTS,
     DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
-    DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceRedactor,
+    DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceContextPlacement, TraceRedactor,
 };
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
@@ -154,6 +154,12 @@ impl Builder {
         cancel: CancelProtocol,
     ) -> Self {
         self.config.apply_profile(name, framing, cancel, self.explicit);
+        self
+    }
+
+    /// Where the profile in force carries trace context.
+    pub(crate) fn set_trace_context(mut self, placement: TraceContextPlacement) -> Self {
+        self.config.trace_context = placement;
         self
     }
 
@@ -422,7 +428,7 @@ impl Builder {
         };
         if let Some(layered) = &shared.config.layered {
             let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
-            router = layered.wrap(router, peer);
+            router = layered.wrap(router, peer, shared.config.trace_context);
         }
         let tracker = TaskTracker::new();
         let done = CancellationToken::new();

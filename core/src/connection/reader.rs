@@ -17,7 +17,7 @@ use super::{CloseKind, CloseReason, Direction};
 use crate::framing::FrameError;
 use crate::handler::{Batch, ReplySlot};
 use crate::message::bind::UNBOUND;
-use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame};
+use crate::message::{ErrorObject, Id, Incoming, ParsedMessage, encode_response, parse_frame_keeping};
 
 /// At most this many messages are handled while their answers are held (see `Outbound::hold`).
 const HOLD_MAX: usize = 32;
@@ -239,7 +239,8 @@ impl Reader {
     /// Handle one frame; `false` when the connection must stop reading.
     async fn on_frame(&self, body: &[u8], spares: &mut Spares) -> bool {
         self.shared.outbound.tracer.message(Direction::Incoming, body);
-        match parse_frame(body, self.shared.config.limits.max_batch_len) {
+        let config = &self.shared.config;
+        match parse_frame_keeping(body, config.limits.max_batch_len, config.keeps_trace_members()) {
             Err(error) => {
                 tracing::debug!(target: crate::LOG_TARGET, error = %self.shared.quote(&error), "unparsable message answered -32700");
                 self.answer_error(&Id::Null, error).await;
@@ -339,7 +340,7 @@ impl Reader {
                     Take::Held => Routed::Done,
                 }
             }
-            Incoming::Request { id, method, params } => {
+            Incoming::Request { id, method, params, trace } => {
                 // Every request that may still be unanswered is in the map by now (see
                 // `ReplySlot::register`); while it is empty, no lock is needed to know.
                 let reused = self.shared.in_flight.contains(&id);
@@ -363,6 +364,9 @@ impl Reader {
                 }
                 if self.shared.config.layered.is_some() {
                     ReplySlot::set_watched(&mut slot);
+                    if let Some(trace) = trace {
+                        ReplySlot::set_trace(&mut slot, trace);
+                    }
                 }
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }

@@ -103,9 +103,12 @@ pub(crate) struct ReplySlot {
     /// connection without layers tests a plain bool and nothing else.
     watched: bool,
     /// Told the answer once it is given (middleware observing it); only used when `watched`.
-    watch: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Result<(), ErrorObject>>>>,
+    watch: std::sync::Mutex<Watch>,
     /// What the layers attached to the call, for its handler's context; only set when `watched`.
     extensions: OnceLock<super::Extensions>,
+    /// The request's top-level trace context members, kept for a layer that reads them; only
+    /// set when `watched`.
+    trace: Option<Box<crate::message::TraceMembers>>,
 }
 
 impl ReplySlot {
@@ -133,8 +136,9 @@ impl ReplySlot {
             cancel_reason: OnceLock::new(),
             never_cancelled: false,
             watched: false,
-            watch: std::sync::Mutex::new(None),
+            watch: std::sync::Mutex::new(Watch::Idle),
             extensions: OnceLock::new(),
+            trace: None,
         })
     }
 
@@ -172,8 +176,9 @@ impl ReplySlot {
         s.never_cancelled = false;
         if s.watched {
             s.watched = false;
-            s.watch = std::sync::Mutex::new(None);
+            s.watch = std::sync::Mutex::new(Watch::Idle);
             s.extensions = OnceLock::new();
+            s.trace = None;
         }
         Ok(())
     }
@@ -243,15 +248,73 @@ impl ReplySlot {
         }
     }
 
-    /// A receiver told the answer (`Ok` for a result, the error object otherwise) once it is
-    /// given; `None` unless the slot is watched. Replaces an earlier watch.
-    pub(crate) fn watch(&self) -> Option<tokio::sync::oneshot::Receiver<Result<(), ErrorObject>>> {
+    /// Start watching for the answer: [`ReplySlot::watched_answer`] then tells it (`Ok` for a
+    /// result, the error object otherwise; `Err(Closed)` when the handler's responder was dropped
+    /// unanswered). `false` unless the slot is watched. Replaces an earlier watch. The answer is
+    /// kept in the slot itself: nothing is allocated, and a handler that answered before its
+    /// future ended is seen on the first poll.
+    pub(crate) fn watch(&self) -> bool {
         if !self.watched {
-            return None;
+            return false;
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        *self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
-        Some(rx)
+        *self.watch_state() = Watch::Waiting(None);
+        true
+    }
+
+    /// What [`ReplySlot::watch`] learnt, once it has.
+    pub(crate) fn poll_watched(
+        &self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Result<(), ErrorObject>, Closed>> {
+        use std::task::Poll;
+        let mut state = self.watch_state();
+        match std::mem::replace(&mut *state, Watch::Idle) {
+            Watch::Told(answer) => Poll::Ready(Ok(answer)),
+            Watch::Closed | Watch::Idle => Poll::Ready(Err(Closed)),
+            Watch::Waiting(_) => {
+                *state = Watch::Waiting(Some(cx.waker().clone()));
+                Poll::Pending
+            }
+        }
+    }
+
+    /// What [`ReplySlot::watch`] learns, as a future.
+    pub(crate) fn watched_answer(
+        self: Arc<Self>,
+    ) -> impl std::future::Future<Output = Result<Result<(), ErrorObject>, Closed>> + Send {
+        std::future::poll_fn(move |cx| self.poll_watched(cx))
+    }
+
+    fn watch_state(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// End a watch waiting for an answer with `to` (the answer, or closed), waking its future.
+    fn end_watch(&self, to: impl FnOnce() -> Watch) {
+        let mut state = self.watch_state();
+        if let Watch::Waiting(waker) = &mut *state {
+            let waker = waker.take();
+            *state = to();
+            drop(state);
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
+    }
+
+    /// Keep the request's top-level trace context members (before the slot is shared; a
+    /// watched slot only).
+    pub(crate) fn set_trace(slot: &mut Arc<Self>, trace: Box<crate::message::TraceMembers>) {
+        if let Some(s) = Arc::get_mut(slot)
+            && s.watched
+        {
+            s.trace = Some(trace);
+        }
+    }
+
+    /// The request's top-level trace context members, if kept.
+    pub(crate) fn trace(&self) -> Option<&crate::message::TraceMembers> {
+        self.trace.as_deref()
     }
 
     /// Attach the call's extensions for its handler (the first time only).
@@ -265,10 +328,7 @@ impl ReplySlot {
     }
 
     fn tell_watch(&self, outcome: Result<(), &ErrorObject>) {
-        let tx = self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        if let Some(tx) = tx {
-            let _ = tx.send(outcome.map_err(Clone::clone));
-        }
+        self.end_watch(|| Watch::Told(outcome.map_err(Clone::clone)));
     }
 
     /// The protocol forbids cancelling this request.
@@ -418,6 +478,23 @@ impl std::fmt::Debug for Responder {
     }
 }
 
+/// A watch on a slot's answer (see [`ReplySlot::watch`]).
+#[derive(Debug)]
+pub(crate) enum Watch {
+    /// Nobody watches.
+    Idle,
+    /// Watched, not answered yet; the waker of the future waiting, once it has polled.
+    Waiting(Option<std::task::Waker>),
+    /// Answered with this.
+    Told(Result<(), ErrorObject>),
+    /// The handler's responder was dropped unanswered.
+    Closed,
+}
+
+/// The handler's responder was dropped without answering (see [`ReplySlot::watch`]).
+#[derive(Debug)]
+pub(crate) struct Closed;
+
 impl Responder {
     pub(crate) fn new(slot: Arc<ReplySlot>) -> Self {
         Responder { slot, quiet: false }
@@ -484,7 +561,7 @@ impl Drop for Responder {
             return;
         }
         if self.quiet {
-            drop(self.slot.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
+            self.slot.end_watch(|| Watch::Closed);
             return;
         }
         self.slot.answer_unanswered_from("the handler dropped the request without answering", Writes::Later);

@@ -10,4 +10,6 @@ pub use error::{ErrorObject, codes};
 pub use id::{Id, IdNumber, NotANumber};
 
 pub(crate) use encode::{encode_notification, encode_request, encode_response, encode_response_json};
-pub(crate) use parse::{Incoming, ParsedMessage, member, parse_frame};
+#[cfg(fuzzing)]
+pub(crate) use parse::parse_frame;
+pub(crate) use parse::{Incoming, ParsedMessage, TraceMembers, member, parse_frame_keeping};

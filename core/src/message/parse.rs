@@ -16,7 +16,7 @@ const MALFORMED_QUOTE: usize = 256;
 #[derive(Debug)]
 pub(crate) enum Incoming {
     /// A call that wants an answer.
-    Request { id: Id, method: String, params: Option<Box<RawValue>> },
+    Request { id: Id, method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
     /// A call that wants no answer.
     Notification { method: String, params: Option<Box<RawValue>> },
     /// An answer to one of our calls.
@@ -24,6 +24,23 @@ pub(crate) enum Incoming {
     /// Valid JSON that is not a valid message. `answer` says whether the spec wants an error reply
     /// (it does for requests and unclassifiable objects; never for responses).
     Invalid { id: Option<Id>, error: ErrorObject, answer: bool },
+}
+
+/// StreamJsonRpc's top-level W3C trace context members of a call (`traceparent`, `tracestate`),
+/// kept only when asked for (a layer that reads them is installed) and only when `traceparent`
+/// is a JSON string; each is bounded by the frame's own limit. Their text is the decoded string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TraceMembers {
+    pub(crate) traceparent: String,
+    pub(crate) tracestate: Option<String>,
+}
+
+impl TraceMembers {
+    fn from_raw(traceparent: Option<&RawValue>, tracestate: Option<&RawValue>) -> Option<Box<Self>> {
+        let text = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).ok();
+        let traceparent = text(traceparent?)?;
+        Some(Box::new(TraceMembers { traceparent, tracestate: tracestate.and_then(text) }))
+    }
 }
 
 /// A frame: one message or a batch.
@@ -44,6 +61,9 @@ struct Envelope<'a> {
     params: Option<&'a RawValue>,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
+    /// Borrowed slices, free to take: turned into [`TraceMembers`] only when asked for.
+    traceparent: Option<&'a RawValue>,
+    tracestate: Option<&'a RawValue>,
 }
 
 impl<'de> Deserialize<'de> for Envelope<'de> {
@@ -60,7 +80,16 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
         f.write_str("a JSON-RPC message object")
     }
     fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Envelope<'de>, M::Error> {
-        let mut env = Envelope { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
+        let mut env = Envelope {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+            traceparent: None,
+            tracestate: None,
+        };
         fn once<T, E: serde::de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
             if slot.replace(value).is_some() {
                 return Err(E::duplicate_field(name));
@@ -78,7 +107,10 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
                 Member::Params => once(&mut env.params, map.next_value()?, "params")?,
                 Member::Result => once(&mut env.result, map.next_value()?, "result")?,
                 Member::Error => once(&mut env.error, map.next_value()?, "error")?,
-                Member::Other => {
+                // The first of each wins; they are extensions, not the envelope.
+                Member::Traceparent if env.traceparent.is_none() => env.traceparent = Some(map.next_value()?),
+                Member::Tracestate if env.tracestate.is_none() => env.tracestate = Some(map.next_value()?),
+                Member::Traceparent | Member::Tracestate | Member::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -95,6 +127,8 @@ enum Member {
     Params,
     Result,
     Error,
+    Traceparent,
+    Tracestate,
     Other,
 }
 
@@ -114,6 +148,8 @@ impl<'de> Deserialize<'de> for Member {
                     "params" => Member::Params,
                     "result" => Member::Result,
                     "error" => Member::Error,
+                    "traceparent" => Member::Traceparent,
+                    "tracestate" => Member::Tracestate,
                     _ => Member::Other,
                 })
             }
@@ -206,7 +242,18 @@ fn checked<T, E>(value: Result<T, E>) -> Checked<T> {
 /// `-32700` with `"id": null`. A batch of more than `max_batch_len` messages is refused whole
 /// (one `-32600` with `"id": null`, as the spec answers a batch it cannot take) as soon as the
 /// count is passed: nothing is kept of it, whatever its length.
+#[cfg(any(test, fuzzing))]
 pub(crate) fn parse_frame(frame: &[u8], max_batch_len: usize) -> Result<ParsedMessage, ErrorObject> {
+    parse_frame_keeping(frame, max_batch_len, false)
+}
+
+/// [`parse_frame`], keeping a call's top-level [`TraceMembers`] when `keep_trace` (a frame that
+/// has them is no plain message: the general parse reads them, as borrowed slices, for free).
+pub(crate) fn parse_frame_keeping(
+    frame: &[u8],
+    max_batch_len: usize,
+    keep_trace: bool,
+) -> Result<ParsedMessage, ErrorObject> {
     // The common shapes first, straight from the bytes: every piece it keeps is checked to be
     // UTF-8 as it is taken, and it skips nothing unchecked.
     if let Some(message) = plain_message(frame) {
@@ -240,10 +287,10 @@ pub(crate) fn parse_frame(frame: &[u8], max_batch_len: usize) -> Result<ParsedMe
             if items.is_empty() {
                 return invalid("empty batch".to_owned());
             }
-            Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get())).collect()))
+            Ok(ParsedMessage::Batch(items.into_iter().map(|raw| classify_value(raw.get(), keep_trace)).collect()))
         }
         Some(b'{') => match serde_json::from_str::<Envelope<'_>>(frame) {
-            Ok(env) => Ok(ParsedMessage::Single(classify(env))),
+            Ok(env) => Ok(ParsedMessage::Single(classify(env, keep_trace))),
             Err(e) => {
                 // Distinguish "not JSON" from "JSON, but not a message" (a member twice) only on
                 // this cold path.
@@ -414,7 +461,7 @@ fn plain_message(frame: &[u8]) -> Option<Incoming> {
             };
             let method = crate::util::names::take(method);
             Some(match id {
-                Some(id) => Incoming::Request { id, method, params },
+                Some(id) => Incoming::Request { id, method, params, trace: None },
                 None => Incoming::Notification { method, params },
             })
         }
@@ -491,18 +538,18 @@ fn raw_value(s: &[u8]) -> Option<(&RawValue, &[u8])> {
 }
 
 /// Classify one element of a batch (already known to be valid JSON).
-fn classify_value(raw: &str) -> Incoming {
+fn classify_value(raw: &str, keep_trace: bool) -> Incoming {
     let invalid = |why: String| Incoming::Invalid { id: None, error: ErrorObject::invalid_request(why), answer: true };
     if !raw.starts_with('{') {
         return invalid(not_an_object(raw));
     }
     match serde_json::from_str::<Envelope<'_>>(raw) {
-        Ok(env) => classify(env),
+        Ok(env) => classify(env, keep_trace),
         Err(e) => invalid(e.to_string()),
     }
 }
 
-fn classify(env: Envelope<'_>) -> Incoming {
+fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming {
     let id = match env.id.map(Id::from_raw) {
         None => None,
         Some(Some(id)) => Some(id),
@@ -534,7 +581,11 @@ fn classify(env: Envelope<'_>) -> Incoming {
             Some(_) => return invalid(id, "\"params\" must be an object or an array"),
         };
         return match id {
-            Some(id) => Incoming::Request { id, method, params },
+            Some(id) => {
+                let trace = if keep_trace { TraceMembers::from_raw(env.traceparent, env.tracestate) } else { None };
+                Incoming::Request { id, method, params, trace }
+            }
+            // A notification's are not read (nothing answers it to carry a span back).
             None => Incoming::Notification { method, params },
         };
     }
@@ -586,12 +637,48 @@ mod tests {
     }
 
     #[test]
+    fn top_level_trace_members_are_kept_when_asked_for() {
+        let keep = |text: &str| match parse_frame_keeping(text.as_bytes(), 10, true).unwrap() {
+            ParsedMessage::Single(Incoming::Request { trace, .. }) => trace,
+            other => panic!("{other:?}"),
+        };
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let got =
+            keep(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","traceparent":"{tp}","tracestate":"a=1,b=2"}}"#));
+        assert_eq!(got.as_deref().map(|t| t.traceparent.as_str()), Some(tp));
+        assert_eq!(got.as_deref().and_then(|t| t.tracestate.as_deref()), Some("a=1,b=2"));
+        // Before the envelope's members, escaped, without a tracestate.
+        let got = keep(r#"{"traceparent":"00-\u0061b","id":"x","method":"n","jsonrpc":"2.0"}"#).unwrap();
+        assert_eq!((got.traceparent.as_str(), got.tracestate), ("00-ab", None));
+        // Not a string: nothing (the message itself is fine).
+        assert_eq!(keep(r#"{"jsonrpc":"2.0","id":1,"method":"m","traceparent":7}"#), None);
+        // Twice: the first.
+        let got = keep(r#"{"jsonrpc":"2.0","id":1,"method":"m","traceparent":"a","traceparent":"b"}"#).unwrap();
+        assert_eq!(got.traceparent, "a");
+        // In a batch, each its own.
+        match parse_frame_keeping(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"m","traceparent":"x"},{"jsonrpc":"2.0","id":2,"method":"m"}]"#,
+            10,
+            true,
+        )
+        .unwrap()
+        {
+            ParsedMessage::Batch(items) => {
+                assert!(matches!(&items[0], Incoming::Request { trace: Some(t), .. } if t.traceparent == "x"));
+                assert!(matches!(&items[1], Incoming::Request { trace: None, .. }));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn classifies_requests_notifications_and_responses() {
         match single(r#"{"jsonrpc":"2.0","id":0,"method":"add","params":[1,2],"traceparent":"x"}"#) {
-            Incoming::Request { id, method, params } => {
+            Incoming::Request { id, method, params, trace } => {
                 assert_eq!(id, Id::from(0u64));
                 assert_eq!(method, "add");
                 assert_eq!(params.unwrap().get(), "[1,2]");
+                assert_eq!(trace, None, "not kept unless asked for");
             }
             other => panic!("{other:?}"),
         }
@@ -716,7 +803,7 @@ b"}"#,
     /// What the general (envelope) parse makes of `text`.
     fn general(text: &str) -> String {
         match serde_json::from_str::<Envelope<'_>>(text) {
-            Ok(env) => format!("{:?}", classify(env)),
+            Ok(env) => format!("{:?}", classify(env, false)),
             Err(e) => format!("error {e}"),
         }
     }

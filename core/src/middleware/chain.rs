@@ -6,14 +6,19 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::{Body, BoxFuture, Call, Kind, Middleware, Outcome, Outgoing};
-use crate::connection::{CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo};
+use super::{Body, BoxFuture, Call, Kind, Middleware, OutMethod, Outcome, Outgoing};
+use crate::connection::{
+    CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
+};
 use crate::handler::{BoxFuture as HandlerFuture, Extensions, NotificationFn, Request, RequestFn, Responder, Router};
 use crate::message::{ErrorObject, Id};
 
 /// The layers of a connection, outermost first.
 pub(crate) struct Stack {
     pub(crate) layers: Arc<[Arc<dyn Middleware>]>,
+    /// The placements of the [`PropagateLayer`](super::context::PropagateLayer)s among them
+    /// (`None`: the profile's), so the reader keeps top-level members only for one that reads them.
+    pub(crate) propagate: Vec<Option<TraceContextPlacement>>,
 }
 
 /// The rest of the chain after a layer: the layers inside it, then the handler (inbound) or the
@@ -76,15 +81,15 @@ impl End {
                 if !extensions.is_empty() {
                     slot.set_extensions(extensions);
                 }
-                let watch = slot.watch();
+                let watched = slot.watch().then(|| slot.clone());
                 let running = handler(request, Responder::inside_layers(slot));
                 Box::pin(async move {
                     running.await;
                     // The handler may have handed its responder to another task: the call is
-                    // over once it is answered.
-                    match watch {
+                    // over once it is answered (most often it is already: no wait).
+                    match watched {
                         None => Ok(None),
-                        Some(answer) => match answer.await {
+                        Some(slot) => match slot.watched_answer().await {
                             Ok(Ok(())) => Ok(None),
                             Ok(Err(error)) => Err(Error::Remote(error)),
                             // Dropped unanswered: the outermost answers `-32603` with this.
@@ -115,9 +120,18 @@ impl End {
     }
 }
 
-/// Where the params' JSON starts in an encoded request or notification (see `message::encode`),
-/// found without allocating: the head is checked piece by piece against what the encoder writes.
-fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
+/// Where the method's text (inside its quotes; `None` when it has an escape) and the params'
+/// JSON (`None`: no params member) lie in an encoded request or notification (see
+/// `message::encode`), found without allocating: the head is checked piece by piece against
+/// what the encoder writes.
+fn head_offsets(body: &[u8], id: Option<u64>) -> (Option<std::ops::Range<usize>>, Option<usize>) {
+    let Some((method, escaped)) = method_offsets(body, id) else { return (None, None) };
+    let params = body[method.end + 1..].strip_prefix(b",\"params\":").map(|rest| body.len() - rest.len());
+    ((!escaped).then_some(method), params)
+}
+
+/// The method's text inside its quotes, and whether it has an escape.
+fn method_offsets(body: &[u8], id: Option<u64>) -> Option<(std::ops::Range<usize>, bool)> {
     let mut rest = body.strip_prefix(b"{\"jsonrpc\":\"2.0\"")?;
     if let Some(id) = id {
         rest = rest.strip_prefix(b",\"id\":")?;
@@ -135,20 +149,34 @@ fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
         rest = rest.strip_prefix(&digits[at..])?;
     }
     rest = rest.strip_prefix(b",\"method\":\"")?;
+    let start = body.len() - rest.len();
     // The method's JSON string: its end is the first quote no backslash escapes.
-    let mut i = 0;
+    let (mut i, mut escaped) = (0, false);
     loop {
         match rest.get(i)? {
-            b'\\' => i += 2,
+            b'\\' => {
+                escaped = true;
+                i += 2;
+            }
             b'"' => break,
             _ => i += 1,
         }
     }
-    rest = rest[i + 1..].strip_prefix(b",\"params\":")?;
-    Some(body.len() - rest.len())
+    Some((start..start + i, escaped))
 }
 
-fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler: RequestFn) -> RequestFn {
+/// Where the params' JSON starts (see [`head_offsets`]).
+#[cfg(test)]
+fn params_offset(body: &[u8], id: Option<u64>) -> Option<usize> {
+    head_offsets(body, id).1
+}
+
+fn wrap_request(
+    layers: Arc<[Arc<dyn Middleware>]>,
+    peer: Arc<PeerInfo>,
+    placement: TraceContextPlacement,
+    handler: RequestFn,
+) -> RequestFn {
     Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
         let call = Call {
             direction: Direction::Incoming,
@@ -156,6 +184,7 @@ fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler
             body: Body::InRequest(request),
             peer: Some(peer.clone()),
             extensions: Extensions::new(),
+            placement,
         };
         let outcome = Next::new(&layers, End::InRequest(handler.clone())).run(call);
         Box::pin(async move {
@@ -172,6 +201,7 @@ fn wrap_request(layers: Arc<[Arc<dyn Middleware>]>, peer: Arc<PeerInfo>, handler
 fn wrap_notification(
     layers: Arc<[Arc<dyn Middleware>]>,
     peer: Arc<PeerInfo>,
+    placement: TraceContextPlacement,
     handler: NotificationFn,
 ) -> NotificationFn {
     Arc::new(move |notification| -> HandlerFuture {
@@ -183,6 +213,7 @@ fn wrap_notification(
             body: Body::InNotification(notification),
             peer: Some(peer.clone()),
             extensions: Extensions::new(),
+            placement,
         };
         let outcome = Next::new(&layers, End::InNotification(handler.clone())).run(call);
         Box::pin(async move {
@@ -198,7 +229,11 @@ impl Layered for Stack {
         self
     }
 
-    fn wrap(&self, router: Router, peer: Arc<PeerInfo>) -> Router {
+    fn reads_top_level(&self, placement: TraceContextPlacement) -> bool {
+        self.propagate.iter().any(|p| p.unwrap_or(placement) == TraceContextPlacement::TopLevel)
+    }
+
+    fn wrap(&self, router: Router, peer: Arc<PeerInfo>, placement: TraceContextPlacement) -> Router {
         // Requests no route takes pass the layers too (a refusal, a count), answered at the end.
         let router = if router.has_fallback() {
             router
@@ -208,9 +243,9 @@ impl Layered for Stack {
             })
         };
         let (layers, at) = (self.layers.clone(), peer.clone());
-        let router = router.map_requests(move |handler| wrap_request(layers.clone(), at.clone(), handler));
+        let router = router.map_requests(move |handler| wrap_request(layers.clone(), at.clone(), placement, handler));
         let layers = self.layers.clone();
-        router.map_notifications(move |handler| wrap_notification(layers.clone(), peer.clone(), handler))
+        router.map_notifications(move |handler| wrap_notification(layers.clone(), peer.clone(), placement, handler))
     }
 
     fn call<'a>(
@@ -219,11 +254,11 @@ impl Layered for Stack {
         method: &'a str,
         call: EncodedCall,
         options: &'a CallOptions,
-    ) -> LayeredFuture<'a, Result<Box<RawValue>, Error>> {
-        let params_at = params_offset(&call.body, Some(call.id));
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        let (method_at, params_at) = head_offsets(&call.body, Some(call.id));
         let id = call.id;
         let out = Outgoing {
-            method: method.to_owned(),
+            method: method_at.map_or_else(|| OutMethod::Owned(method.to_owned()), OutMethod::In),
             id: Some((id, Id::from(id))),
             body: call.body,
             params_at,
@@ -235,16 +270,10 @@ impl Layered for Stack {
             body: Body::Out(out),
             peer: handle.shared.config.peer.clone(),
             extensions: Extensions::new(),
+            placement: handle.shared.config.trace_context,
         };
         let end = End::OutCall { handle: handle.clone(), options: options.clone(), id };
-        let outcome = Next::new(&self.layers, end).run(call);
-        Box::pin(async move {
-            match outcome.await {
-                Ok(Some(result)) => Ok(result),
-                Ok(None) => Ok(RawValue::from_string("null".into()).map_err(Error::Deserialize)?),
-                Err(error) => Err(error),
-            }
-        })
+        Next::new(&self.layers, end).run(call)
     }
 
     fn notify<'a>(
@@ -252,24 +281,38 @@ impl Layered for Stack {
         handle: &'a Handle,
         method: &'a str,
         body: Vec<u8>,
-    ) -> LayeredFuture<'a, Result<(), Error>> {
-        let params_at = params_offset(&body, None);
-        let out = Outgoing { method: method.to_owned(), id: None, body, params_at, cancellable: false };
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        let (method_at, params_at) = head_offsets(&body, None);
+        let method = method_at.map_or_else(|| OutMethod::Owned(method.to_owned()), OutMethod::In);
+        let out = Outgoing { method, id: None, body, params_at, cancellable: false };
         let call = Call {
             direction: Direction::Outgoing,
             kind: Kind::Notification,
             body: Body::Out(out),
             peer: handle.shared.config.peer.clone(),
             extensions: Extensions::new(),
+            placement: handle.shared.config.trace_context,
         };
-        let outcome = Next::new(&self.layers, End::OutNotification(handle.clone())).run(call);
-        Box::pin(async move { outcome.await.map(|_| ()) })
+        Next::new(&self.layers, End::OutNotification(handle.clone())).run(call)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::params_offset;
+    use super::{head_offsets, params_offset};
+
+    #[test]
+    fn the_method_is_read_in_place_unless_escaped() {
+        let mut buf = Vec::new();
+        crate::message::encode_request(&mut buf, 12, "tools/call", &[1], crate::message::bind::UNBOUND).unwrap();
+        let (method, params) = head_offsets(&buf, Some(12));
+        assert_eq!(&buf[method.unwrap()], b"tools/call");
+        assert_eq!(&buf[params.unwrap()..buf.len() - 1], b"[1]");
+        buf.clear();
+        crate::message::encode_notification(&mut buf, "a\"b", &(), crate::message::bind::UNBOUND).unwrap();
+        assert_eq!(head_offsets(&buf, None), (None, None), "escaped: the caller copies it");
+        assert_eq!(head_offsets(b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}", Some(1)), (None, None), "not this id");
+    }
 
     #[test]
     fn the_params_are_found_in_what_the_encoder_wrote() {

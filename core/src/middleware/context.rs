@@ -2,12 +2,19 @@
 //! written on outbound ones, where each protocol puts them.
 //!
 //! - [`Placement::TopLevel`]: StreamJsonRpc's spelling, members beside `method`
-//!   (`{"jsonrpc":"2.0","id":1,"method":"m","traceparent":"00-…"}`); written on outbound calls.
-//!   Reading them from inbound messages needs the message parser to keep the two members, which
-//!   it does not yet: inbound, this placement reads nothing.
-//! - [`Placement::McpMeta`]: MCP's, inside `params._meta` (`{"_meta":{"traceparent":"00-…"}}`),
-//!   read and written (params that are not an object carry nothing).
-//! - [`Placement::Off`]: for protocols that forbid extra members.
+//!   (`{"jsonrpc":"2.0","id":1,"method":"m","traceparent":"00-…"}`); written on outbound calls
+//!   and notifications, read from inbound requests. The reader keeps the two members only on a
+//!   connection with a layer that reads them (a connection without pays nothing: a frame that
+//!   has them already takes the general parse, which borrows them; they are copied only then).
+//!   Inbound notifications' top-level members are not read.
+//! - [`Placement::McpMeta`]: MCP's and ACP's, inside `params._meta`
+//!   (`{"_meta":{"traceparent":"00-…"}}`), read and written (params that are not an object carry
+//!   nothing). Both protocols forbid members of their own at a message's top level.
+//! - [`Placement::Off`]: for protocols that define no place for it (LSP: its messages are the
+//!   base protocol's closed set of members, and it names no carrier).
+//!
+//! [`PropagateLayer::from_profile`] (the default) takes the placement from the connection's
+//! [`Profile`](crate::Profile); [`PropagateLayer::new`] fixes it.
 //!
 //! The context of an inbound call is in its extensions (a [`TraceContext`], for the handler:
 //! `ctx.extensions().get::<TraceContext>()`) and current while its handler runs, so the calls
@@ -108,17 +115,10 @@ impl TraceContext {
     }
 }
 
-/// Where a protocol carries the trace context (see the [module docs](self)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Placement {
-    /// Top-level `traceparent` / `tracestate` members (StreamJsonRpc); written only.
-    TopLevel,
-    /// `params._meta.traceparent` / `tracestate` (MCP).
-    McpMeta,
-    /// Not carried.
-    Off,
-}
+/// Where a protocol carries the trace context (see the [module docs](self)); the same type as
+/// [`TraceContextPlacement`](crate::connection::TraceContextPlacement), which a
+/// [`Profile`](crate::Profile) picks.
+pub use crate::connection::TraceContextPlacement as Placement;
 
 type Source = Arc<dyn Fn() -> Option<TraceContext> + Send + Sync>;
 
@@ -134,8 +134,15 @@ type Source = Arc<dyn Fn() -> Option<TraceContext> + Send + Sync>;
 /// ```
 #[derive(Clone)]
 pub struct PropagateLayer {
-    placement: Placement,
+    /// `None`: the connection's profile's.
+    placement: Option<Placement>,
     current: Option<Source>,
+}
+
+impl Default for PropagateLayer {
+    fn default() -> Self {
+        Self::from_profile()
+    }
 }
 
 impl fmt::Debug for PropagateLayer {
@@ -148,9 +155,30 @@ impl fmt::Debug for PropagateLayer {
 }
 
 impl PropagateLayer {
-    /// Carry the context at `placement`.
+    /// Carry the context at `placement`, whatever the connection's profile.
     pub fn new(placement: Placement) -> Self {
-        PropagateLayer { placement, current: None }
+        PropagateLayer { placement: Some(placement), current: None }
+    }
+
+    /// Carry the context where the connection's [`Profile`](crate::Profile) puts it (also
+    /// [`PropagateLayer::default`]): top-level members for plain JSON-RPC (StreamJsonRpc),
+    /// `params._meta` under [`Profile::mcp`](crate::Profile::mcp) and
+    /// [`Profile::acp`](crate::Profile::acp), nothing under [`Profile::lsp`](crate::Profile::lsp)
+    /// (see [`Profile::trace_context`](crate::Profile::trace_context)).
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::{Connection, Profile, middleware::context::PropagateLayer};
+    /// // `params._meta.traceparent`, as MCP's SDKs send it:
+    /// let mcp = Connection::builder().profile(Profile::mcp()).layer(PropagateLayer::from_profile());
+    /// # drop(mcp);
+    /// ```
+    pub fn from_profile() -> Self {
+        PropagateLayer { placement: None, current: None }
+    }
+
+    /// The placement it was given (`None`: the profile's).
+    pub(crate) fn placement(&self) -> Option<Placement> {
+        self.placement
     }
 
     /// Where outbound calls take their context from first (say the current OpenTelemetry
@@ -160,8 +188,17 @@ impl PropagateLayer {
         self
     }
 
-    fn read(&self, call: &Call) -> Option<TraceContext> {
-        if self.placement != Placement::McpMeta {
+    /// Where it carries the context on this call's connection.
+    pub(crate) fn effective(&self, profile: Placement) -> Placement {
+        self.placement.unwrap_or(profile)
+    }
+
+    pub(crate) fn read(&self, call: &Call, placement: Placement) -> Option<TraceContext> {
+        if placement == Placement::TopLevel {
+            let members = call.trace_members()?;
+            return TraceContext::parse(&members.traceparent, members.tracestate.as_deref());
+        }
+        if placement != Placement::McpMeta {
             return None;
         }
         let meta = crate::message::member(call.params()?, "_meta")?;
@@ -170,9 +207,9 @@ impl PropagateLayer {
         TraceContext::parse(&text("traceparent")?, text("tracestate").as_deref())
     }
 
-    fn write(&self, call: &mut Call, context: &TraceContext) {
+    pub(crate) fn write(&self, call: &mut Call, placement: Placement, context: &TraceContext) {
         let string = |s: &str| serde_json::to_string(s).unwrap_or_default();
-        match self.placement {
+        match placement {
             Placement::Off => {}
             Placement::TopLevel => {
                 call.add_member("traceparent", &string(&context.traceparent()));
@@ -223,18 +260,19 @@ fn insert_meta(call: &mut Call, members: &str) {
 
 impl Middleware for PropagateLayer {
     fn call(&self, mut call: Call, next: Next) -> BoxFuture<Outcome> {
-        if self.placement == Placement::Off {
+        let placement = self.effective(call.placement);
+        if placement == Placement::Off {
             return next.run(call);
         }
         if call.is_inbound() {
-            let Some(context) = self.read(&call) else { return next.run(call) };
+            let Some(context) = self.read(&call, placement) else { return next.run(call) };
             call.extensions_mut().insert(context.clone());
             let running = CURRENT.sync_scope(context.clone(), || next.run(call));
             return Box::pin(CURRENT.scope(context, running));
         }
         let context = self.current.as_ref().and_then(|source| source()).or_else(TraceContext::current);
         if let Some(context) = context {
-            self.write(&mut call, &context);
+            self.write(&mut call, placement, &context);
         }
         next.run(call)
     }

@@ -7,8 +7,7 @@
 //! OpenTelemetry's API crate changes its interface every few releases and would tie every user
 //! of this feature to one of them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use metrics::{Counter, Gauge, Histogram, Label};
@@ -44,57 +43,69 @@ pub const IN_FLIGHT: &str = "jsonrpc.calls.in_flight";
 ///
 /// The handles of each (method, direction, kind) are registered with the recorder the first
 /// time the layer sees it, and kept (clones of the layer share them).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct MetricsLayer {
     names: MethodNames,
     codes: Arc<Vec<i64>>,
-    handles: Arc<RwLock<HandleMap>>,
+    /// Per reported name (its place in `names`, then `_OTHER`), the handles of each
+    /// (direction, kind), registered the first time they are needed.
+    handles: Arc<[[OnceLock<Arc<Handles>>; 4]]>,
 }
-
-/// Per reported method name, the handles of each (direction, kind).
-type HandleMap = HashMap<Box<str>, [Option<Arc<Handles>>; 4]>;
 
 #[derive(Debug)]
 struct Handles {
     labels: Vec<Label>,
+    /// The layer's [`MetricsLayer::error_codes`] (kept here: one reference per call).
+    codes: Arc<Vec<i64>>,
     calls: Counter,
     duration: Histogram,
     in_flight: Gauge,
 }
 
+impl Default for MetricsLayer {
+    /// Every method reported as `_OTHER`.
+    fn default() -> Self {
+        Self::new(MethodNames::default())
+    }
+}
+
 impl MetricsLayer {
     /// Metrics labelled with these method names; any other is `_OTHER`.
     pub fn new(names: MethodNames) -> Self {
-        MetricsLayer { names, ..Default::default() }
+        let handles = (0..=names.len()).map(|_| Default::default()).collect();
+        MetricsLayer { names, codes: Arc::default(), handles }
     }
 
     /// Error codes outside JSON-RPC's reserved range (-32768 to -32000) to label as they are.
     pub fn error_codes(mut self, codes: impl IntoIterator<Item = i64>) -> Self {
         self.codes = Arc::new(codes.into_iter().collect());
+        // Handles registered before keep the codes they were made with: start afresh.
+        self.handles = (0..=self.names.len()).map(|_| Default::default()).collect();
         self
     }
 
     fn handles(&self, method: &str, direction: Direction, kind: Kind) -> Arc<Handles> {
-        let method = self.names.report(method);
+        let (method, at) = self.names.report_at(method);
         let slot = usize::from(direction == Direction::Outgoing) * 2 + usize::from(kind == Kind::Notification);
-        let read = self.handles.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(found) = read.get(method).and_then(|slots| slots[slot].as_ref()) {
-            return found.clone();
-        }
-        drop(read);
+        // A slot per name and one for `_OTHER`, made with the layer.
+        self.handles[at][slot].get_or_init(|| Arc::new(Handles::register(method, direction, kind, &self.codes))).clone()
+    }
+}
+
+impl Handles {
+    fn register(method: &str, direction: Direction, kind: Kind, codes: &Arc<Vec<i64>>) -> Handles {
         let labels = vec![
             Label::new("rpc.method", method.to_owned()),
             Label::new("direction", if direction == Direction::Incoming { "inbound" } else { "outbound" }),
             Label::new("kind", if kind == Kind::Request { "request" } else { "notification" }),
         ];
-        let made = Arc::new(Handles {
+        Handles {
             calls: metrics::counter!(CALLS, labels.iter()),
             duration: metrics::histogram!(DURATION, labels.iter()),
             in_flight: metrics::gauge!(IN_FLIGHT, labels.iter()),
             labels,
-        });
-        let mut map = self.handles.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.entry(method.into()).or_default()[slot].get_or_insert(made).clone()
+            codes: codes.clone(),
+        }
     }
 }
 
@@ -120,14 +131,13 @@ impl Middleware for MetricsLayer {
         let guard = InFlight(handles);
         let started = Instant::now();
         let running = next.run(call);
-        let codes = self.codes.clone();
         Box::pin(async move {
             let outcome = running.await;
             let handles = &guard.0;
             handles.duration.record(started.elapsed().as_secs_f64());
             if let Err(error) = &outcome {
                 let mut labels = handles.labels.clone();
-                labels.push(Label::new("rpc.response.status_code", code_label(&codes, error_code(error))));
+                labels.push(Label::new("rpc.response.status_code", code_label(&handles.codes, error_code(error))));
                 metrics::counter!(ERRORS, labels).increment(1);
             }
             drop(guard);

@@ -60,6 +60,8 @@ pub mod limit;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod names;
+#[cfg(feature = "otel")]
+pub mod otel;
 #[cfg(feature = "tower")]
 pub mod tower;
 pub mod trace;
@@ -185,6 +187,8 @@ pub struct Call {
     pub(crate) body: Body,
     pub(crate) peer: Option<Arc<PeerInfo>>,
     pub(crate) extensions: Extensions,
+    /// Where the connection's profile carries trace context.
+    pub(crate) placement: crate::connection::TraceContextPlacement,
 }
 
 pub(crate) enum Body {
@@ -195,12 +199,19 @@ pub(crate) enum Body {
 
 /// An outbound message, encoded (layers may still add top-level members).
 pub(crate) struct Outgoing {
-    pub(crate) method: String,
+    pub(crate) method: OutMethod,
     pub(crate) id: Option<(u64, Id)>,
     pub(crate) body: Vec<u8>,
     /// Where the params' JSON starts in `body` (`None`: no params member).
     pub(crate) params_at: Option<usize>,
     pub(crate) cancellable: bool,
+}
+
+/// An outbound message's method: where its text lies in the encoded body when it needs no
+/// unescaping (no copy), or a copy of it.
+pub(crate) enum OutMethod {
+    In(std::ops::Range<usize>),
+    Owned(String),
 }
 
 impl std::fmt::Debug for Call {
@@ -232,7 +243,10 @@ impl Call {
         match &self.body {
             Body::InRequest(r) => r.method(),
             Body::InNotification(n) => n.method(),
-            Body::Out(o) => &o.method,
+            Body::Out(o) => match &o.method {
+                OutMethod::In(at) => std::str::from_utf8(&o.body[at.clone()]).unwrap_or_default(),
+                OutMethod::Owned(method) => method,
+            },
         }
     }
     /// The raw params (`None` when absent). Outbound, they are read back from the encoded
@@ -265,6 +279,15 @@ impl Call {
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
     }
+    /// An inbound request's top-level `traceparent` / `tracestate`, as the peer sent them (kept
+    /// by the reader only for a layer that reads them).
+    pub(crate) fn trace_members(&self) -> Option<&crate::message::TraceMembers> {
+        match &self.body {
+            Body::InRequest(r) => r.slot.trace(),
+            _ => None,
+        }
+    }
+
     /// Attach values to this call, for the layers after this one and the handler.
     pub fn extensions_mut(&mut self) -> &mut Extensions {
         &mut self.extensions
@@ -313,12 +336,20 @@ impl Builder {
     /// # Ok(()) }
     /// ```
     pub fn layer(self, layer: impl Middleware) -> Self {
-        let mut layers: Vec<Arc<dyn Middleware>> =
+        let (mut layers, mut propagate): (Vec<Arc<dyn Middleware>>, _) =
             match self.layered().and_then(|l| l.as_any().downcast_ref::<chain::Stack>()) {
-                Some(stack) => stack.layers.iter().cloned().collect(),
-                None => Vec::new(),
+                Some(stack) => (stack.layers.iter().cloned().collect(), stack.propagate.clone()),
+                None => (Vec::new(), Vec::new()),
             };
+        let any = &layer as &dyn std::any::Any;
+        if let Some(p) = any.downcast_ref::<context::PropagateLayer>() {
+            propagate.push(p.placement());
+        }
+        #[cfg(feature = "otel")]
+        if let Some(o) = any.downcast_ref::<otel::OtelLayer>() {
+            propagate.push(o.given_placement());
+        }
         layers.push(Arc::new(layer));
-        self.set_layered(Arc::new(chain::Stack { layers: layers.into() }))
+        self.set_layered(Arc::new(chain::Stack { layers: layers.into(), propagate }))
     }
 }

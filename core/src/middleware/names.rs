@@ -1,7 +1,7 @@
 //! The method names layers report: known names as they are, anything else as `_OTHER`, so that
 //! a peer cannot blow up the cardinality of a tracing or metrics backend.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What a layer reports for a method no list names (OpenTelemetry's convention).
@@ -21,7 +21,8 @@ pub const OTHER: &str = "_OTHER";
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct MethodNames {
-    known: Arc<HashSet<Box<str>>>,
+    /// Each name and its place (`0..len`), for layers that keep something per name.
+    known: Arc<HashMap<Box<str>, usize>>,
 }
 
 impl MethodNames {
@@ -31,7 +32,7 @@ impl MethodNames {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        MethodNames { known: Arc::new(names.into_iter().map(|n| n.as_ref().into()).collect()) }
+        MethodNames::default().with(names)
     }
 
     /// These names as well.
@@ -41,12 +42,26 @@ impl MethodNames {
         S: AsRef<str>,
     {
         let mut known = (*self.known).clone();
-        known.extend(names.into_iter().map(|n| n.as_ref().into()));
+        for name in names {
+            let next = known.len();
+            known.entry(name.as_ref().into()).or_insert(next);
+        }
         MethodNames { known: Arc::new(known) }
     }
 
     /// The name to report for `method`: itself if listed, else [`OTHER`].
     pub fn report<'a>(&'a self, method: &str) -> &'a str {
-        self.known.get(method).map_or(OTHER, |n| n)
+        self.known.get_key_value(method).map_or(OTHER, |(n, _)| n)
+    }
+
+    /// [`MethodNames::report`], with the name's place among [`MethodNames::len`] (`len` for
+    /// [`OTHER`]): one lookup for a layer that keeps something per reported name.
+    pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
+        self.known.get_key_value(method).map_or((OTHER, self.known.len()), |(n, at)| (n, *at))
+    }
+
+    /// How many names are listed.
+    pub(crate) fn len(&self) -> usize {
+        self.known.len()
     }
 }

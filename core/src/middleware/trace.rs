@@ -52,17 +52,9 @@ impl TraceLayer {
     }
 }
 
-/// The id as OpenTelemetry wants it: a string, `""` for `null`.
-pub(crate) fn id_text(id: &Id) -> String {
-    match id {
-        Id::Number(n) => n.to_string(),
-        Id::String(s) => s.clone(),
-        Id::Null => String::new(),
-    }
-}
-
-impl Middleware for TraceLayer {
-    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+impl TraceLayer {
+    /// The span of one call, not entered yet.
+    pub(crate) fn span(&self, call: &Call) -> tracing::Span {
         let method = self.names.report(call.method());
         let kind = match call.direction() {
             Direction::Incoming => "server",
@@ -84,25 +76,51 @@ impl Middleware for TraceLayer {
         );
         if call.kind() == Kind::Request
             && let Some(id) = call.id()
+            && !span.is_disabled()
         {
-            span.record("jsonrpc.request.id", id_text(id));
+            span.record("jsonrpc.request.id", tracing::field::display(IdText(id)));
         }
-        let started = Instant::now();
-        let running = span.in_scope(|| next.run(call));
-        Box::pin(
-            async move {
-                let outcome = running.await;
-                let span = tracing::Span::current();
-                span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
-                if let Err(error) = &outcome {
-                    let code = error_code(error).to_string();
-                    span.record("rpc.response.status_code", code.as_str());
-                    span.record("error.type", code.as_str());
-                    span.record("otel.status_code", "ERROR");
-                }
-                outcome
+        span
+    }
+}
+
+/// Run the rest of the chain inside `span`, recording the answer's time and error on it.
+pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<Outcome> {
+    let started = Instant::now();
+    let running = span.in_scope(|| next.run(call));
+    Box::pin(
+        async move {
+            let outcome = running.await;
+            let span = tracing::Span::current();
+            span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
+            if let Err(error) = &outcome {
+                let code = error_code(error).to_string();
+                span.record("rpc.response.status_code", code.as_str());
+                span.record("error.type", code.as_str());
+                span.record("otel.status_code", "ERROR");
             }
-            .instrument(span),
-        )
+            outcome
+        }
+        .instrument(span),
+    )
+}
+
+/// The id as OpenTelemetry wants it, a string (`""` for `null`), recorded as a display value
+/// (no `String` made).
+struct IdText<'a>(&'a Id);
+
+impl std::fmt::Display for IdText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Id::Number(n) => std::fmt::Display::fmt(n, f),
+            Id::String(s) => f.write_str(s),
+            Id::Null => Ok(()),
+        }
+    }
+}
+
+impl Middleware for TraceLayer {
+    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+        run_in(self.span(&call), call, next)
     }
 }
