@@ -377,6 +377,19 @@ impl Builder {
         let shared = Arc::new(Shared::new(config, outbound, seam));
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
+        let tracker = TaskTracker::new();
+        let done = CancellationToken::new();
+        // The writer task starts when it is first handed a turn, or when the connection ends:
+        // an idle connection whose callers wrote everything themselves has none.
+        let writer_of = Arc::downgrade(&shared);
+        let runtime = tokio::runtime::Handle::current();
+        let writer_done = done.clone();
+        let writer_tracker = tracker.clone();
+        shared.outbound.set_writer_start(Box::new(move || {
+            if let Some(shared) = writer_of.upgrade() {
+                runtime.spawn(drain::run_writer(drain::Drain::new(shared, writer_tracker), writer_done));
+            }
+        }));
         let handle = Handle::new(shared.clone());
         for factory in factories {
             match std::mem::take(&mut router).try_merge(factory(handle.clone())) {
@@ -395,8 +408,6 @@ impl Builder {
             let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer);
         }
-        let tracker = TaskTracker::new();
-        let done = CancellationToken::new();
         let limits = &shared.config.limits;
         let permits =
             Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
@@ -411,11 +422,10 @@ impl Builder {
             permits,
             unknown: Default::default(),
         };
+        // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
-        let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
+        let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };
         tracker.spawn(reader.run(frames, eof_reason));
-        tracker.spawn(lane.run());
-        tokio::spawn(drain::run_writer(drain::Drain::new(shared.clone(), tracker), done.clone()));
         (Connection { handle, done, transport_done: None }, shared)
     }
 }

@@ -109,6 +109,8 @@ impl Shared {
             self.lifecycle.close();
         }
         self.read_ahead.space().notify_waiters();
+        // The writer flushes what is queued and shuts the write side (it may not run yet).
+        self.outbound.start_writer();
     }
 
     /// The child process behind the connection has ended: the reason says how, from now on (and
