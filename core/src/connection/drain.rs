@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::shared::Shared;
@@ -87,7 +86,7 @@ impl Drain {
 /// the grace and the flush timeout, see [`Drain`]) and shut the write side down. A failed write ends the connection, and the
 /// write side is still shut (a message transport may have a closing handshake to finish, say a
 /// WebSocket whose peer closed first).
-pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
+pub(crate) async fn run_writer(mut drain: Drain) {
     let shared = drain.shared().clone();
     let out = &shared.outbound;
     while drain.turn().await {
@@ -108,7 +107,8 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
     }
     let shutdown = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_shutdown(cx)).unwrap_or(Poll::Ready(Ok(()))));
     let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
-    shared.finish();
+    // The stream goes first (closing it, for pipes whose shutdown does not): whoever waits for
+    // the end (`Connection::close`) finds it closed.
     out.drop_pump();
-    done.cancel();
+    shared.finish();
 }

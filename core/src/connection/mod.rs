@@ -283,8 +283,12 @@ impl Builder {
         self
     }
 
-    /// Wrap the router every connection started from this builder ends up serving.
+    /// Wrap the router every connection started from this builder ends up serving. What is
+    /// served already is wrapped now, once (its wrapped table is shared by every connection
+    /// started from clones of this builder); what [`Builder::serve`] adds later as it is added;
+    /// what a [`Builder::serve_with`] factory makes for a connection as that connection starts.
     pub(crate) fn router_layer(mut self, layer: RouterLayer) -> Self {
+        self.router = layer(std::mem::take(&mut self.router));
         self.layer = Some(layer);
         self
     }
@@ -323,6 +327,10 @@ impl Builder {
 
     /// Serve a router, reporting a method-name clash with what is already served.
     pub fn try_serve(mut self, service: impl Into<Router>) -> Result<Self, MethodClash> {
+        let mut service = service.into();
+        if let Some(layer) = &self.layer {
+            service = layer(service);
+        }
         self.router = std::mem::take(&mut self.router).try_merge(service)?;
         Ok(self)
     }
@@ -378,30 +386,31 @@ impl Builder {
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
         let tracker = TaskTracker::new();
-        let done = CancellationToken::new();
+        // Fires once the writer is done and has dropped the stream (`Lifecycle::finish`).
+        let done = shared.lifecycle.finished().clone();
         // The writer task starts when it is first handed a turn, or when the connection ends:
         // an idle connection whose callers wrote everything themselves has none.
         let writer_of = Arc::downgrade(&shared);
         let runtime = tokio::runtime::Handle::current();
-        let writer_done = done.clone();
         let writer_tracker = tracker.clone();
         shared.outbound.set_writer_start(Box::new(move || {
             if let Some(shared) = writer_of.upgrade() {
-                runtime.spawn(drain::run_writer(drain::Drain::new(shared, writer_tracker), writer_done));
+                runtime.spawn(drain::run_writer(drain::Drain::new(shared, writer_tracker)));
             }
         }));
         let handle = Handle::new(shared.clone());
         for factory in factories {
-            match std::mem::take(&mut router).try_merge(factory(handle.clone())) {
+            let mut made = factory(handle.clone());
+            if let Some(layer) = &layer {
+                made = layer(made);
+            }
+            match std::mem::take(&mut router).try_merge(made) {
                 Ok(merged) => router = merged,
                 Err(clash) => {
                     shared.close(CloseReason::new(CloseKind::FatalError, format!("{clash} (in Builder::serve_with)")));
                     break;
                 }
             }
-        }
-        if let Some(layer) = layer {
-            router = layer(router);
         }
         // Outside the router layer: what the server's drain gate refuses, the layers see.
         if let Some(layered) = &shared.config.layered {
