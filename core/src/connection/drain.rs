@@ -25,11 +25,10 @@ pub(crate) struct Drain {
 
 impl Drain {
     pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
-        let stop = shared.lifecycle.stopped().clone();
         let ending = shared.clone();
         let running = handlers.clone();
         let give_up = Box::pin(async move {
-            stop.cancelled().await;
+            ending.lifecycle.stopped().cancelled().await;
             // Handlers still allowed to run: the peer's EOF (any other ending cancels them at
             // once). The flush timeout starts when they are done, or cancelled.
             if !ending.handlers_cancelled() {
@@ -43,9 +42,9 @@ impl Drain {
             tokio::time::sleep(ending.config.flush_timeout).await;
             tracing::debug!(target: crate::LOG_TARGET, timeout = ?ending.config.flush_timeout, "the peer did not take what was queued in time: giving up on it");
         });
-        let stop = shared.lifecycle.stopped().clone();
+        let stop = shared.clone();
         let handlers_done = Box::pin(async move {
-            stop.cancelled().await;
+            stop.lifecycle.stopped().cancelled().await;
             handlers.close();
             handlers.wait().await;
         });

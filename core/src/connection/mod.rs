@@ -386,8 +386,6 @@ impl Builder {
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
         let tracker = TaskTracker::new();
-        // Fires once the writer is done and has dropped the stream (`Lifecycle::finish`).
-        let done = shared.lifecycle.finished().clone();
         // The writer task starts when it is first handed a turn, or when the connection ends:
         // an idle connection whose callers wrote everything themselves has none.
         let writer_of = Arc::downgrade(&shared);
@@ -435,7 +433,7 @@ impl Builder {
         let lane = Arc::new(Lane::new(dispatcher));
         let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };
         tracker.spawn(reader.run(frames, eof_reason));
-        (Connection { handle, done, transport_done: None }, shared)
+        (Connection { handle, transport_done: None }, shared)
     }
 }
 
@@ -516,7 +514,6 @@ fn shadowed_route(router: &Router, shared: &Shared) -> Option<String> {
 #[must_use = "dropping a Connection closes it"]
 pub struct Connection {
     handle: Handle,
-    done: CancellationToken,
     /// Fires when the transport's own end is over (a child process has exited or been killed).
     transport_done: Option<CancellationToken>,
 }
@@ -572,7 +569,8 @@ impl Connection {
     /// to be killed once its grace period is over, so that it is reaped before this returns.
     pub async fn close(self) -> CloseReason {
         self.handle.close();
-        self.done.cancelled().await;
+        // The writer is done and has dropped the stream (`Lifecycle::finish`).
+        self.handle.shared.lifecycle.finished().cancelled().await;
         if let Some(transport_done) = &self.transport_done {
             transport_done.cancelled().await;
         }
