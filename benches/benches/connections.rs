@@ -177,7 +177,12 @@ struct Served {
 fn start_ours(rt: &tokio::runtime::Runtime) -> (Served, Server) {
     let server = rt.block_on(async {
         let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
-        Server::builder().max_connections(max_connections() + 16).serve(router).bind_tcp("127.0.0.1:0").await.expect("bind")
+        Server::builder()
+            .max_connections(max_connections() + 16)
+            .serve(router)
+            .bind_tcp("127.0.0.1:0")
+            .await
+            .expect("bind")
     });
     let addr = server.local_addr().and_then(PeerAddr::socket_addr).expect("a TCP address").to_string();
     let stats = server.handle();
@@ -281,7 +286,10 @@ fn serve(kind: &str) {
         wait_active(&served, n);
         let rss = rss_kib();
         let above = rss.saturating_sub(listening);
-        println!("{name}: {n} idle connections: +{above} KiB = {:.2} KiB per connection ({answer})", above as f64 / n as f64);
+        println!(
+            "{name}: {n} idle connections: +{above} KiB = {:.2} KiB per connection ({answer})",
+            above as f64 / n as f64
+        );
         println!("figure idle_kib_per_conn {n} {:.3}", above as f64 / n as f64);
         first.get_or_insert((n, rss));
         last = (n, rss);

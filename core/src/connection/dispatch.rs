@@ -100,7 +100,11 @@ impl Lane {
     /// The reader hands over a message: dispatched on the spot if the lane is free (its handler
     /// polled once with `cx`, the reader's context), else queued for the dispatcher task.
     /// `Ok` may hand back the reply slot of a request that is done with it, for reuse.
-    pub(crate) fn offer(self: &Arc<Self>, item: Inbound, cx: &mut Context<'_>) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
+    pub(crate) fn offer(
+        self: &Arc<Self>,
+        item: Inbound,
+        cx: &mut Context<'_>,
+    ) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
         let shared = &self.dispatcher.shared;
         // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it at
         // once.

@@ -190,8 +190,7 @@ impl Reader {
                         }
                         Poll::Pending => {
                             if let Some(watchdog) = watchdog.as_mut()
-                                && let Some(reason) =
-                                    watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
+                                && let Some(reason) = watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
                             {
                                 self.shared.close(reason);
                                 return Poll::Ready(Step::Stop);
