@@ -124,6 +124,8 @@ pub enum Io {
     Duplex(DuplexStream),
     /// A Unix socket.
     Unix(UnixStream),
+    /// A TCP connection (the `connections` bench's hand-written server).
+    Tcp(tokio::net::TcpStream),
 }
 
 impl AsyncRead for Io {
@@ -131,6 +133,7 @@ impl AsyncRead for Io {
         match self.get_mut() {
             Io::Duplex(s) => Pin::new(s).poll_read(cx, buf),
             Io::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tcp(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -140,6 +143,7 @@ impl AsyncWrite for Io {
         match self.get_mut() {
             Io::Duplex(s) => Pin::new(s).poll_write(cx, buf),
             Io::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tcp(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
     fn poll_write_vectored(
@@ -150,24 +154,28 @@ impl AsyncWrite for Io {
         match self.get_mut() {
             Io::Duplex(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Io::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Io::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
     fn is_write_vectored(&self) -> bool {
         match self {
             Io::Duplex(s) => s.is_write_vectored(),
             Io::Unix(s) => s.is_write_vectored(),
+            Io::Tcp(s) => s.is_write_vectored(),
         }
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Io::Duplex(s) => Pin::new(s).poll_flush(cx),
             Io::Unix(s) => Pin::new(s).poll_flush(cx),
+            Io::Tcp(s) => Pin::new(s).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Io::Duplex(s) => Pin::new(s).poll_shutdown(cx),
             Io::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tcp(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

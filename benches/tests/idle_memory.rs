@@ -163,8 +163,9 @@ fn a_burst_gives_its_write_buffers_back() {
 }
 
 /// A connection, its pipe and its raw peer's task (its 512-byte buffer), in a debug build, with
-/// no read or write buffer: about 8.5 KiB (one holding its 8 KiB read buffer is over 16 KiB).
-const IDLE_BOUND: i64 = 12 * 1024;
+/// no read or write buffer and only its reader task running: about 6.2 KiB (one holding its
+/// 8 KiB read buffer is over 16 KiB; one that also ran its writer and dispatcher tasks, 8.5 KiB).
+const IDLE_BOUND: i64 = 8 * 1024;
 
 /// An idle connection holds no read buffer and no write buffer: what one costs, opened and
 /// then idle after a message each way, stays far under the 8 KiB read buffer it used to hold.

@@ -15,6 +15,7 @@ pub mod cancel_reasons;
 pub mod close_sequence;
 pub mod concurrency;
 pub mod framing;
+pub mod idle_tasks;
 pub mod ids;
 pub mod inbound_bytes;
 pub mod layers;

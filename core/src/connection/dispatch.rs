@@ -57,6 +57,9 @@ pub(crate) struct Lane {
     /// Messages taken off the lane so far (for [`super::settle`]). Only the lane's owner of the
     /// moment writes it (the reader while `Here`, the task while `Task`).
     taken: AtomicU64,
+    /// The dispatcher task was spawned: at the first hand-off, not before (a connection whose
+    /// reader dispatches everything on the spot never pays for the task).
+    task: std::sync::atomic::AtomicBool,
     dispatcher: Dispatcher,
 }
 
@@ -82,13 +85,25 @@ enum Step {
 
 impl Lane {
     pub(crate) fn new(dispatcher: Dispatcher) -> Self {
-        Lane { turns: LaneTurns::new(), taken: AtomicU64::new(0), dispatcher }
+        Lane { turns: LaneTurns::new(), taken: AtomicU64::new(0), task: Default::default(), dispatcher }
+    }
+
+    /// The dispatcher task, spawned once: by the first hand-off (the reader is still running,
+    /// so the tracker cannot have emptied yet).
+    fn ensure_task(self: &Arc<Self>) {
+        if !self.task.load(Ordering::Relaxed) && !self.task.swap(true, Ordering::AcqRel) {
+            self.dispatcher.tracker.spawn(self.clone().run());
+        }
     }
 
     /// The reader hands over a message: dispatched on the spot if the lane is free (its handler
     /// polled once with `cx`, the reader's context), else queued for the dispatcher task.
     /// `Ok` may hand back the reply slot of a request that is done with it, for reuse.
-    pub(crate) fn offer(&self, item: Inbound, cx: &mut Context<'_>) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
+    pub(crate) fn offer(
+        self: &Arc<Self>,
+        item: Inbound,
+        cx: &mut Context<'_>,
+    ) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
         let shared = &self.dispatcher.shared;
         // Queued: a cancellation (or a reused id) read meanwhile must find it, and answer it at
         // once.
@@ -119,7 +134,10 @@ impl Lane {
             queued(item);
         };
         match self.turns.hand_off(handoff, requeued) {
-            Ok(()) => Ok(None),
+            Ok(()) => {
+                self.ensure_task();
+                Ok(None)
+            }
             Err(handoff) => {
                 // The task stopped meanwhile (the connection is closing): nobody would take this.
                 if let Handoff::Blocked(Inbound::Request { slot, .. }) = handoff {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::shared::Shared;
@@ -26,11 +25,10 @@ pub(crate) struct Drain {
 
 impl Drain {
     pub(crate) fn new(shared: Arc<Shared>, handlers: TaskTracker) -> Self {
-        let stop = shared.lifecycle.stopped().clone();
         let ending = shared.clone();
         let running = handlers.clone();
         let give_up = Box::pin(async move {
-            stop.cancelled().await;
+            ending.lifecycle.stopped().cancelled().await;
             // Handlers still allowed to run: the peer's EOF (any other ending cancels them at
             // once). The flush timeout starts when they are done, or cancelled.
             if !ending.handlers_cancelled() {
@@ -44,9 +42,9 @@ impl Drain {
             tokio::time::sleep(ending.config.flush_timeout).await;
             tracing::debug!(target: crate::LOG_TARGET, timeout = ?ending.config.flush_timeout, "the peer did not take what was queued in time: giving up on it");
         });
-        let stop = shared.lifecycle.stopped().clone();
+        let stop = shared.clone();
         let handlers_done = Box::pin(async move {
-            stop.cancelled().await;
+            stop.lifecycle.stopped().cancelled().await;
             handlers.close();
             handlers.wait().await;
         });
@@ -87,7 +85,7 @@ impl Drain {
 /// the grace and the flush timeout, see [`Drain`]) and shut the write side down. A failed write ends the connection, and the
 /// write side is still shut (a message transport may have a closing handshake to finish, say a
 /// WebSocket whose peer closed first).
-pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
+pub(crate) async fn run_writer(mut drain: Drain) {
     let shared = drain.shared().clone();
     let out = &shared.outbound;
     while drain.turn().await {
@@ -108,7 +106,8 @@ pub(crate) async fn run_writer(mut drain: Drain, done: CancellationToken) {
     }
     let shutdown = std::future::poll_fn(|cx| out.with_pump(|p| p.poll_shutdown(cx)).unwrap_or(Poll::Ready(Ok(()))));
     let _ = tokio::time::timeout(Duration::from_millis(500), shutdown).await;
-    shared.finish();
+    // The stream goes first (closing it, for pipes whose shutdown does not): whoever waits for
+    // the end (`Connection::close`) finds it closed.
     out.drop_pump();
-    done.cancel();
+    shared.finish();
 }

@@ -35,9 +35,9 @@ pub(crate) struct Lifecycle {
     /// Parent of every inbound request's token; also stops the dispatcher. Fires on `Closing`.
     handlers: CancellationToken,
     /// Fires on leaving `Open`: the reader stops, the writer's drain begins.
-    stopped: CancellationToken,
+    stopped: Signal,
     /// Fires on `Finished`.
-    finished: CancellationToken,
+    finished: Signal,
     /// The reader, woken on leaving `Open`.
     reader: AtomicWaker,
 }
@@ -47,8 +47,8 @@ impl Lifecycle {
         Lifecycle {
             state: AtomicU8::new(OPEN),
             handlers: CancellationToken::new(),
-            stopped: CancellationToken::new(),
-            finished: CancellationToken::new(),
+            stopped: Signal::default(),
+            finished: Signal::default(),
             reader: AtomicWaker::new(),
         }
     }
@@ -64,11 +64,11 @@ impl Lifecycle {
             self.handlers.cancel();
         }
         if from < DRAINING && to >= DRAINING {
-            self.stopped.cancel();
+            self.stopped.fire();
             self.reader.wake();
         }
         if from < FINISHED && to >= FINISHED {
-            self.finished.cancel();
+            self.finished.fire();
         }
     }
 
@@ -113,13 +113,13 @@ impl Lifecycle {
     }
 
     /// Fires on leaving `Open`.
-    pub(crate) fn stopped(&self) -> &CancellationToken {
+    pub(crate) fn stopped(&self) -> &Signal {
         &self.stopped
     }
 
-    /// Fires on `Finished` (a child process's reaper waits for it).
-    #[cfg_attr(not(feature = "process"), allow(dead_code))]
-    pub(crate) fn finished(&self) -> &CancellationToken {
+    /// Fires on `Finished` ([`Connection::close`](super::Connection::close) and a child
+    /// process's reaper wait for it).
+    pub(crate) fn finished(&self) -> &Signal {
         &self.finished
     }
 
@@ -127,6 +127,40 @@ impl Lifecycle {
     /// [`Lifecycle::is_stopped`]).
     pub(crate) fn register_reader(&self, waker: &Waker) {
         self.reader.register(waker);
+    }
+}
+
+/// A state the lifecycle has entered, for whoever waits for it: what a [`CancellationToken`]
+/// does here, without its allocation (every connection holds two).
+#[derive(Default)]
+pub(crate) struct Signal {
+    fired: std::sync::atomic::AtomicBool,
+    waiters: tokio::sync::Notify,
+}
+
+impl Signal {
+    fn fire(&self) {
+        self.fired.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.waiters.notify_waiters();
+    }
+
+    /// Whether the state was entered.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once the state is entered.
+    pub(crate) async fn cancelled(&self) {
+        loop {
+            // Registered before the check: a `fire` from here on wakes it.
+            let fired = self.waiters.notified();
+            tokio::pin!(fired);
+            fired.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            fired.await;
+        }
     }
 }
 

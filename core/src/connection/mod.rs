@@ -333,7 +333,7 @@ impl Builder {
 
     /// Serve a router, reporting a method-name clash with what is already served.
     pub fn try_serve(mut self, service: impl Into<Router>) -> Result<Self, MethodClash> {
-        self.router = std::mem::take(&mut self.router).try_merge(service)?;
+        self.router = std::mem::take(&mut self.router).try_merge(service.into())?;
         Ok(self)
     }
 
@@ -407,9 +407,21 @@ impl Builder {
         let shared = Arc::new(Shared::new(config, outbound, seam));
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
+        let tracker = TaskTracker::new();
+        // The writer task starts when it is first handed a turn, or when the connection ends:
+        // an idle connection whose callers wrote everything themselves has none.
+        let writer_of = Arc::downgrade(&shared);
+        let runtime = tokio::runtime::Handle::current();
+        let writer_tracker = tracker.clone();
+        shared.outbound.set_writer_start(Box::new(move || {
+            if let Some(shared) = writer_of.upgrade() {
+                runtime.spawn(drain::run_writer(drain::Drain::new(shared, writer_tracker)));
+            }
+        }));
         let handle = Handle::new(shared.clone());
         for factory in factories {
-            match std::mem::take(&mut router).try_merge(factory(handle.clone())) {
+            let made = factory(handle.clone());
+            match std::mem::take(&mut router).try_merge(made) {
                 Ok(merged) => router = merged,
                 Err(clash) => {
                     shared.close(CloseReason::new(CloseKind::FatalError, format!("{clash} (in Builder::serve_with)")));
@@ -430,8 +442,6 @@ impl Builder {
             let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer, shared.config.trace_context);
         }
-        let tracker = TaskTracker::new();
-        let done = CancellationToken::new();
         let limits = &shared.config.limits;
         let permits =
             Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
@@ -440,8 +450,9 @@ impl Builder {
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
         }
         let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), permits };
+        // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
-        let reader = Reader { shared: shared.clone(), lane: lane.clone(), hold: Default::default() };
+        let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };
         let reader = tracker.track_future(reader.run(frames, eof_reason));
         let reader = if driven {
             Some(Box::pin(reader) as futures::future::BoxFuture<'static, ()>)
@@ -450,9 +461,7 @@ impl Builder {
             tokio::spawn(reader);
             None
         };
-        tracker.spawn(lane.run());
-        tokio::spawn(drain::run_writer(drain::Drain::new(shared.clone(), tracker), done.clone()));
-        (Connection { handle, done, transport_done: None }, shared, reader)
+        (Connection { handle, transport_done: None }, shared, reader)
     }
 }
 
@@ -533,7 +542,6 @@ fn shadowed_route(router: &Router, shared: &Shared) -> Option<String> {
 #[must_use = "dropping a Connection closes it"]
 pub struct Connection {
     handle: Handle,
-    done: CancellationToken,
     /// Fires when the transport's own end is over (a child process has exited or been killed).
     transport_done: Option<CancellationToken>,
 }
@@ -589,7 +597,8 @@ impl Connection {
     /// to be killed once its grace period is over, so that it is reaped before this returns.
     pub async fn close(self) -> CloseReason {
         self.handle.close();
-        self.done.cancelled().await;
+        // The writer is done and has dropped the stream (`Lifecycle::finish`).
+        self.handle.shared.lifecycle.finished().cancelled().await;
         if let Some(transport_done) = &self.transport_done {
             transport_done.cancelled().await;
         }

@@ -40,6 +40,26 @@ enum Routed {
     Held,
 }
 
+/// What the reader's poll gives back to its loop.
+enum Step {
+    /// The connection is closing: stop reading.
+    Stop,
+    /// A message that must wait (in a future of its own).
+    Later(Later),
+    /// Anything but a message: a discarded line, an error, the end of the input.
+    Other(Option<Result<Next, FrameError>>),
+}
+
+/// A message the reader could not finish within its poll.
+enum Later {
+    /// Unparsable: answered `-32700` (which may wait for room).
+    Unparsable(ErrorObject),
+    /// Routed, but what became of it must wait (see [`Routed`]).
+    Routed(Routed),
+    /// A batch: its items are routed one by one.
+    Batch(Vec<Incoming>),
+}
+
 pub(crate) struct Reader {
     pub(crate) shared: Arc<Shared>,
     pub(crate) lane: Arc<Lane>,
@@ -138,58 +158,71 @@ impl Reader {
             // A message already read (or readable without waiting) is handled while the answers
             // to the ones before it are still held; they are written before the reader waits (or
             // after `HOLD_MAX` messages). The stream is polled with this task's own waker, so
-            // finding nothing to read costs no second poll.
-            let next = std::future::poll_fn(|cx| {
-                // Registered before the check: a close from here on wakes this poll.
-                if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    self.shared.lifecycle.register_reader(cx.waker());
-                    registered = Some(cx.waker().clone());
-                }
-                if self.shared.is_closing() {
-                    return Poll::Ready(None);
-                }
-                if self.hold.is_long() {
-                    self.hold.release(&self.shared.outbound);
-                }
-                match frames.poll_frame(cx) {
-                    Poll::Ready(next) => {
-                        if let Some(watchdog) = watchdog.as_mut() {
-                            watchdog.progress();
-                        }
-                        Poll::Ready(Some(next))
+            // finding nothing to read costs no second poll. A message that routes without
+            // waiting (the common case) is handled right here, in the same poll; only what must
+            // wait leaves this poll, and waits in a future of its own (see `Later`): the
+            // reader's own future, which every idle connection holds, stays small.
+            let step = std::future::poll_fn(|cx| {
+                loop {
+                    // Registered before the check: a close from here on wakes this poll.
+                    if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        self.shared.lifecycle.register_reader(cx.waker());
+                        registered = Some(cx.waker().clone());
                     }
-                    Poll::Pending => {
-                        if let Some(watchdog) = watchdog.as_mut()
-                            && let Some(reason) = watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
-                        {
-                            self.shared.close(reason);
-                            return Poll::Ready(None);
-                        }
+                    if self.shared.is_closing() {
+                        return Poll::Ready(Step::Stop);
+                    }
+                    if self.hold.is_long() {
                         self.hold.release(&self.shared.outbound);
-                        Poll::Pending
+                    }
+                    let next = match frames.poll_frame(cx) {
+                        Poll::Ready(next) => {
+                            if let Some(watchdog) = watchdog.as_mut() {
+                                watchdog.progress();
+                            }
+                            next
+                        }
+                        Poll::Pending => {
+                            if let Some(watchdog) = watchdog.as_mut()
+                                && let Some(reason) = watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
+                            {
+                                self.shared.close(reason);
+                                return Poll::Ready(Step::Stop);
+                            }
+                            self.hold.release(&self.shared.outbound);
+                            return Poll::Pending;
+                        }
+                    };
+                    // Holding pays off only when more messages are at hand: a lone message's
+                    // answer is written by its handler at once.
+                    self.hold.after_read(&self.shared.outbound, frames.has_more());
+                    match next {
+                        Some(Ok(Next::Message)) => match self.frame_now(frames.body(), &mut spares, cx) {
+                            Ok(true) => {}
+                            Ok(false) => return Poll::Ready(Step::Stop),
+                            Err(later) => return Poll::Ready(Step::Later(later)),
+                        },
+                        other => return Poll::Ready(Step::Other(other)),
                     }
                 }
             })
             .await;
-            // The connection is closing.
-            let Some(next) = next else { return };
-            // Holding pays off only when more messages are at hand: a lone message's answer is
-            // written by its handler at once.
-            self.hold.after_read(&self.shared.outbound, frames.has_more());
-            match next {
-                Some(Ok(Next::Message)) => {
-                    if !self.on_frame(frames.body(), &mut spares).await {
+            match step {
+                Step::Stop => return,
+                Step::Later(later) => {
+                    if !Box::pin(self.later(later, &mut spares)).await {
                         return;
                     }
                 }
-                Some(Ok(Next::Discarded { limit })) => {
+                Step::Other(Some(Ok(Next::Message))) => unreachable!("messages are handled in the poll"),
+                Step::Other(Some(Ok(Next::Discarded { limit }))) => {
                     tracing::warn!(target: crate::LOG_TARGET, limit, "discarded an over-long line");
                     let error = ErrorObject::invalid_request(format!(
                         "message exceeds the limit of {limit} bytes and was discarded"
                     ));
-                    self.answer_error(&Id::Null, error).await;
+                    Box::pin(self.answer_error(&Id::Null, error)).await;
                 }
-                Some(Err(e)) => {
+                Step::Other(Some(Err(e))) => {
                     let kind = match e {
                         FrameError::Io(_) | FrameError::Truncated(_) => CloseKind::StreamError,
                         _ => CloseKind::RemoteProtocolViolation,
@@ -197,7 +230,7 @@ impl Reader {
                     self.shared.close(CloseReason::new(kind, format!("reading from the peer failed: {e}")));
                     return;
                 }
-                None => {
+                Step::Other(None) => {
                     self.hold.release(&self.shared.outbound);
                     let why = match eof_reason {
                         Some(f) => f.await,
@@ -207,6 +240,49 @@ impl Reader {
                     self.shared.close_after_eof(CloseReason::new(CloseKind::RemoteClosed, message));
                     return;
                 }
+            }
+        }
+    }
+
+    /// Handle one frame as far as it goes without waiting: `Ok(false)` when the connection must
+    /// stop reading, `Err` with what must wait (or is rare: batches, unparsable input).
+    fn frame_now(&self, body: &[u8], spares: &mut Spares, cx: &mut Context<'_>) -> Result<bool, Later> {
+        self.shared.outbound.tracer.message(Direction::Incoming, body);
+        let config = &self.shared.config;
+        match parse_frame_keeping(body, config.limits.max_batch_len, config.keeps_trace_members()) {
+            Err(error) => {
+                tracing::debug!(target: crate::LOG_TARGET, error = %self.shared.quote(&error), "unparsable message answered -32700");
+                Err(Later::Unparsable(error))
+            }
+            Ok(ParsedMessage::Single(message)) => match self.route_now(message, None, spares, cx) {
+                Routed::Done => Ok(true),
+                Routed::Stop => Ok(false),
+                waits => Err(Later::Routed(waits)),
+            },
+            Ok(ParsedMessage::Batch(items)) => Err(Later::Batch(items)),
+        }
+    }
+
+    /// What [`Reader::frame_now`] could not finish; `false` when the connection must stop reading.
+    async fn later(&self, later: Later, spares: &mut Spares) -> bool {
+        match later {
+            Later::Unparsable(error) => {
+                self.answer_error(&Id::Null, error).await;
+                true
+            }
+            Later::Routed(routed) => self.after_route(routed, spares).await,
+            Later::Batch(items) => {
+                let expected = items
+                    .iter()
+                    .filter(|m| matches!(m, Incoming::Request { .. } | Incoming::Invalid { answer: true, .. }))
+                    .count();
+                let batch = (expected > 0).then(|| Batch::new(self.shared.clone(), expected));
+                for item in items {
+                    if !self.route(item, batch.clone(), spares).await {
+                        return false;
+                    }
+                }
+                true
             }
         }
     }
@@ -236,33 +312,6 @@ impl Reader {
         let _ = self.shared.outbound.send_now(buf);
     }
 
-    /// Handle one frame; `false` when the connection must stop reading.
-    async fn on_frame(&self, body: &[u8], spares: &mut Spares) -> bool {
-        self.shared.outbound.tracer.message(Direction::Incoming, body);
-        let config = &self.shared.config;
-        match parse_frame_keeping(body, config.limits.max_batch_len, config.keeps_trace_members()) {
-            Err(error) => {
-                tracing::debug!(target: crate::LOG_TARGET, error = %self.shared.quote(&error), "unparsable message answered -32700");
-                self.answer_error(&Id::Null, error).await;
-                true
-            }
-            Ok(ParsedMessage::Single(message)) => self.route(message, None, spares).await,
-            Ok(ParsedMessage::Batch(items)) => {
-                let expected = items
-                    .iter()
-                    .filter(|m| matches!(m, Incoming::Request { .. } | Incoming::Invalid { answer: true, .. }))
-                    .count();
-                let batch = (expected > 0).then(|| Batch::new(self.shared.clone(), expected));
-                for item in items {
-                    if !self.route(item, batch.clone(), spares).await {
-                        return false;
-                    }
-                }
-                true
-            }
-        }
-    }
-
     /// Route one message: without waiting in the common case (one poll, the handler's first
     /// poll included), then whatever must wait.
     async fn route(&self, message: Incoming, batch: Option<Arc<Batch>>, spares: &mut Spares) -> bool {
@@ -274,6 +323,12 @@ impl Reader {
             })
         })
         .await;
+        self.after_route(routed, spares).await
+    }
+
+    /// Finish routing a message (waiting as needed); `false` when the connection must stop
+    /// reading.
+    async fn after_route(&self, routed: Routed, spares: &mut Spares) -> bool {
         match routed {
             Routed::Done => true,
             Routed::Stop => false,

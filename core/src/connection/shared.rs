@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use super::config::Config;
 use super::in_flight::InFlight;
@@ -30,7 +30,11 @@ pub(crate) struct Shared {
     pub(crate) read_ahead: ReadAhead,
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
     pub(crate) settle: super::settle::Settle,
-    reason: watch::Sender<Option<CloseReason>>,
+    /// Why the connection ended, once it has (the first reason wins). A lock and a `Notify`, not
+    /// a watch channel: every connection holds one, and this costs no allocation.
+    reason: crate::sync::Mutex<Option<CloseReason>>,
+    /// Wakes [`Shared::closed`] once `reason` is set.
+    reason_set: Notify,
     /// How the child process ended, once known (a child process transport only).
     child_exit: OnceLock<ChildExit>,
 }
@@ -48,7 +52,8 @@ impl Shared {
             lifecycle: Lifecycle::new(),
             read_ahead: ReadAhead::default(),
             settle: Default::default(),
-            reason: watch::Sender::new(None),
+            reason: crate::sync::Mutex::new(None),
+            reason_set: Notify::new(),
             child_exit: OnceLock::new(),
         }
     }
@@ -76,21 +81,20 @@ impl Shared {
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
-        let reason = match self.child_exit.get() {
-            Some(exit) => reason.with_child(exit.clone()),
-            None => reason,
-        };
-        let first = self.reason.send_if_modified(|r| {
-            if r.is_none() {
-                *r = Some(reason.clone());
-                true
-            } else {
-                false
+        let reason = {
+            let mut r = crate::sync::lock(&self.reason);
+            if r.is_some() {
+                return;
             }
-        });
-        if !first {
-            return;
-        }
+            // Under the lock: a child's exit noted meanwhile is in this reason or amends it.
+            let reason = match self.child_exit.get() {
+                Some(exit) => reason.with_child(exit.clone()),
+                None => reason,
+            };
+            *r = Some(reason.clone());
+            reason
+        };
+        self.reason_set.notify_waiters();
         match reason.kind {
             CloseKind::LocallyClosed | CloseKind::RemoteClosed => {
                 tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
@@ -109,6 +113,8 @@ impl Shared {
             self.lifecycle.close();
         }
         self.read_ahead.space().notify_waiters();
+        // The writer flushes what is queued and shuts the write side (it may not run yet).
+        self.outbound.start_writer();
     }
 
     /// The child process behind the connection has ended: the reason says how, from now on (and
@@ -118,13 +124,10 @@ impl Shared {
         if self.child_exit.set(exit.clone()).is_err() {
             return;
         }
-        self.reason.send_if_modified(|r| match r.take() {
-            Some(reason) => {
-                *r = Some(reason.with_child(exit));
-                true
-            }
-            None => false,
-        });
+        let mut r = crate::sync::lock(&self.reason);
+        if let Some(reason) = r.take() {
+            *r = Some(reason.with_child(exit));
+        }
     }
 
     /// The connection is closing: the reader stops.
@@ -138,7 +141,7 @@ impl Shared {
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
-        self.reason.borrow().clone()
+        crate::sync::lock(&self.reason).clone()
     }
 
     /// The reason, or a generic one if the connection is somehow not marked closed yet.
@@ -148,14 +151,15 @@ impl Shared {
     }
 
     pub(crate) async fn closed(&self) -> CloseReason {
-        let mut rx = self.reason.subscribe();
         loop {
-            if let Some(r) = rx.borrow_and_update().clone() {
+            // Registered before the check: a reason set from here on wakes it.
+            let set = self.reason_set.notified();
+            tokio::pin!(set);
+            set.as_mut().enable();
+            if let Some(r) = self.close_reason() {
                 return r;
             }
-            if rx.changed().await.is_err() {
-                return self.lost();
-            }
+            set.await;
         }
     }
 

@@ -60,7 +60,9 @@ pub struct MethodClash {
 #[must_use = "a router serves nothing until it is given to a connection"]
 pub struct Router {
     /// Names are shared with the notification handlers running under them (for their logs).
-    routes: HashMap<Arc<str>, Route, crate::util::hash::IdBuild>,
+    /// Shared between clones (a server's connections all serve one table); copied on the first
+    /// change to a shared one.
+    routes: Arc<HashMap<Arc<str>, Route, crate::util::hash::IdBuild>>,
     fallback: Option<RequestFn>,
     notification_fallback: Option<(Arc<str>, NotificationFn)>,
 }
@@ -119,7 +121,7 @@ impl Router {
     }
 
     fn try_insert(&mut self, method: &str, route: Route) -> Result<(), MethodClash> {
-        match self.routes.entry(Arc::from(method)) {
+        match Arc::make_mut(&mut self.routes).entry(Arc::from(method)) {
             Entry::Occupied(_) => Err(MethodClash { method: method.to_owned() }),
             Entry::Vacant(v) => {
                 v.insert(route);
@@ -249,7 +251,7 @@ impl Router {
 
     /// Wrap every request handler (and the fallback) with `wrap`.
     pub(crate) fn map_requests(mut self, wrap: impl Fn(RequestFn) -> RequestFn) -> Self {
-        for route in self.routes.values_mut() {
+        for route in Arc::make_mut(&mut self.routes).values_mut() {
             if let Route::Request(handler) = route {
                 *handler = wrap(handler.clone());
             }
@@ -260,7 +262,7 @@ impl Router {
 
     /// Wrap every notification handler (and the notification fallback) with `wrap`.
     pub(crate) fn map_notifications(mut self, wrap: impl Fn(NotificationFn) -> NotificationFn) -> Self {
-        for route in self.routes.values_mut() {
+        for route in Arc::make_mut(&mut self.routes).values_mut() {
             if let Route::Notification(handler) = route {
                 *handler = wrap(handler.clone());
             }
@@ -277,8 +279,13 @@ impl Router {
     /// Combine two routers; a method both register is an error naming it.
     pub fn try_merge(mut self, other: impl Into<Router>) -> Result<Self, MethodClash> {
         let other = other.into();
-        for (method, route) in other.routes {
-            self.try_insert(&method, route)?;
+        if self.routes.is_empty() {
+            // Nothing to merge into: take the other's table as it is (shared, not copied).
+            self.routes = other.routes;
+        } else if !other.routes.is_empty() {
+            for (method, route) in Arc::unwrap_or_clone(other.routes) {
+                self.try_insert(&method, route)?;
+            }
         }
         match (&self.fallback, other.fallback) {
             (Some(_), Some(_)) => return Err(MethodClash { method: "<fallback>".into() }),

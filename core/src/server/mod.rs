@@ -440,7 +440,7 @@ async fn accept_loop<L: Listener>(mut listener: L, inner: Arc<Inner>, template: 
             builder = builder
                 .serve_with(move |handle| factory(&Peer { id, addr: addr.clone(), handle, server: server.clone() }));
         }
-        inner.tasks.spawn(serve_peer(accepted, id, addr, builder, inner.clone()));
+        inner.tasks.spawn(serve_peer(Box::new((accepted, builder)), id, addr, inner.clone()));
     }
     tracing::debug!(target: crate::LOG_TARGET, "server stopped accepting");
 }
@@ -455,7 +455,12 @@ impl Drop for Active {
 }
 
 /// One peer's life: handshake, serve, close.
-async fn serve_peer<A: Accepted>(accepted: A, id: u64, addr: PeerAddr, builder: Builder, inner: Arc<Inner>) {
+///
+/// The socket and the builder come boxed: an async fn keeps its arguments for its whole life,
+/// and the builder is large. Moved out of the box, they live only until the connection starts,
+/// and the task waits for the connection's end in a small state.
+async fn serve_peer<A: Accepted>(start: Box<(A, Builder)>, id: u64, addr: PeerAddr, inner: Arc<Inner>) {
+    let (accepted, builder) = *start;
     let _active = Active(inner.clone());
     let started = tokio::select! {
         biased;

@@ -580,6 +580,17 @@ impl Outbound {
         drop(left);
     }
 
+    /// How to start the writer task (once, before anything is queued): it starts at the first
+    /// turn handed to it or when the connection ends ([`Outbound::start_writer`]), not before.
+    pub(crate) fn set_writer_start(&self, start: turns::Start) {
+        self.queue.set_starter(start);
+    }
+
+    /// The connection ends: the writer task must run (to flush and shut the write side).
+    pub(crate) fn start_writer(&self) {
+        self.queue.start_task();
+    }
+
     /// Set the writer (once, before anything is queued).
     pub(crate) fn install(&self, pump: Box<dyn Pump>) {
         *self.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(pump);

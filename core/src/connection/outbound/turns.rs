@@ -73,6 +73,32 @@ impl<C> DerefMut for OutQueue<C> {
 /// The outbound queue and whose turn it is to write it.
 pub(crate) struct OutTurns<C> {
     turns: Turns<OutQueue<C>>,
+    /// Starts the writer task: at the first turn handed to it, or when the connection ends (an
+    /// idle connection whose callers wrote everything on the spot has no writer task).
+    starter: Starter,
+}
+
+/// Spawns the writer task, once.
+pub(crate) type Start = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Starter {
+    started: std::sync::atomic::AtomicBool,
+    start: std::sync::Mutex<Option<Start>>,
+}
+
+impl Starter {
+    fn start(&self) {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if self.started.load(Acquire) {
+            return;
+        }
+        let start = self.start.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.started.store(true, Release);
+        if let Some(start) = start {
+            start();
+        }
+    }
 }
 
 /// Who writes what was just queued.
@@ -88,7 +114,21 @@ pub(crate) enum Writer {
 
 impl<C: Content> OutTurns<C> {
     pub(crate) fn new(content: C) -> Self {
-        OutTurns { turns: Turns::new(OutQueue { content, ending: false, dead: false, held: false }) }
+        OutTurns {
+            turns: Turns::new(OutQueue { content, ending: false, dead: false, held: false }),
+            starter: Starter::default(),
+        }
+    }
+
+    /// How to start the writer task (before anything is queued); without it, a task that polls
+    /// [`OutTurns::poll_turn`] must be running already.
+    pub(crate) fn set_starter(&self, start: Start) {
+        *self.starter.start.lock().unwrap_or_else(|p| p.into_inner()) = Some(start);
+    }
+
+    /// Start the writer task unless it runs already (it then waits for its turn).
+    pub(crate) fn start_task(&self) {
+        self.starter.start();
     }
 
     pub(crate) fn lock(&self) -> Locked<'_, OutQueue<C>> {
@@ -117,6 +157,7 @@ impl<C: Content> OutTurns<C> {
     }
 
     pub(crate) fn wake_task(&self) {
+        self.starter.start();
         self.turns.wake_task();
     }
 
@@ -140,7 +181,7 @@ impl<C: Content> OutTurns<C> {
         if q.owner() == Owner::Held {
             q.pass_to_task();
             drop(q);
-            self.turns.wake_task();
+            self.wake_task();
         }
     }
 
@@ -150,7 +191,7 @@ impl<C: Content> OutTurns<C> {
         debug_assert_eq!(q.owner(), Owner::Here);
         q.pass_to_task();
         drop(q);
-        self.turns.wake_task();
+        self.wake_task();
     }
 
     /// The writer's next batch: `take` moves the content out (it is not empty), and this
@@ -169,7 +210,7 @@ impl<C: Content> OutTurns<C> {
             drop(q);
             if wake {
                 // The task waits for the queue to be idle before it stops.
-                self.turns.wake_task();
+                self.wake_task();
             }
             return (false, out);
         }
