@@ -87,3 +87,49 @@ write("connection", "cl_flood", b"\x00" + cl(CALLBACK) + b"".join(cl(NOTE) for _
 write("connection", "nl_flood_requests", b"\x01" + b"".join(nl(b'{"jsonrpc":"2.0","id":%d,"method":"wait"}' % i) for i in range(40)))
 write("connection", "nl_duplicate_ids", b"\x01" + nl(WAIT) + nl(WAIT) + nl(CANCEL))
 write("connection", "cl_stream", b"\x20" + cl(COUNT) + b"".join(cl(b'{"jsonrpc":"2.0","id":%d,"method":"$/enumerator/next","params":[%d]}' % (20 + i, i % 2)) for i in range(6)))
+
+# The hidden-shape attacks of the README's limits table (examples/attack.rs), each in both
+# framings: what a peer can make us hold or redo without looking like much.
+def req(id_text: bytes, method: bytes, params: bytes = b"[]") -> bytes:
+    return b'{"jsonrpc":"2.0","id":' + id_text + b',"method":"' + method + b'","params":' + params + b"}"
+
+pad = b'"' + b"p" * 1000 + b'"'
+hidden = {
+    # Request ids kept as spelled: big, fractional, exponent, negative zero, a string that reads as a number.
+    "ids_as_spelled": [req(b"18446744073709551617", b"add", b"[1,2]"), req(b"1.50", b"add", b"[1,2]"),
+                       req(b"1e2", b"add", b"[1,2]"), req(b"-0", b"add", b"[1,2]"), req(b'"1"', b"add", b"[1,2]"),
+                       req(b"1", b"add", b"[1,2]")],
+    # Message shape: arrays and scalars where a message belongs, alone and in a batch.
+    "shapes": [b'["2.0",1,"echo",[5]]', b"5", b'"x"', b"null", b"[1,\"x\",null,[]]", b"{}"],
+    # A batch one over max_batch_len (8), refused whole; one at the limit.
+    "batch_over_length": [b"[" + b",".join([REQ] * 9) + b"]", b"[" + b",".join([NOTE] * 8) + b"]"],
+    # A batch whose answer passes the message size (4 KiB): members' answers replaced by -32603.
+    "batch_answer_over_size": [b"[" + b",".join(req(b"%d" % i, b"echo", b"[" + pad + b"]") for i in range(6)) + b"]"],
+    # Requests whose params add up past max_concurrent_request_bytes (8 KiB), held while they wait.
+    "request_bytes": [req(b"%d" % i, b"echo", b"[" + pad * 1 + b"," + pad + b"," + pad + b"]") for i in range(4)],
+    # A request cancelled while it waits for a permit (4 run at once): answered when the cancel is read.
+    "cancel_before_start": [req(b"%d" % i, b"wait") for i in range(5)]
+                           + [b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":4}}'],
+    # Reading on past the read-ahead while our call is pending: buffered inbound over 64 messages.
+    "readahead_with_a_pending_call": [CALLBACK] + [NOTE] * 70,
+    # Unread progress reports for our token, and progress for tokens nobody has.
+    "progress_flood": [CALLBACK] + [PROGRESS] * 40
+                      + [b'{"jsonrpc":"2.0","method":"$/progress","params":{"token":"nobody","value":1}}'] * 10,
+    # Streams offered past max_offered_streams (8).
+    "streams_over_limit": [req(b"%d" % (100 + i), b"count", b"[200]") for i in range(10)],
+    # An error object of the wrong shape answering our call (the callback's ping, our id 0).
+    "malformed_error_answer": [CALLBACK, b'{"jsonrpc":"2.0","id":0,"error":[-32050,"x"]}',
+                               b'{"jsonrpc":"2.0","id":0,"result":1,"error":{"code":1,"message":"both"}}'],
+    # Nesting past serde_json's 128 into a typed decode (-32602), and raw (kept, skipped).
+    "deep_typed": [req(b"30", b"add", b"[" * 200 + b"]" * 200), req(b"31", b"echo", b"[" + b"{\"a\":" * 150 + b"1" + b"}" * 150 + b"]")],
+    # Duplicate and colliding ids in flight.
+    "ids_in_flight": [req(b"7", b"wait"), req(b"7", b"wait"), req(b'"7"', b"wait"), req(b"7.0", b"wait")],
+}
+for name, messages in hidden.items():
+    write("connection", "cl_" + name, b"\x00" + b"".join(cl(m) for m in messages))
+    write("connection", "nl_" + name, b"\x01" + b"".join(nl(m) for m in messages))
+# Framing-level shapes: a header block past 256 bytes, a blank line past the message size, a
+# line past it that is valid JSON.
+write("connection", "cl_header_block", b"\x00" + b"X-Pad: " + b"h" * 300 + b"\r\n" + cl(REQ))
+write("connection", "nl_blank_over_limit", b"\x01" + b" " * 5000 + b"\n" + nl(REQ))
+write("connection", "nl_line_over_limit", b"\x01" + req(b"40", b"echo", b'["' + b"q" * 5000 + b'"]') + b"\n" + nl(REQ))

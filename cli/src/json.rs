@@ -1,22 +1,34 @@
 //! JSON on the command line and on the terminal: arguments read from text, a file or stdin, and
 //! indentation that keeps members in the order the peer wrote them.
+//!
+//! The indenter stays ours, on the text: it must show a message exactly as the peer wrote it.
+//! `serde_json`'s pretty printer re-encodes parsed values, which rewrites numbers (`1.10` becomes
+//! `1.1`, `1e3` becomes `1000.0`, an integer past 64 bits becomes a float), and keeps members in
+//! order only with `preserve_order`, a feature that cargo would switch on for every crate of the
+//! workspace built with the cli (changing the library's own output order in those builds).
 
 use std::io::Read;
 
 use serde_json::value::RawValue;
 
+use crate::error::CliError;
+
 /// JSON from an argument: the text itself, `@FILE` for a file's contents, `-` for stdin.
-pub(crate) fn argument(arg: &str, what: &str) -> Result<Box<RawValue>, String> {
+pub(crate) fn argument(arg: &str, what: &'static str) -> Result<Box<RawValue>, CliError> {
+    let unreadable = |from: &str| {
+        let from = from.to_owned();
+        move |source| CliError::ReadArgument { what, from, source }
+    };
     let text = if arg == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("reading {what} from stdin: {e}"))?;
+        std::io::stdin().read_to_string(&mut text).map_err(unreadable("stdin"))?;
         text
     } else if let Some(path) = arg.strip_prefix('@') {
-        std::fs::read_to_string(path).map_err(|e| format!("reading {what} from {path}: {e}"))?
+        std::fs::read_to_string(path).map_err(unreadable(path))?
     } else {
         arg.to_owned()
     };
-    let json: &RawValue = serde_json::from_str(&text).map_err(|e| format!("{what} is not JSON: {e}"))?;
+    let json: &RawValue = serde_json::from_str(&text).map_err(|source| CliError::NotJson { what, source })?;
     Ok(json.to_owned())
 }
 
@@ -106,8 +118,10 @@ mod tests {
 
     #[test]
     fn arguments_must_be_json() {
-        assert_eq!(argument(r#" {"a": 1} "#, "params").map(|j| j.get().to_owned()), Ok(r#"{"a": 1}"#.to_owned()));
-        assert!(argument("{oops", "params").unwrap_err().starts_with("params is not JSON"));
-        assert!(argument("@/nonexistent/file.json", "params").unwrap_err().contains("/nonexistent/file.json"));
+        assert_eq!(argument(r#" {"a": 1} "#, "params").unwrap().get(), r#"{"a": 1}"#);
+        assert!(argument("{oops", "params").unwrap_err().to_string().starts_with("params is not JSON"));
+        let missing = argument("@/nonexistent/file.json", "params").unwrap_err();
+        assert!(matches!(missing, CliError::ReadArgument { .. }), "{missing}");
+        assert!(missing.to_string().contains("/nonexistent/file.json"));
     }
 }

@@ -211,7 +211,7 @@ pub(crate) async fn run(args: ReplayArgs) -> u8 {
         Ok(trace) => trace,
         Err(e) => {
             eprintln!("jrpc replay: {e}");
-            return exit::USAGE;
+            return e.exit_code();
         }
     };
     let plan = plan(&trace);
@@ -228,7 +228,7 @@ pub(crate) async fn run(args: ReplayArgs) -> u8 {
         },
         Err(e) => {
             eprintln!("jrpc replay: {e}");
-            return exit::USAGE;
+            return e.exit_code();
         }
     };
     let framing = match (args.target.framing, plan.framing) {
@@ -241,14 +241,14 @@ pub(crate) async fn run(args: ReplayArgs) -> u8 {
         Ok(recorder) => Arc::new(Mutex::new(recorder)),
         Err(e) => {
             eprintln!("jrpc replay: {e}");
-            return exit::USAGE;
+            return e.exit_code();
         }
     };
     let fallback = match AnswerRule::parse(&args.answer) {
         Ok(rule) => rule,
         Err(e) => {
             eprintln!("jrpc replay: {e}");
-            return exit::USAGE;
+            return e.exit_code();
         }
     };
     let unexpected = Arc::new(Mutex::new(Vec::new()));
@@ -258,7 +258,7 @@ pub(crate) async fn run(args: ReplayArgs) -> u8 {
         Ok(session) => session,
         Err(e) => {
             eprintln!("jrpc replay: {e}");
-            return exit::CANNOT_CONNECT;
+            return e.exit_code();
         }
     };
     let outcomes = send(&plan, &session.conn, args.timeout).await;

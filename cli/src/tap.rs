@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::error::CliError;
 use crate::recorder::Recorder;
 use crate::signals;
 use crate::trace::write::TraceWriter;
@@ -98,7 +99,7 @@ pub(crate) fn run(args: TapArgs) -> u8 {
         Ok(recorder) => recorder,
         Err(e) => {
             eprintln!("jrpc tap: {e}");
-            return exit::USAGE;
+            return e.exit_code();
         }
     };
     let (recorder, mut child) = match spawn_server(&args, recorder, started_wall) {
@@ -116,7 +117,7 @@ pub(crate) fn run(args: TapArgs) -> u8 {
         Err(e) => {
             eprintln!("jrpc tap: {e}");
             let _ = child.kill();
-            return exit::CANNOT_CONNECT;
+            return e.exit_code();
         }
     };
     let status = match child.wait() {
@@ -132,10 +133,10 @@ pub(crate) fn run(args: TapArgs) -> u8 {
 }
 
 /// The recorder of the trace and the live view the arguments ask for.
-fn open_recorder(args: &TapArgs, started: Instant) -> Result<Recorder, String> {
+fn open_recorder(args: &TapArgs, started: Instant) -> Result<Recorder, CliError> {
     let trace = match &args.out {
         Some(path) => {
-            Some(TraceWriter::create(path).map_err(|e| format!("cannot write the trace {}: {e}", path.display()))?)
+            Some(TraceWriter::create(path).map_err(|source| CliError::TraceCreate { path: path.clone(), source })?)
         }
         None => None,
     };
@@ -178,12 +179,12 @@ struct Running {
 }
 
 /// Start forwarding both ways (and copying captured stderr), and recording.
-fn start_threads(child: &mut Child, recorder: Recorder) -> Result<Running, String> {
+fn start_threads(child: &mut Child, recorder: Recorder) -> Result<Running, CliError> {
     let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("the server's stdin and stdout pipes were not created".into());
+        return Err(CliError::NoPipes);
     };
-    let stdin = dup_stdin().map_err(|e| format!("cannot use this process's stdin: {e}"))?;
-    let stdout = dup_stdout().map_err(|e| format!("cannot use this process's stdout: {e}"))?;
+    let stdin = dup_stdin().map_err(|source| CliError::OwnStream { stream: "stdin", source })?;
+    let stdout = dup_stdout().map_err(|source| CliError::OwnStream { stream: "stdout", source })?;
     let (tx, rx) = mpsc::channel();
     let backlog = Arc::new(AtomicUsize::new(0));
     let to_recorder = ToRecorder { tx, seq: Sequence(Arc::new(AtomicU64::new(0))), backlog: backlog.clone() };
@@ -233,7 +234,7 @@ impl Running {
     }
 }
 
-fn open_view(target: &str, full: bool) -> Result<LiveView, String> {
+fn open_view(target: &str, full: bool) -> Result<LiveView, CliError> {
     if target == "stderr" || target == "-" {
         return Ok(LiveView::new(Box::new(io::stderr()), Style::stderr(full), Shown::All));
     }
@@ -241,7 +242,7 @@ fn open_view(target: &str, full: bool) -> Result<LiveView, String> {
         .create(true)
         .append(true)
         .open(target)
-        .map_err(|e| format!("cannot open the view {target}: {e}"))?;
+        .map_err(|source| CliError::View { target: target.to_owned(), source })?;
     let style = Style::for_output(file.is_terminal(), full);
     Ok(LiveView::new(Box::new(file), style, Shown::All))
 }
@@ -275,12 +276,8 @@ fn dup_stdout() -> io::Result<File> {
     }
 }
 
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<(), String> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(body)
-        .map(drop)
-        .map_err(|e| format!("cannot start a thread: {e}"))
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<(), CliError> {
+    std::thread::Builder::new().name(name.into()).spawn(body).map(drop).map_err(CliError::Thread)
 }
 
 /// The forwarding threads' way to the recording thread.

@@ -1,60 +1,25 @@
 //! Command lines given as one string (`--spawn "node server.js --stdio"`), split into words.
+//!
+//! The splitting is `shlex`'s (POSIX shell words, as Python's `shlex` and C's `wordexp` split
+//! them).
+
+use crate::error::CliError;
 
 /// Split a command line into words the way a POSIX shell does, without expansions: blanks
 /// separate words, `'…'` is literal, `"…"` keeps blanks (a backslash escapes `"`, `\`, `$` and
-/// `` ` `` in it), and a backslash outside quotes escapes the next character.
-pub(crate) fn split_command(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => words.extend(word.take()),
-            '\'' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => w.push(c),
-                        None => return Err(format!("unterminated ' in {line:?}")),
-                    }
-                }
-            }
-            '"' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => w.push(c),
-                            Some(c) => {
-                                w.push('\\');
-                                w.push(c);
-                            }
-                            None => return Err(format!("unterminated \" in {line:?}")),
-                        },
-                        Some(c) => w.push(c),
-                        None => return Err(format!("unterminated \" in {line:?}")),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some(c) => word.get_or_insert_with(String::new).push(c),
-                None => return Err(format!("a trailing backslash in {line:?}")),
-            },
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
+/// `` ` `` in it), a backslash outside quotes escapes the next character, and a word that starts
+/// with `#` starts a comment.
+pub(crate) fn split_command(line: &str) -> Result<Vec<String>, CliError> {
+    let words = shlex::split(line).ok_or_else(|| CliError::CommandLine { line: line.to_owned() })?;
     if words.is_empty() {
-        return Err("an empty command".into());
+        return Err(CliError::EmptyCommand);
     }
     Ok(words)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::split_command;
+    use super::*;
 
     #[test]
     fn commands_split_like_a_shell_splits_words() {
@@ -63,7 +28,8 @@ mod tests {
             split_command(r#"sh -c 'echo "a b"' "x\"y" a\ b ''"#).unwrap(),
             ["sh", "-c", r#"echo "a b""#, "x\"y", "a b", ""]
         );
-        assert!(split_command("unterminated 'quote").is_err());
-        assert!(split_command("   ").is_err());
+        assert!(matches!(split_command("unterminated 'quote"), Err(CliError::CommandLine { .. })));
+        assert!(matches!(split_command("trailing \\"), Err(CliError::CommandLine { .. })));
+        assert!(matches!(split_command("   "), Err(CliError::EmptyCommand)));
     }
 }

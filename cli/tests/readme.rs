@@ -13,6 +13,10 @@
 //!   and, for conversation lines, up to their message (which the width cuts where the numbers
 //!   before it put the cut).
 //!
+//! It takes minutes (a release build of the cli, pylsp and pyright installed), so the README's
+//! test command leaves it out (`#[ignore]`) and `.ci/run` runs it:
+//! `cargo test -p jsonrpc-duplex-cli --test readme -- --ignored`.
+//!
 //! `JRPC_README_SHOW=1` prints each command's real output (to update the README with).
 
 mod support;
@@ -109,6 +113,7 @@ async fn sh(command: &str, dir: &Path, path: &str, limit: Duration) -> support::
 }
 
 #[tokio::test]
+#[ignore = "a release install of the cli and pylsp/pyright (minutes): .ci/run runs it (--ignored)"]
 async fn the_readme_commands_run_as_written() {
     let workspace = interop::workspace_dir();
     let readme = std::fs::read_to_string(workspace.join("README.md")).expect("README.md");

@@ -234,6 +234,34 @@ pub fn check_decoder(framing: Framing, input: &[u8]) {
     assert_eq!(expected, got, "encode then decode changed a message");
 }
 
+/// The in-memory pipe's buffer each way: large enough that the connection's answers rarely wait
+/// for the peer's reader (each wait is a task switch), small enough to be reached by a flood.
+pub const PIPE_BUFFER: usize = 16 * 1024;
+
+/// How the peer's bytes are cut into writes for a whole connection: pieces whose sizes cycle
+/// through two multiples (1..=8, from the low 6 bits of `ctl`) of a thirty-second of the input,
+/// so that an input takes about eight writes and frames still arrive split at every kind of
+/// place; with `ctl`'s bit 6 set, the first 64 bytes come in pieces of 1..=8 bytes (headers
+/// and the start of a message cut anywhere). Each write is a round of task switches, the
+/// fuzzer's budget: cutting every input into 1..=16-byte pieces cost more than the connection.
+pub fn connection_pieces(ctl: u8, data: &[u8]) -> Vec<&[u8]> {
+    let (a, b) = (usize::from(ctl & 7) + 1, usize::from((ctl >> 3) & 7) + 1);
+    let coarse = (data.len() / 32).max(1);
+    let fine = if ctl & 0x40 != 0 { 64.min(data.len()) } else { 0 };
+    let mut out = Vec::with_capacity(48);
+    let mut rest = data;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let done = data.len() - rest.len();
+        let unit = if done < fine { 1 } else { coarse };
+        let n = (if i % 2 == 0 { a } else { b } * unit).min(rest.len());
+        out.push(&rest[..n]);
+        rest = &rest[n..];
+        i += 1;
+    }
+    out
+}
+
 /// How long (on the paused clock) a connection fed one input may take to end.
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(3600);
 
@@ -311,36 +339,46 @@ pub fn check_connection(input: &[u8]) {
     });
     let Some((&ctl, data)) = input.split_first() else { return };
     let framing = if ctl & 1 == 0 { Framing::ContentLength } else { Framing::NewlineDelimited };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().expect("a runtime");
-    let written = rt.block_on(async move {
-        let (ours, theirs) = tokio::io::duplex(1024);
-        let conn = jsonrpc_duplex_core::Connection::builder()
-            .framing(framing)
-            .limits(small_limits())
-            .serve(fuzz_router())
-            .connect_io(ours);
-        let (mut rd, mut wr) = tokio::io::split(theirs);
-        let reader = tokio::spawn(async move {
-            let mut out = Vec::new();
-            let _ = rd.read_to_end(&mut out).await;
-            out
-        });
-        let run = async {
-            for piece in chunks(ctl >> 1, data) {
-                if wr.write_all(piece).await.is_err() {
-                    break;
+    // One runtime for every input (building one costs more than many a run): current-thread,
+    // paused, so that the connection's timers (the EOF grace, `wait`'s second) cost no real time.
+    thread_local! {
+        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+    }
+    let written = RUNTIME.with(|rt| {
+        rt.block_on(async move {
+            let (ours, theirs) = tokio::io::duplex(PIPE_BUFFER);
+            let conn = jsonrpc_duplex_core::Connection::builder()
+                .framing(framing)
+                .limits(small_limits())
+                .serve(fuzz_router())
+                .connect_io(ours);
+            let (mut rd, mut wr) = tokio::io::split(theirs);
+            let reader = tokio::spawn(async move {
+                let mut out = Vec::new();
+                let _ = rd.read_to_end(&mut out).await;
+                out
+            });
+            let run = async {
+                for piece in connection_pieces(ctl >> 1, data) {
+                    if wr.write_all(piece).await.is_err() {
+                        break;
+                    }
                 }
+                let _ = wr.shutdown().await;
+                let reason = conn.closed().await;
+                drop(conn);
+                let written = reader.await.expect("the reading task");
+                (reason, written)
+            };
+            match tokio::time::timeout(CONNECTION_DEADLINE, run).await {
+                Ok((_reason, written)) => written,
+                Err(_) => panic!("the connection did not end within {CONNECTION_DEADLINE:?} after its input did"),
             }
-            let _ = wr.shutdown().await;
-            let reason = conn.closed().await;
-            drop(conn);
-            let written = reader.await.expect("the reading task");
-            (reason, written)
-        };
-        match tokio::time::timeout(CONNECTION_DEADLINE, run).await {
-            Ok((_reason, written)) => written,
-            Err(_) => panic!("the connection did not end within {CONNECTION_DEADLINE:?} after its input did"),
-        }
+        })
     });
     // Everything we wrote must be well framed, valid JSON-RPC 2.0.
     let limits = FrameLimits::new().max_message_size(usize::MAX / 4).max_header_size(64);
@@ -348,17 +386,49 @@ pub fn check_connection(input: &[u8]) {
     assert_eq!(decoded.error, None, "we wrote a broken frame: {:?}", String::from_utf8_lossy(&written));
     for frame in decoded.frames {
         let Frame::Message(body) = frame else { panic!("we wrote an over-long line") };
-        let value: serde_json::Value = serde_json::from_slice(&body)
-            .unwrap_or_else(|e| panic!("we wrote invalid JSON ({e}): {:?}", String::from_utf8_lossy(&body)));
-        let messages = match value {
-            serde_json::Value::Array(items) => items,
-            single => vec![single],
+        let invalid = |e: serde_json::Error| -> ! {
+            panic!("we wrote invalid JSON-RPC ({e}): {:?}", String::from_utf8_lossy(&body))
+        };
+        // Typed shapes, not a `serde_json::Value` per message: the check must cost less than
+        // the connection it checks.
+        let messages: Vec<Shape> = if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            serde_json::from_slice(&body).unwrap_or_else(|e| invalid(e))
+        } else {
+            vec![serde_json::from_slice(&body).unwrap_or_else(|e| invalid(e))]
         };
         for m in messages {
-            assert_eq!(m["jsonrpc"], "2.0", "we wrote a message without \"jsonrpc\": \"2.0\": {m}");
-            let is_response = m.get("result").is_some() != m.get("error").is_some();
-            let is_call = m.get("method").is_some_and(serde_json::Value::is_string);
-            assert!(is_response ^ is_call, "we wrote something that is neither a call nor a response: {m}");
+            let text = || String::from_utf8_lossy(&body);
+            assert_eq!(
+                m.jsonrpc.as_deref(),
+                Some("2.0"),
+                "we wrote a message without \"jsonrpc\": \"2.0\": {}",
+                text()
+            );
+            let is_response = m.result.0 != m.error.0;
+            let is_call = m.method.is_some();
+            assert!(is_response ^ is_call, "we wrote something that is neither a call nor a response: {}", text());
         }
+    }
+}
+
+/// The members of a message the output check needs (a `method` must be a string, and
+/// `"result": null` is a result).
+#[derive(serde::Deserialize)]
+struct Shape {
+    jsonrpc: Option<String>,
+    method: Option<String>,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Present,
+}
+
+/// Whether a member is there, whatever its value (`null` included).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Present(true))
     }
 }

@@ -40,11 +40,13 @@ async fn calls_in_flight(
     calls
 }
 
-#[tokio::test]
+// Paused time: "promptly" is exact, before any timer (the EOF grace's 1 s) has run, instead of
+// "within 1 s of a real clock", which a stalled runner can miss.
+#[tokio::test(start_paused = true)]
 async fn the_peers_eof_fails_every_pending_call_promptly_with_connection_lost_remote_closed() {
     let (conn, mut peer) = pair(server(), Framing::ContentLength);
     let calls = calls_in_flight(&conn, &peer, 5).await;
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     peer.close_write().await;
     for call in calls {
         match within(call).await.unwrap() {
@@ -60,7 +62,9 @@ async fn the_peers_eof_fails_every_pending_call_promptly_with_connection_lost_re
     peer.expect_eof().await;
 }
 
-#[tokio::test]
+// Paused time: `slow_add`'s 50 ms end before the EOF grace's 1 s however loaded the machine is
+// (a real clock lets a stalled runner pass the grace first, and the request is then cancelled).
+#[tokio::test(start_paused = true)]
 async fn requests_read_before_the_peers_eof_are_still_answered() {
     // `printf '<request>' | server`: the peer half-closes right after its request.
     for framing in [Framing::ContentLength, Framing::NewlineDelimited] {

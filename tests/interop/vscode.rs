@@ -83,6 +83,9 @@ fn router_with_client_ask(seen: Arc<Seen>, tokens: mpsc::UnboundedSender<Cancell
             if params["wait"] == json!(true) {
                 let token = ctx.cancellation().clone();
                 let _ = tokens.send(token.clone());
+                // The peer cancels on this notification: the handler runs before the
+                // cancellation whatever the machine's load (a timer could fire first).
+                let _ = ctx.peer().notify("client/started", ()).await;
                 return tokio::select! {
                     _ = token.cancelled() => Err(ErrorObject::request_cancelled()),
                     _ = tokio::time::sleep(STEP) => Ok(json!("never cancelled")),
@@ -188,7 +191,9 @@ async fn peer_cancels_our_handler() {
     let h = peer.conn.handle();
 
     let outcome: Value =
-        within(h.request("callBackAndCancel", json!({"afterMs": 200, "params": {"wait": true}}))).await.unwrap();
+        within(h.request("callBackAndCancel", json!({"cancelOn": "client/started", "params": {"wait": true}})))
+            .await
+            .unwrap();
     assert_eq!(
         outcome,
         json!({"cancelled": true, "error": {"code": -32800, "message": "Request cancelled"}}),

@@ -8,3 +8,4 @@ mod support;
 pub mod framing;
 pub mod fuzz_regressions;
 pub mod messages;
+pub mod model;

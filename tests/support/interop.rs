@@ -197,7 +197,11 @@ pub(crate) fn python_venv(name: &str, requirements: &Path) -> PathBuf {
         let bin = venv.join(if cfg!(windows) { "Scripts" } else { "bin" });
         let marker = venv.join("installed-requirements.txt");
         let python = bin.join(format!("python{}", std::env::consts::EXE_SUFFIX));
-        if python.exists() && std::fs::read_to_string(&marker).is_ok_and(|had| had == wanted) {
+        // A venv's scripts (mypy, pylsp) name its interpreter by absolute path: a target dir
+        // copied or restored elsewhere keeps a venv whose scripts cannot start. The marker
+        // records where the venv was made, so such a venv is made again.
+        let stamp = format!("{}\n{wanted}", venv.display());
+        if python.exists() && std::fs::read_to_string(&marker).is_ok_and(|had| had == stamp) {
             return Ok(bin);
         }
         let _ = std::fs::remove_dir_all(&venv);
@@ -213,7 +217,7 @@ pub(crate) fn python_venv(name: &str, requirements: &Path) -> PathBuf {
             &format!("`pip install -r {}`", requirements.display()),
             Duration::from_secs(300),
         )?;
-        std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
+        std::fs::write(&marker, stamp).map_err(|e| format!("{}: {e}", marker.display()))?;
         Ok(bin)
     })
 }

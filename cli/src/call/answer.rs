@@ -1,6 +1,7 @@
 //! How `call` answers the requests the server sends it meanwhile: `null`, `-32601`, or what a
 //! file says per method.
 
+use crate::error::CliError;
 use std::collections::HashMap;
 
 use jsonrpc_duplex_core::{ErrorObject, Router};
@@ -50,16 +51,15 @@ pub(crate) enum AnswerRule {
 
 impl AnswerRule {
     /// `null`, `error`, or a file of `{"method": {"result": …} | {"error": {"code": …, "message": …}}}`.
-    pub(crate) fn parse(arg: &str) -> Result<AnswerRule, String> {
+    pub(crate) fn parse(arg: &str) -> Result<AnswerRule, CliError> {
         match arg {
             "null" => Ok(AnswerRule::Null),
             "error" | "-32601" => Ok(AnswerRule::MethodNotFound),
             path => {
                 let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("--answer {path}: {e} (expected null, error or a JSON file)"))?;
-                let answers: HashMap<String, Answer> = serde_json::from_str(&text).map_err(|e| {
-                    format!(r#"--answer {path}: {e} (expected {{"method": {{"result": …}} or {{"error": {{"code": …, "message": …}}}}}})"#)
-                })?;
+                    .map_err(|source| CliError::AnswerFile { path: path.to_owned(), source })?;
+                let answers: HashMap<String, Answer> = serde_json::from_str(&text)
+                    .map_err(|source| CliError::AnswerJson { path: path.to_owned(), source })?;
                 Ok(AnswerRule::File(answers))
             }
         }
@@ -112,7 +112,8 @@ mod tests {
         let rule = AnswerRule::parse(path.to_str().unwrap()).unwrap();
         assert_eq!(rule.answer("b").unwrap_err().code, -32601);
         std::fs::write(&path, r#"{"a": {"reslt": 1}}"#).unwrap();
-        assert!(AnswerRule::parse(path.to_str().unwrap()).unwrap_err().contains("reslt"));
+        let wrong = AnswerRule::parse(path.to_str().unwrap()).unwrap_err();
+        assert!(matches!(wrong, CliError::AnswerJson { .. }) && wrong.to_string().contains("reslt"), "{wrong}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -120,8 +121,8 @@ mod tests {
     fn the_simple_rules() {
         assert_eq!(AnswerRule::parse("null").unwrap().answer("x").unwrap().get(), "null");
         assert_eq!(AnswerRule::parse("error").unwrap().answer("x").unwrap_err().code, -32601);
-        assert!(
-            AnswerRule::parse("/no/such/answers.json").unwrap_err().contains("expected null, error or a JSON file")
-        );
+        let missing = AnswerRule::parse("/no/such/answers.json").unwrap_err();
+        assert!(matches!(missing, CliError::AnswerFile { .. }), "{missing}");
+        assert!(missing.to_string().contains("expected null, error or a JSON file"));
     }
 }

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 pub(crate) use answer::AnswerRule;
 pub(crate) use profile::Profile;
 
+use crate::error::CliError;
 use crate::exit;
 use crate::recorder::Recorder;
 use crate::target::{self, Target, TargetArgs};
@@ -67,7 +68,7 @@ pub(crate) async fn run(args: CallArgs) -> u8 {
         Ok(prepared) => call(args, prepared).await,
         Err(e) => {
             eprintln!("jrpc call: {e}");
-            exit::USAGE
+            e.exit_code()
         }
     }
 }
@@ -79,25 +80,22 @@ struct Prepared {
     rule: AnswerRule,
 }
 
-fn prepare(args: &CallArgs) -> Result<Prepared, String> {
-    let target = args.target.target()?.ok_or("say where the server is: --spawn, --tcp, --unix or --ws")?;
+fn prepare(args: &CallArgs) -> Result<Prepared, CliError> {
+    let target = args.target.target()?.ok_or(CliError::NoTarget)?;
     let params = args.params.as_deref().map(|p| crate::json::argument(p, "PARAMS")).transpose()?;
     if let Some(params) = &params
         && !params.get().starts_with(['{', '['])
     {
-        return Err(format!(
-            "PARAMS must be a JSON object or array (JSON-RPC allows no other params), not {}",
-            params.get()
-        ));
+        return Err(CliError::ParamsNotStructured(params.get().to_owned()));
     }
     let init = args.init.as_deref().map(|i| crate::json::argument(i, "--init")).transpose()?;
     Ok(Prepared { target, params, init, rule: AnswerRule::parse(&args.answer)? })
 }
 
 /// The recorder of a `call` or `replay`: a trace when asked for, the live view on stderr.
-pub(crate) fn recorder(trace: Option<&PathBuf>, target: &Target, shown: Option<Shown>) -> Result<Recorder, String> {
+pub(crate) fn recorder(trace: Option<&PathBuf>, target: &Target, shown: Option<Shown>) -> Result<Recorder, CliError> {
     let writer = trace
-        .map(|path| TraceWriter::create(path).map_err(|e| format!("cannot write the trace {}: {e}", path.display())))
+        .map(|path| TraceWriter::create(path).map_err(|source| CliError::TraceCreate { path: path.clone(), source }))
         .transpose()?;
     let view = shown.map(|shown| LiveView::new(Box::new(std::io::stderr()), Style::stderr(false), shown));
     // The framing is the connection's; it is detected here only to be written in the records.
@@ -117,7 +115,7 @@ async fn call(args: CallArgs, prepared: Prepared) -> u8 {
         Ok(recorder) => Arc::new(Mutex::new(recorder)),
         Err(e) => {
             eprintln!("jrpc call: {e}");
-            return exit::USAGE;
+            return e.exit_code();
         }
     };
     let framing = args.target.framing.map(Into::into).unwrap_or(args.profile.framing());
@@ -126,7 +124,7 @@ async fn call(args: CallArgs, prepared: Prepared) -> u8 {
         Ok(session) => session,
         Err(e) => {
             eprintln!("jrpc call: {e}");
-            return exit::CANNOT_CONNECT;
+            return e.exit_code();
         }
     };
     let peer = session.conn.handle();

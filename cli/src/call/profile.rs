@@ -1,6 +1,7 @@
 //! Protocol profiles for `call`: the framing and cancellation a protocol uses, the handshake it
 //! needs before any other request, and its goodbye.
 
+use crate::error::CliError;
 use std::time::Duration;
 
 use jsonrpc_duplex_core::names::lifecycle;
@@ -87,7 +88,7 @@ impl Profile {
         peer: &Handle,
         init: Option<Box<RawValue>>,
         timeout: Duration,
-    ) -> Result<Option<Box<RawValue>>, String> {
+    ) -> Result<Option<Box<RawValue>>, CliError> {
         let Some(default) = self.default_init() else { return Ok(None) };
         let options = CallOptions::new().timeout(timeout);
         let result = match &init {
@@ -95,8 +96,10 @@ impl Profile {
             None => peer.request_raw(lifecycle::INITIALIZE, &default, options).await,
         }
         .map_err(|e| match e {
-            Error::Remote(error) => format!("the server refused `initialize`: {} {}", error.code, error.message),
-            other => format!("`initialize` failed: {other}"),
+            Error::Remote(error) => {
+                CliError::InitializeRefused { code: error.code, message: error.message.to_string() }
+            }
+            other => CliError::Initialize(other),
         })?;
         let initialized = match self {
             Profile::Lsp => Some(lifecycle::LSP_INITIALIZED),
@@ -104,7 +107,7 @@ impl Profile {
             Profile::Acp | Profile::Plain => None,
         };
         if let Some(method) = initialized {
-            peer.notify(method, json!({})).await.map_err(|e| format!("`{method}` could not be sent: {e}"))?;
+            peer.notify(method, json!({})).await.map_err(|source| CliError::Notify { method, source })?;
         }
         Ok(Some(result))
     }

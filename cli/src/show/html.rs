@@ -5,6 +5,7 @@
 //! The pairing is done here, by the same [`Conversation`] as the text views; the page's script
 //! (`page.js`) only draws.
 
+use crate::error::CliError;
 use std::path::Path;
 
 use serde::Serialize;
@@ -147,9 +148,9 @@ fn page(name: &str, trace: &Trace) -> Page {
 }
 
 /// The page for `trace` (read from `source`) as HTML text.
-fn render(source: &Path, trace: &Trace) -> Result<String, String> {
+fn render(source: &Path, trace: &Trace) -> Result<String, CliError> {
     let name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let data = serde_json::to_string(&page(&name, trace)).map_err(|e| format!("encoding the page's data: {e}"))?;
+    let data = serde_json::to_string(&page(&name, trace)).map_err(CliError::EncodePage)?;
     // `<` only occurs inside JSON strings, where `\u003c` means the same; this way no text of a
     // message can end the script element (`</script>`) or open a comment in it.
     let data = data.replace('<', "\\u003c");
@@ -165,9 +166,9 @@ fn escape_html(text: &str) -> String {
 }
 
 /// Write the page for `trace` (read from `source`) to `out`.
-pub(crate) fn write(source: &Path, trace: &Trace, out: &Path) -> Result<(), String> {
+pub(crate) fn write(source: &Path, trace: &Trace, out: &Path) -> Result<(), CliError> {
     let html = render(source, trace)?;
-    std::fs::write(out, html).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::write(out, html).map_err(|source| CliError::WriteFile { path: out.to_owned(), source })?;
     eprintln!("jrpc show: wrote {}", out.display());
     Ok(())
 }

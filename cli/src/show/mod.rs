@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::conversation::{Conversation, Event, EventKind};
+use crate::error::CliError;
 use crate::exit;
 use crate::trace::read::{Trace, TraceReader};
 use crate::view::{self, Style};
@@ -19,9 +20,10 @@ use crate::view::{self, Style};
 pub(crate) struct ShowArgs {
     /// The trace (from `jrpc tap --out`, or `jrpc call --trace`).
     trace: PathBuf,
-    /// Only messages whose method matches GLOB (`textDocument/*`); an answer has its request's.
-    #[arg(long, value_name = "GLOB")]
-    method: Option<String>,
+    /// Only messages whose method matches GLOB (`textDocument/*`; `*` any characters, `/`
+    /// included, `?` one, `[…]` one of a set); an answer has its request's.
+    #[arg(long, value_name = "GLOB", value_parser = method_glob)]
+    method: Option<glob::Pattern>,
     /// Only error answers (each after its request) and messages that are not JSON-RPC.
     #[arg(long)]
     errors: bool,
@@ -42,9 +44,18 @@ pub(crate) struct ShowArgs {
     full: bool,
 }
 
+/// `--method`'s glob (the `glob` crate's: `*`, `?`, `[…]`, `[!…]`).
+fn method_glob(text: &str) -> Result<glob::Pattern, CliError> {
+    glob::Pattern::new(text).map_err(|source| CliError::Glob { pattern: text.to_owned(), source })
+}
+
+/// A method name is no path: `*` matches `/` too, and a leading `.` is nothing special.
+const METHOD_GLOB: glob::MatchOptions =
+    glob::MatchOptions { case_sensitive: true, require_literal_separator: false, require_literal_leading_dot: false };
+
 /// Which events the text view shows.
 pub(crate) struct Filter {
-    method: Option<String>,
+    method: Option<glob::Pattern>,
     errors: bool,
     slower_than: Option<f64>,
 }
@@ -62,7 +73,7 @@ impl Filter {
     pub(crate) fn method_matches(&self, event: &Event) -> bool {
         match (&self.method, &event.method) {
             (None, _) => true,
-            (Some(glob), Some(method)) => crate::glob::matches(glob, method),
+            (Some(glob), Some(method)) => glob.matches_with(method, METHOD_GLOB),
             (Some(_), None) => false,
         }
     }
@@ -93,14 +104,15 @@ pub(crate) fn run(args: ShowArgs) -> u8 {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("jrpc show: {e}");
-            exit::USAGE
+            e.exit_code()
         }
     }
 }
 
-fn conversation(args: &ShowArgs) -> Result<(), String> {
+fn conversation(args: &ShowArgs) -> Result<(), CliError> {
     let path = args.trace.display();
-    let mut reader = TraceReader::open(&args.trace, args.follow).map_err(|e| format!("{path}: {e}"))?;
+    let unreadable = |source: std::io::Error| CliError::TraceRead { path: args.trace.clone(), source };
+    let mut reader = TraceReader::open(&args.trace, args.follow).map_err(unreadable)?;
     let filter = Filter::from_args(args);
     let stdout = std::io::stdout();
     let style = Style::for_output(stdout.is_terminal(), args.full);
@@ -108,10 +120,12 @@ fn conversation(args: &ShowArgs) -> Result<(), String> {
     let mut conversation = Conversation::new();
     // Requests not answered yet, shown only once an answer that passes the filter comes.
     let mut held: HashMap<usize, Event> = HashMap::new();
-    while let Some((line, parsed)) = reader.next_record().map_err(|e| format!("{path}: {e}"))? {
+    while let Some((line, parsed)) = reader.next_record().map_err(unreadable)? {
         let record = match parsed {
             Ok(record) => record,
-            Err(bad) if bad.fatal => return Err(format!("{path}:{line}: {}", bad.error)),
+            Err(bad) if bad.fatal => {
+                return Err(CliError::TraceLine { path: args.trace.clone(), line, reason: bad.error });
+            }
             Err(bad) => {
                 eprintln!("jrpc show: {path}:{line}: skipped: {}", bad.error);
                 continue;
@@ -147,4 +161,30 @@ fn conversation(args: &ShowArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, name: &str) -> bool {
+        method_glob(pattern).unwrap().matches_with(name, METHOD_GLOB)
+    }
+
+    #[test]
+    fn globs_match_method_names() {
+        assert!(matches("textDocument/*", "textDocument/hover"));
+        assert!(matches("*hover", "textDocument/hover"));
+        assert!(matches("*/did*", "textDocument/didOpen"));
+        assert!(matches("initialize", "initialize"));
+        assert!(!matches("initialize", "initialized"));
+        assert!(matches("initialize?", "initialized"));
+        assert!(matches("*", ""));
+        assert!(!matches("window/*", "textDocument/hover"));
+        assert!(matches("a*b*c", "aXbYbZc"));
+        assert!(matches("$/*", "$/cancelRequest"));
+        assert!(matches("*/did[OC]*", "textDocument/didClose"));
+        assert!(matches(".*", ".hidden"));
+        assert!(matches!(method_glob("tools/[call"), Err(CliError::Glob { .. })));
+    }
 }

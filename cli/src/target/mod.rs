@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 mod websocket;
 
 use crate::FramingArg;
+use crate::error::CliError;
 use crate::recorder::Recorder;
 use crate::trace::Side;
 
@@ -65,7 +66,7 @@ pub(crate) enum Target {
 
 impl TargetArgs {
     /// The target named on the command line, if any.
-    pub(crate) fn target(&self) -> Result<Option<Target>, String> {
+    pub(crate) fn target(&self) -> Result<Option<Target>, CliError> {
         Ok(match (&self.spawn, &self.tcp, &self.unix, &self.ws) {
             (Some(cmd), ..) => Some(Target::Spawn(crate::words::split_command(cmd)?)),
             (_, Some(addr), ..) => Some(Target::Tcp(addr.clone())),
@@ -113,20 +114,21 @@ pub(crate) struct Session {
 }
 
 /// Connect `builder` to `target`, recording both directions into `recorder`.
-pub(crate) async fn connect(target: &Target, builder: Builder, recorder: SharedRecorder) -> Result<Session, String> {
-    let bounded = |what: String| move |_| format!("{what}: no connection within {CONNECT_TIMEOUT:?}");
+pub(crate) async fn connect(target: &Target, builder: Builder, recorder: SharedRecorder) -> Result<Session, CliError> {
+    let bounded = |_| CliError::ConnectTimeout { target: target.describe(), after: CONNECT_TIMEOUT };
+    let refused = |source| CliError::Connect { target: target.describe(), source };
     match target {
         Target::Spawn(words) => {
-            let (program, args) = words.split_first().ok_or("--spawn: an empty command")?;
+            let (program, args) = words.split_first().ok_or(CliError::EmptyCommand)?;
             let mut child = tokio::process::Command::new(program)
                 .args(args)
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", target.describe()))?;
+                .map_err(|source| CliError::Start { target: target.describe(), source })?;
             let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                return Err("the server's stdin and stdout pipes were not created".into());
+                return Err(CliError::NoPipes);
             };
             let conn = builder.connect(
                 Observed::new(stdout, Side::Server, recorder.clone()),
@@ -137,8 +139,8 @@ pub(crate) async fn connect(target: &Target, builder: Builder, recorder: SharedR
         Target::Tcp(addr) => {
             let stream = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr.as_str()))
                 .await
-                .map_err(bounded(target.describe()))?
-                .map_err(|e| format!("cannot connect to {}: {e}", target.describe()))?;
+                .map_err(bounded)?
+                .map_err(refused)?;
             let _ = stream.set_nodelay(true);
             let (read, write) = stream.into_split();
             Ok(observed_stream(builder, read, write, recorder))
@@ -147,24 +149,24 @@ pub(crate) async fn connect(target: &Target, builder: Builder, recorder: SharedR
         Target::Unix(path) => {
             let stream = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::UnixStream::connect(path))
                 .await
-                .map_err(bounded(target.describe()))?
-                .map_err(|e| format!("cannot connect to {}: {e}", target.describe()))?;
+                .map_err(bounded)?
+                .map_err(refused)?;
             let (read, write) = stream.into_split();
             Ok(observed_stream(builder, read, write, recorder))
         }
         #[cfg(not(unix))]
-        Target::Unix(_) => Err("--unix: Unix domain sockets are not available on this platform".into()),
+        Target::Unix(_) => Err(CliError::Unsupported("--unix: Unix domain sockets are not available on this platform")),
         #[cfg(feature = "websocket")]
         Target::Ws(url) => {
             let conn = tokio::time::timeout(CONNECT_TIMEOUT, websocket::connect(url, builder, recorder.clone()))
                 .await
-                .map_err(bounded(target.describe()))??;
+                .map_err(bounded)??;
             Ok(Session { conn, child: None, recorder })
         }
         #[cfg(not(feature = "websocket"))]
-        Target::Ws(_) => {
-            Err("--ws: this jrpc was built without WebSocket support (build it with `--features websocket`)".into())
-        }
+        Target::Ws(_) => Err(CliError::Unsupported(
+            "--ws: this jrpc was built without WebSocket support (build it with `--features websocket`)",
+        )),
     }
 }
 

@@ -14,11 +14,13 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use super::{SharedRecorder, lock};
+use crate::error::CliError;
 use crate::trace::{Side, WireFraming};
 
-pub(super) async fn connect(url: &str, builder: Builder, recorder: SharedRecorder) -> Result<Connection, String> {
-    let (ws, _response) =
-        tokio_tungstenite::connect_async(url).await.map_err(|e| format!("cannot connect to {url}: {e}"))?;
+pub(super) async fn connect(url: &str, builder: Builder, recorder: SharedRecorder) -> Result<Connection, CliError> {
+    let (ws, _response) = tokio_tungstenite::connect_async(url)
+        .await
+        .map_err(|source| CliError::WebSocket { target: url.to_owned(), source: Box::new(source) })?;
     let (sink, stream) = ws.split();
     let seen = recorder.clone();
     let incoming = stream.filter_map(move |message| {

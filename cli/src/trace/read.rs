@@ -1,5 +1,6 @@
 //! Reading a trace back: all at once, or line by line while another process appends to it.
 
+use crate::error::CliError;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
@@ -103,17 +104,20 @@ pub(crate) struct Trace {
 impl Trace {
     /// Read `path`; a line that is not a record is an error naming it (a last line cut short by a
     /// writer that died is skipped with a warning on stderr).
-    pub(crate) fn read(path: &Path) -> Result<Trace, String> {
-        let mut reader = TraceReader::open(path, false).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub(crate) fn read(path: &Path) -> Result<Trace, CliError> {
+        let unreadable = |source| CliError::TraceRead { path: path.to_owned(), source };
+        let not_a_record =
+            |bad: BadLine| CliError::TraceLine { path: path.to_owned(), line: bad.line, reason: bad.error };
+        let mut reader = TraceReader::open(path, false).map_err(unreadable)?;
         let mut records = Vec::new();
         let mut last_bad: Option<BadLine> = None;
-        while let Some((_, parsed)) = reader.next_record().map_err(|e| format!("{}: {e}", path.display()))? {
+        while let Some((_, parsed)) = reader.next_record().map_err(unreadable)? {
             if let Some(bad) = last_bad.take() {
-                return Err(format!("{}:{}: {}", path.display(), bad.line, bad.error));
+                return Err(not_a_record(bad));
             }
             match parsed {
                 Ok(record) => records.push(record),
-                Err(bad) if bad.fatal => return Err(format!("{}:{}: {}", path.display(), bad.line, bad.error)),
+                Err(bad) if bad.fatal => return Err(not_a_record(bad)),
                 Err(bad) => last_bad = Some(bad),
             }
         }

@@ -48,13 +48,22 @@ pub(crate) fn message_record(base: Record, framing: WireFraming, body: &[u8]) ->
 
 /// The body as JSON on one line: the text as sent, except that CR and LF (whitespace between
 /// tokens, never inside a JSON string) become spaces.
-fn one_line_json(body: &[u8]) -> Result<Box<RawValue>, String> {
-    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
-    let json: &RawValue = serde_json::from_str(text).map_err(|e| e.to_string())?;
+fn one_line_json(body: &[u8]) -> Result<Box<RawValue>, NotJson> {
+    let text = std::str::from_utf8(body)?;
+    let json: &RawValue = serde_json::from_str(text)?;
     if !json.get().contains(['\r', '\n']) {
         return Ok(json.to_owned());
     }
-    RawValue::from_string(json.get().replace(['\r', '\n'], " ")).map_err(|e| e.to_string())
+    Ok(RawValue::from_string(json.get().replace(['\r', '\n'], " "))?)
+}
+
+/// Why a message body is not JSON (the `error` of its record).
+#[derive(Debug, thiserror::Error)]
+enum NotJson {
+    #[error(transparent)]
+    Utf8(#[from] std::str::Utf8Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }
 
 /// A trace file being written: one record per line, flushed when asked (so that a reader

@@ -7,8 +7,9 @@
 //   add {a,b}                  -> a+b; bad params -> -32602
 //   slow {ms?=30000}           -> {slept:ms}; $/cancelRequest -> -32800 "Request cancelled"
 //   callBack P                 -> sends request `client/ask` P back, returns its result / its error
-//   callBackAndCancel {afterMs?=50, params?}
-//                              -> sends `client/ask`, cancels it after afterMs;
+//   callBackAndCancel {afterMs?=50, cancelOn?, params?}
+//                              -> sends `client/ask`, cancels it after afterMs (or, given
+//                                 cancelOn, once the notification of that method arrives);
 //                                 {cancelled:true,error} or {cancelled:false,result}
 //   progress {token, steps?=3, delayMs?=5}
 //                              -> $/progress begin, report x steps, end; then {done:steps}
@@ -147,7 +148,11 @@ const handlers = {
     const afterMs = isObject(params) && typeof params.afterMs === 'number' ? params.afterMs : 50;
     const inner = isObject(params) ? params.params : undefined;
     const source = new CancellationTokenSource();
-    const timer = setTimeout(() => source.cancel(), afterMs);
+    const cancelOn = isObject(params) && typeof params.cancelOn === 'string' ? params.cancelOn : undefined;
+    const timer = cancelOn === undefined ? setTimeout(() => source.cancel(), afterMs) : undefined;
+    if (cancelOn !== undefined) {
+      cancelWaiters.push({ method: cancelOn, cancel: () => source.cancel() });
+    }
     try {
       const result = await sendRaw('client/ask', inner, source.token);
       return { cancelled: false, result: result === undefined ? null : result };
@@ -226,7 +231,15 @@ async function flushAndExit(code) {
   process.stdout.write('', () => process.exit(code));
 }
 
+// callBackAndCancel's waits for a notification: {method, cancel}.
+const cancelWaiters = [];
+
 connection.onNotification((method, params) => {
+  for (let i = cancelWaiters.length - 1; i >= 0; i--) {
+    if (cancelWaiters[i].method === method) {
+      cancelWaiters.splice(i, 1)[0].cancel();
+    }
+  }
   if (method === 'pleaseLog') {
     const message = isObject(params) ? params.message : undefined;
     return connection.sendNotification('log', { message, via: 'notification' });
