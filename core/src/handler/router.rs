@@ -95,6 +95,23 @@ impl Router {
         self.routes.keys().map(|name| &**name)
     }
 
+    /// Whether `other` is a clone of this router (the same table and fallbacks, not only equal).
+    pub(crate) fn same_as(&self, other: &Router) -> bool {
+        fn same<T: ?Sized>(a: Option<&Arc<T>>, b: Option<&Arc<T>>) -> bool {
+            match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
+        }
+        Arc::ptr_eq(&self.routes, &other.routes)
+            && same(self.fallback.as_ref(), other.fallback.as_ref())
+            && same(
+                self.notification_fallback.as_ref().map(|(_, f)| f),
+                other.notification_fallback.as_ref().map(|(_, f)| f),
+            )
+    }
+
     pub(crate) fn route(&self, method: &str) -> Option<&Route> {
         self.routes.get(method)
     }

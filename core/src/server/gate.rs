@@ -22,6 +22,9 @@ pub(crate) struct Gate {
     draining: AtomicBool,
     /// One token per running request handler.
     in_flight: TaskTracker,
+    /// The last router wrapped and what it became: a server's connections usually serve one
+    /// table, wrapped once and shared by all of them instead of copied per connection.
+    wrapped: std::sync::Mutex<Option<(Router, Router)>>,
 }
 
 impl Gate {
@@ -43,6 +46,18 @@ impl Gate {
 
     /// Apply this gate to every request handler of `router`.
     fn wrap(self: &Arc<Self>, router: Router) -> Router {
+        let mut wrapped = self.wrapped.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((given, made)) = wrapped.as_ref()
+            && given.same_as(&router)
+        {
+            return made.clone();
+        }
+        let made = self.wrap_each(router.clone());
+        *wrapped = Some((router, made.clone()));
+        made
+    }
+
+    fn wrap_each(self: &Arc<Self>, router: Router) -> Router {
         let gate = self.clone();
         router.map_requests(move |handler: RequestFn| -> RequestFn {
             let gate = gate.clone();
@@ -80,5 +95,29 @@ impl Extension for DrainGate {
     /// It takes no method of its own.
     fn shadows(&self) -> Option<&'static str> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ErrorObject;
+
+    fn router() -> Router {
+        Router::new().method("add", |p: (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(p.0 + p.1) })
+    }
+
+    #[test]
+    fn connections_serving_one_table_share_its_wrapped_copy() {
+        let gate = Arc::new(Gate::default());
+        let template = router();
+        let first = gate.wrap(template.clone());
+        let second = gate.wrap(template.clone());
+        assert!(first.same_as(&second), "the second connection got a copy of its own");
+        assert!(!first.same_as(&template), "the table was not wrapped");
+        // A router made for one connection (a `serve_with` factory) is wrapped on its own.
+        let other = gate.wrap(router());
+        assert!(!other.same_as(&first));
+        assert!(other.contains("add"));
     }
 }
