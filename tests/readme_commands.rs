@@ -83,6 +83,8 @@ readme! {
     bench_http: ["cargo bench -p jsonrpc-duplex-benches --bench http"] => to_end;
     #[ignore = "installs cargo-fuzz and builds the targets optimized: .ci/run runs it (--ignored)"]
     fuzz: ["cargo install cargo-fuzz", "fuzz/run.sh 180"] => fuzz_with_cargo_fuzz;
+    #[ignore = "a release build of the attack example: .ci/run runs it (--ignored)"]
+    mcp_http_attack: ["cargo run --release --features mcp-http --example mcp_http_attack"] => to_end;
     #[ignore = "a release build of the soak example: .ci/run runs it (--ignored)"]
     soak: ["scripts/soak.sh 3"] => to_end;
     loom: ["scripts/loom.sh"] => in_ci;
