@@ -344,8 +344,9 @@ mod os {
     async fn closing_says_the_child_was_killed_after_its_grace_and_warns() {
         let (_guard, logs) = support::logs::capture_logs();
         let mut cmd = tokio::process::Command::new("sh");
-        cmd.args(["-c", "exec sleep 30"]);
-        let options = ChildOptions::new().exit_grace(Duration::from_millis(100));
+        // It ignores SIGTERM too (an ignored signal stays ignored across exec).
+        cmd.args(["-c", "trap '' TERM; exec sleep 30"]);
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100)).term_grace(Duration::from_millis(100));
         let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
         let reason = within(conn.close()).await;
         assert_eq!(reason.kind, CloseKind::LocallyClosed, "{reason}");
@@ -360,6 +361,57 @@ mod os {
         assert!(reason.message.contains("killed after a grace of 100ms"), "{reason}");
         let logs = logs.text();
         assert!(logs.contains("WARN") && logs.contains("did not exit after its stdin was closed"), "{logs}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_child_that_ignores_eof_is_sent_sigterm_and_its_own_exit_is_kept() {
+        let mut cmd = tokio::process::Command::new("sh");
+        // Ignores EOF on stdin; finishes its shutdown (exit 7) on SIGTERM. The trap runs once
+        // the `sleep` in progress ends, well within the 10 s given.
+        cmd.args(["-c", "trap 'exit 7' TERM; while :; do sleep 0.05; done"]);
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100)).term_grace(Duration::from_secs(10));
+        let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
+        let reason = within(conn.close()).await;
+        match reason.child() {
+            Some(ChildExit::Terminated { grace, status }) => {
+                assert_eq!(*grace, Duration::from_millis(100));
+                assert_eq!(status.code(), Some(7), "{reason}");
+            }
+            other => panic!("{other:?} ({reason})"),
+        }
+        assert!(reason.message.contains("exited on SIGTERM"), "{reason}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_child_that_does_not_handle_sigterm_ends_of_it_without_a_kill() {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "exec sleep 30"]);
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100));
+        let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
+        let reason = within(conn.close()).await;
+        match reason.child() {
+            Some(ChildExit::Terminated { status, .. }) => {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(status.signal(), Some(15), "{reason}");
+            }
+            other => panic!("{other:?} ({reason})"),
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_term_grace_of_zero_kills_at_once() {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "exec sleep 30"]);
+        let options = ChildOptions::new().exit_grace(Duration::from_millis(100)).term_grace(Duration::ZERO);
+        let conn = Connection::builder().spawn_child_with(cmd, options).unwrap();
+        let reason = within(conn.close()).await;
+        match reason.child() {
+            Some(ChildExit::Killed { status, .. }) => {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(status.and_then(|s| s.signal()), Some(9), "{reason}");
+            }
+            other => panic!("{other:?} ({reason})"),
+        }
     }
 
     #[tokio::test]

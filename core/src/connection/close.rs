@@ -41,6 +41,15 @@ pub enum ChildExit {
         /// Its status after the kill.
         status: Option<ExitStatus>,
     },
+    /// It had not exited `grace` after its stdin was closed, was sent `SIGTERM` (Unix) and
+    /// exited within [`ChildOptions::term_grace`](crate::transport::ChildOptions) of it.
+    Terminated {
+        /// The grace it was given before `SIGTERM`
+        /// ([`ChildOptions::exit_grace`](crate::transport::ChildOptions)).
+        grace: Duration,
+        /// Its status: its own exit code when it handled the signal, else the signal.
+        status: ExitStatus,
+    },
     /// Its status could not be read.
     Unknown(String),
 }
@@ -54,6 +63,9 @@ impl fmt::Display for ChildExit {
             }
             ChildExit::Killed { grace, status: None } => {
                 write!(f, "the child process was killed after a grace of {grace:?}")
+            }
+            ChildExit::Terminated { grace, status } => {
+                write!(f, "the child process exited on SIGTERM sent after a grace of {grace:?} ({status})")
             }
             ChildExit::Unknown(why) => write!(f, "the child process's end is unknown: {why}"),
         }

@@ -24,11 +24,18 @@ use crate::{Builder, ChildExit, CloseKind, CloseReason, Connection};
 #[must_use = "a builder does nothing until it is used"]
 pub struct ChildOptions {
     /// After the connection closes (and the child's stdin with it), how long the child may take
-    /// to exit by itself before it is killed (logged at WARN; the close reason then says
+    /// to exit by itself before it is stopped (logged at WARN): on Unix it is sent `SIGTERM`
+    /// first ([`ChildOptions::term_grace`]), then killed (the close reason then says
+    /// [`ChildExit::Terminated`](crate::ChildExit::Terminated) or
     /// [`ChildExit::Killed`](crate::ChildExit::Killed)). Its stdout is still read meanwhile
     /// (and discarded, logged at DEBUG): a child that writes while it shuts down is not killed by
     /// `EPIPE`/`SIGPIPE`.
     pub exit_grace: Duration,
+    /// On Unix, once [`ChildOptions::exit_grace`] has passed, the child is sent `SIGTERM` and
+    /// given this long to exit before it is killed with `SIGKILL` (a server that finishes its
+    /// shutdown on `SIGTERM`, as most do, is not cut off). Zero skips the step; elsewhere
+    /// the child is killed at once.
+    pub term_grace: Duration,
     /// After the child exits, how long its stdout may stay open (held by a grandchild) before the
     /// connection is closed anyway.
     pub stdout_grace: Duration,
@@ -41,6 +48,7 @@ impl Default for ChildOptions {
     fn default() -> Self {
         ChildOptions {
             exit_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(1),
             stdout_grace: Duration::from_secs(2),
             stderr_to_tracing: true,
         }
@@ -54,13 +62,18 @@ impl Default for ChildOptions {
 /// assert_eq!(options.exit_grace, Duration::from_millis(500));
 /// ```
 impl ChildOptions {
-    /// The defaults: 2 s for each grace, stderr to tracing.
+    /// The defaults: 2 s for the exit and stdout graces, 1 s after `SIGTERM`, stderr to tracing.
     pub fn new() -> Self {
         ChildOptions::default()
     }
     /// Set [`ChildOptions::exit_grace`].
     pub fn exit_grace(mut self, grace: Duration) -> Self {
         self.exit_grace = grace;
+        self
+    }
+    /// Set [`ChildOptions::term_grace`].
+    pub fn term_grace(mut self, grace: Duration) -> Self {
+        self.term_grace = grace;
         self
     }
     /// Set [`ChildOptions::stdout_grace`].
@@ -78,14 +91,16 @@ impl ChildOptions {
 impl Builder {
     /// Spawn `command` and talk to it over its stdin/stdout (with [`ChildOptions::default`]).
     ///
-    /// Dropping or closing the connection closes the child's stdin and kills it if it has not
-    /// exited within the grace period (logged at WARN); the child exiting ends the connection.
+    /// Dropping or closing the connection closes the child's stdin; a child that has not
+    /// exited within the grace period (logged at WARN) is sent `SIGTERM` on Unix and, if it is
+    /// still running a moment later ([`ChildOptions::term_grace`]), killed. The child exiting
+    /// ends the connection.
     /// Until the child has exited (or been killed), its stdout is still read once the connection
     /// has stopped reading messages, and what it writes is discarded (logged at DEBUG): a child
     /// that logs or answers while it shuts down exits as it means to, not of a broken pipe.
     /// [`Connection::close`] and [`Connection::closed`] resolve once the child has been reaped,
     /// with a reason that says how it ended ([`CloseReason::child`]: by itself, with its exit
-    /// status, or killed after the grace).
+    /// status, on `SIGTERM`, or killed).
     ///
     /// ```no_run
     /// # #[tokio::main(flavor = "current_thread")]
@@ -96,6 +111,7 @@ impl Builder {
     /// let reason = conn.close().await;
     /// match reason.child() {
     ///     Some(ChildExit::Exited(status)) => println!("it exited by itself: {status}"),
+    ///     Some(ChildExit::Terminated { status, .. }) => println!("it ignored EOF, then exited on SIGTERM: {status}"),
     ///     Some(ChildExit::Killed { grace, .. }) => println!("it ignored EOF for {grace:?} and was killed"),
     ///     other => println!("{other:?}"),
     /// }
@@ -208,6 +224,28 @@ async fn forward_stderr(stderr: ChildStderr, pid: u32) {
     }
 }
 
+/// Send the child `SIGTERM` and wait [`ChildOptions::term_grace`] for it to exit; `None` when
+/// the step is off, the signal could not be sent, or the child is still running after it.
+#[cfg(unix)]
+async fn terminate(child: &mut Child, pid: Option<u32>, options: &ChildOptions) -> Option<ChildExit> {
+    if options.term_grace.is_zero() {
+        return None;
+    }
+    let raw = i32::try_from(pid?).ok()?;
+    tracing::warn!(target: crate::LOG_TARGET, pid = raw, grace = ?options.exit_grace, "the child process did not exit after its stdin was closed: sending SIGTERM");
+    // `raw` is our own child, not yet reaped (we hold its `Child` and its `wait` has not
+    // returned), so the pid cannot name another process.
+    let target = nix::unistd::Pid::from_raw(raw);
+    if nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM).is_err() {
+        return None;
+    }
+    match tokio::time::timeout(options.term_grace, child.wait()).await {
+        Ok(Ok(status)) => Some(ChildExit::Terminated { grace: options.exit_grace, status }),
+        Ok(Err(e)) => Some(ChildExit::Unknown(format!("waiting for it failed: {e}"))),
+        Err(_) => None,
+    }
+}
+
 /// Bind the child's life to the connection's; returns how it ended, once it has exited or been
 /// killed.
 async fn watch_child(
@@ -249,6 +287,10 @@ async fn watch_child(
                 Ok(Ok(status)) => ChildExit::Exited(status),
                 Ok(Err(e)) => ChildExit::Unknown(format!("waiting for it failed: {e}")),
                 Err(_) => {
+                    #[cfg(unix)]
+                    if let Some(exit) = terminate(&mut child, pid, &options).await {
+                        return exit;
+                    }
                     tracing::warn!(target: crate::LOG_TARGET, pid, grace = ?options.exit_grace, "the child process did not exit after its stdin was closed: killing it");
                     let _ = child.kill().await;
                     ChildExit::Killed { grace: options.exit_grace, status: child.try_wait().ok().flatten() }
