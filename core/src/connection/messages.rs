@@ -73,6 +73,7 @@ impl Builder {
 
     /// [`Builder::start_messages`] with the reader handed back for the caller's task to poll
     /// (see [`Builder::start_driven`]).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn start_messages_driven<St, Si>(
         self,
         incoming: St,

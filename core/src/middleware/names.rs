@@ -56,11 +56,13 @@ impl MethodNames {
 
     /// [`MethodNames::report`], with the name's place among [`MethodNames::len`] (`len` for
     /// [`OTHER`]): one lookup for a layer that keeps something per reported name.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
         self.known.get_key_value(method).map_or((OTHER, self.known.len()), |(n, at)| (n, *at))
     }
 
     /// How many names are listed.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.known.len()
     }
