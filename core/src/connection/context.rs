@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::trace::Quoted;
-use super::{CloseReason, Error, Handle, Limits, SharedRefused};
+use super::{CloseReason, Error, Handle, Limits, PeerInfo, SharedRefused, TraceContextPlacement};
 use crate::handler::ReplySlot;
 use crate::message::bind::Binder;
 
@@ -16,6 +16,16 @@ impl Handle {
     /// The connection's limits.
     pub(crate) fn limits(&self) -> &Limits {
         &self.shared.config.limits
+    }
+
+    /// Who the peer is (its transport address, its credentials), when the transport knows.
+    pub(crate) fn peer_shared(&self) -> Option<Arc<PeerInfo>> {
+        self.shared.config.peer.clone()
+    }
+
+    /// Where this connection's messages carry W3C trace context.
+    pub(crate) fn trace_placement(&self) -> TraceContextPlacement {
+        self.shared.config.trace_context
     }
 
     /// Quote peer input in a log line of this connection (cut and redacted like the wire log).
@@ -73,5 +83,28 @@ impl Handle {
     /// End the connection with `reason` (the first reason wins).
     pub(crate) fn close_with(&self, reason: CloseReason) {
         self.shared.close(reason)
+    }
+}
+
+/// What a transport that watches the connection from outside (a child process's watcher) may
+/// ask of it, so that it does not reach into the connection's parts.
+impl super::shared::Shared {
+    /// Fires once the connection stops (closing, or draining after the peer's EOF).
+    #[cfg_attr(not(feature = "process"), allow(dead_code))]
+    pub(crate) fn stopped_signal(&self) -> &super::lifecycle::Signal {
+        self.lifecycle.stopped()
+    }
+
+    /// Fires once the writer is done: nothing more can be sent.
+    #[cfg_attr(not(feature = "process"), allow(dead_code))]
+    pub(crate) fn finished_signal(&self) -> &super::lifecycle::Signal {
+        self.lifecycle.finished()
+    }
+
+    /// The longest the drain after a stop may take before the write side is shut (the EOF
+    /// grace plus the flush timeout).
+    #[cfg_attr(not(feature = "process"), allow(dead_code))]
+    pub(crate) fn drain_bound(&self) -> std::time::Duration {
+        self.config.eof_grace + self.config.flush_timeout
     }
 }

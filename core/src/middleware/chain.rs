@@ -67,7 +67,7 @@ impl Drop for Next {
     fn drop(&mut self) {
         // An outbound call a layer refused never reaches the wire: its id is given back.
         if let Some(End::OutCall { handle, id, .. }) = &self.end {
-            handle.shared.release_call(*id);
+            handle.release_call(*id);
         }
     }
 }
@@ -268,9 +268,9 @@ impl Layered for Stack {
             direction: Direction::Outgoing,
             kind: Kind::Request,
             body: Body::Out(out),
-            peer: handle.shared.config.peer.clone(),
+            peer: handle.peer_shared(),
             extensions: Extensions::new(),
-            placement: handle.shared.config.trace_context,
+            placement: handle.trace_placement(),
         };
         let end = End::OutCall { handle: handle.clone(), options: options.clone(), id };
         Next::new(&self.layers, end).run(call)
@@ -289,9 +289,9 @@ impl Layered for Stack {
             direction: Direction::Outgoing,
             kind: Kind::Notification,
             body: Body::Out(out),
-            peer: handle.shared.config.peer.clone(),
+            peer: handle.peer_shared(),
             extensions: Extensions::new(),
-            placement: handle.shared.config.trace_context,
+            placement: handle.trace_placement(),
         };
         Next::new(&self.layers, End::OutNotification(handle.clone())).run(call)
     }

@@ -268,7 +268,7 @@ async fn watch_child(
             let shared = shared.clone();
             tokio::spawn(async move {
                 tokio::select! {
-                    _ = shared.lifecycle.stopped().cancelled() => {}
+                    _ = shared.stopped_signal().cancelled() => {}
                     _ = tokio::time::sleep(options.stdout_grace) => {
                         shared.close(CloseReason::new(CloseKind::RemoteClosed, format!("{why}, but its stdout stayed open")));
                     }
@@ -276,13 +276,12 @@ async fn watch_child(
             });
             exit
         }
-        _ = shared.lifecycle.stopped().cancelled() => {
+        _ = shared.stopped_signal().cancelled() => {
             // The writer closes the child's stdin once the connection's drain is over (bounded by
             // the EOF grace, the flush timeout and the write side's shutdown); a well-behaved
             // child then exits on EOF within its own grace.
-            let config = &shared.config;
-            let drained = config.eof_grace + config.flush_timeout + Duration::from_secs(1);
-            let _ = tokio::time::timeout(drained, shared.lifecycle.finished().cancelled()).await;
+            let drained = shared.drain_bound() + Duration::from_secs(1);
+            let _ = tokio::time::timeout(drained, shared.finished_signal().cancelled()).await;
             match tokio::time::timeout(options.exit_grace, child.wait()).await {
                 Ok(Ok(status)) => ChildExit::Exited(status),
                 Ok(Err(e)) => ChildExit::Unknown(format!("waiting for it failed: {e}")),
