@@ -43,7 +43,7 @@ mod util;
 pub use connection::seam;
 pub use connection::{
     Builder, CallOptions, CancelProtocol, ChildExit, CloseKind, CloseReason, Connection, Direction, Error, Handle,
-    Limits, PeerCredentials, PeerInfo,
+    Limits, PeerCredentials, PeerInfo, WeakHandle,
 };
 pub use framing::Framing;
 pub use handler::{

@@ -14,6 +14,7 @@ pub mod cancel;
 pub mod cancel_reasons;
 pub mod close_sequence;
 pub mod concurrency;
+pub mod feature_handle;
 pub mod framing;
 pub mod idle_tasks;
 pub mod ids;

@@ -370,7 +370,7 @@ impl Dispatcher {
     fn request_future(&self, request: Request, responder: Responder) -> Option<HandlerFuture> {
         // Methods a feature serves are its own, whatever the router serves.
         if let Some(extension) = self.shared.seam.serving(&request.method) {
-            return Some(extension.clone().serve(&*self.shared, request, responder));
+            return Some(extension.clone().serve(&self.shared, request, responder));
         }
         match self.router.route(&request.method) {
             Some(Route::Request(f)) => Some(f(request, responder)),
@@ -413,7 +413,7 @@ impl Dispatcher {
     ) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
             let Some((name, fallback)) = self.router.notification_fallback_handler() else {
-                self.shared.seam.unrouted(&*self.shared, &method, params.as_deref());
+                self.shared.seam.unrouted(&self.shared, &method, params.as_deref());
                 return None;
             };
             let host = self.host();

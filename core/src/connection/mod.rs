@@ -14,6 +14,7 @@ mod in_flight;
 mod lane;
 mod layered;
 mod lifecycle;
+mod link;
 mod messages;
 mod outbound;
 mod peer_info;
@@ -27,6 +28,7 @@ pub(crate) mod shared;
 pub(crate) mod trace;
 mod unknown;
 mod watchdog;
+mod weak;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -49,6 +51,7 @@ pub use handle::{CallOptions, Handle};
 pub(crate) use layered::{Layered, LayeredFuture};
 pub(crate) use peer_info::UNKNOWN as UNKNOWN_PEER;
 pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
+pub use weak::WeakHandle;
 
 pub(crate) use dispatch::HELD_OVERHEAD;
 #[cfg_attr(not(feature = "websocket"), allow(unused_imports))]
@@ -402,9 +405,13 @@ impl Builder {
         // The connection's own cancellation goes first: no feature takes its name.
         let cancellation: Arc<dyn Extension> = Arc::new(cancel::Cancellation::new(&config.cancel));
         let unknown: Arc<dyn Extension> = Arc::new(unknown::UnknownNotifications::new(tracer.clone()));
-        let seam = seam::Seam::new([cancellation, unknown], &features, &config.limits, &tracer);
-        let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
-        let shared = Arc::new(Shared::new(config, outbound, seam));
+        // The features keep a weak handle of the connection they start in.
+        let shared = Arc::new_cyclic(|me| {
+            let me = WeakHandle::new(me.clone());
+            let seam = seam::Seam::new([cancellation, unknown], &features, &config.limits, &tracer, &me);
+            let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
+            Shared::new(config, outbound, seam)
+        });
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
         let tracker = TaskTracker::new();

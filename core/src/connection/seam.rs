@@ -20,8 +20,10 @@
 //!
 //! An extension sees its connection through a narrow context, [`Link`] (the limits, quoting peer
 //! input in a log line, the byte account of the peer's input it holds, cancelling a request in
-//! flight, ending the connection), never through the connection's state. A request it serves
-//! carries the connection's [`Handle`](super::Handle) ([`Request::peer`]) for anything it sends.
+//! flight, ending the connection, its handle), never through the connection's state. A request
+//! it serves carries the connection's [`Handle`](super::Handle) ([`Request::peer`]) for anything
+//! it sends; what it keeps for the connection's whole life is a [`WeakHandle`]
+//! ([`Start::handle`]), which does not keep a closed connection alive.
 //!
 //! **User code.** A panic in [`Extension::serve`] answers its request `-32603`, like a
 //! handler's; a panic in [`Extension::take`], [`Extension::unrouted`] or [`Extension::router`]
@@ -90,7 +92,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::value::RawValue;
 
 use super::trace::Tracer;
-use super::{CloseKind, CloseReason, Limits};
+use super::{CloseKind, CloseReason, Handle, Limits, WeakHandle};
 use crate::handler::{BoxFuture as HandlerFuture, Request, Responder, Router};
 use crate::message::Id;
 use crate::message::bind::Found;
@@ -123,6 +125,11 @@ pub trait Link: Send + Sync + Sealed {
     fn cancel_request(&self, id: &Id, reason: Option<String>) -> Cancelled;
     /// End the connection (the first reason wins).
     fn close(&self, reason: CloseReason);
+    /// The connection's handle, to call or notify the peer (from a task the extension spawns:
+    /// what runs on the reader must not wait). Keep it no longer than the work it is for; what
+    /// the extension keeps for the connection's whole life is a [`WeakHandle`]
+    /// ([`Start::handle`]), or its own state would keep the connection alive.
+    fn handle(&self) -> Handle;
 }
 
 /// What [`Link::cancel_request`] did.
@@ -139,6 +146,7 @@ pub enum Cancelled {
 
 /// What a feature gets to start its part of a new connection.
 pub struct Start<'a> {
+    pub(crate) handle: &'a WeakHandle,
     pub(crate) limits: &'a Limits,
     pub(crate) unbound: &'a Arc<Unbound>,
     pub(crate) tracer: &'a Tracer,
@@ -148,6 +156,14 @@ impl Start<'_> {
     /// The new connection's limits (a feature's bounds are set with the others, in [`Limits`]).
     pub fn limits(&self) -> &Limits {
         self.limits
+    }
+
+    /// The new connection's handle, weak: the extension may keep it (a strong [`Handle`] in
+    /// the extension would keep the connection alive after it closed, since the connection
+    /// keeps its extensions). It upgrades once the connection has started (not yet within
+    /// [`Feature::start`]) and until the connection is freed.
+    pub fn handle(&self) -> &WeakHandle {
+        self.handle
     }
 
     /// Counts the values this feature makes that wait to be bound (see [`Unbound`]).
@@ -358,9 +374,10 @@ impl Seam {
         features: &Features,
         limits: &Limits,
         tracer: &Tracer,
+        handle: &WeakHandle,
     ) -> Self {
         let unbound = Arc::new(Unbound::default());
-        let start = Start { limits, unbound: &unbound, tracer };
+        let start = Start { handle, limits, unbound: &unbound, tracer };
         let extensions: Vec<_> = first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).collect();
         let mut requests = Vec::new();
         let mut notifications = Vec::new();
