@@ -192,3 +192,80 @@ async fn the_profile_picks_the_placement() {
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
     assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"result":null}"#);
 }
+
+/// A server whose `note` notification handler tells the peer, with a notification and a call
+/// of its own, which traceparent it saw.
+fn noting(builder: jsonrpc_duplex::Builder) -> jsonrpc_duplex::Builder {
+    builder.serve(Router::new().notification(
+        "note",
+        |_: serde_json::Value, ctx: jsonrpc_duplex::NotificationContext| async move {
+            let seen = TraceContext::current().map(|c| c.traceparent());
+            let peer = ctx.peer();
+            let _ = peer.notify("seen", [seen]).await;
+            let _ = peer.request::<()>("back", json!({"a": 1})).await;
+        },
+    ))
+}
+
+#[tokio::test]
+async fn top_level_members_of_an_inbound_notification_are_read_and_carried_by_what_its_handler_sends() {
+    let (_conn, mut peer) =
+        pair(noting(Connection::builder().layer(PropagateLayer::from_profile())), Framing::NewlineDelimited);
+    // After the envelope's members and before them, as a hand-written peer may put them.
+    peer.send(format!(
+        r#"{{"jsonrpc":"2.0","method":"note","params":{{}},"traceparent":"{PARENT}","tracestate":"k=v"}}"#
+    ))
+    .await;
+    let members = format!(r#""traceparent":"{PARENT}","tracestate":"k=v""#);
+    assert_eq!(
+        peer.recv_text().await,
+        format!(r#"{{"jsonrpc":"2.0","method":"seen","params":["{PARENT}"],{members}}}"#)
+    );
+    assert_eq!(
+        peer.recv_text().await,
+        format!(r#"{{"jsonrpc":"2.0","id":0,"method":"back","params":{{"a":1}},{members}}}"#)
+    );
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
+    peer.send(format!(r#"{{"traceparent":"{PARENT}","method":"note","jsonrpc":"2.0"}}"#)).await;
+    let members = format!(r#""traceparent":"{PARENT}""#);
+    assert_eq!(
+        peer.recv_text().await,
+        format!(r#"{{"jsonrpc":"2.0","method":"seen","params":["{PARENT}"],{members}}}"#)
+    );
+    assert_eq!(
+        peer.recv_text().await,
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"back","params":{{"a":1}},{members}}}"#)
+    );
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await;
+    // A notification without them, and one with an invalid one: nothing is carried.
+    for note in [
+        r#"{"jsonrpc":"2.0","method":"note"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"note","traceparent":"00-00000000000000000000000000000000-00f067aa0ba902b7-01"}"#
+            .to_owned(),
+    ] {
+        peer.send(note).await;
+        assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","method":"seen","params":[null]}"#);
+        let back = peer.recv().await;
+        assert_eq!(back["params"], json!({"a": 1}));
+        assert!(back.get("traceparent").is_none(), "{back}");
+        peer.send(json!({"jsonrpc": "2.0", "id": back["id"], "result": null}).to_string()).await;
+    }
+}
+
+#[tokio::test]
+async fn an_inbound_notification_s_mcp_meta_is_read_and_carried_by_what_its_handler_sends() {
+    let builder = Connection::builder().profile(jsonrpc_duplex::Profile::mcp()).layer(PropagateLayer::from_profile());
+    let (_conn, mut peer) = pair(noting(builder), Framing::NewlineDelimited);
+    peer.send(format!(
+        r#"{{"jsonrpc":"2.0","method":"note","params":{{"_meta":{{"traceparent":"{PARENT}","tracestate":"k=v"}}}},"traceparent":"00-11111111111111111111111111111111-1111111111111111-01"}}"#
+    ))
+    .await;
+    // `params._meta` is MCP's place; the top-level member (which MCP forbids) is not read.
+    let meta = format!(r#""_meta":{{"traceparent":"{PARENT}","tracestate":"k=v"}}"#);
+    assert_eq!(peer.recv_text().await, format!(r#"{{"jsonrpc":"2.0","method":"seen","params":["{PARENT}"]}}"#));
+    assert_eq!(
+        peer.recv_text().await,
+        format!(r#"{{"jsonrpc":"2.0","id":0,"method":"back","params":{{{meta},"a":1}}}}"#)
+    );
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":null}"#).await;
+}

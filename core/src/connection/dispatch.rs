@@ -29,11 +29,11 @@ use super::shared::Shared;
 use crate::handler::{
     Host, Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised,
 };
-use crate::message::ErrorObject;
+use crate::message::{ErrorObject, TraceMembers};
 
 pub(crate) enum Inbound {
     Request { method: String, params: Option<Box<RawValue>>, slot: Arc<ReplySlot> },
-    Notification { method: String, params: Option<Box<RawValue>> },
+    Notification { method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
 }
 
 /// What holding one message costs beyond its text (its slot, its place in the queue), counted
@@ -43,10 +43,11 @@ pub(crate) const HELD_OVERHEAD: usize = 128;
 impl Inbound {
     /// The bytes this message holds while it waits on the lane.
     fn held_bytes(&self) -> usize {
-        let (method, params) = match self {
-            Inbound::Request { method, params, .. } | Inbound::Notification { method, params } => (method, params),
+        let (method, params, trace) = match self {
+            Inbound::Request { method, params, slot } => (method, params, slot.trace()),
+            Inbound::Notification { method, params, trace } => (method, params, trace.as_deref()),
         };
-        HELD_OVERHEAD + method.len() + params.as_ref().map_or(0, |p| p.get().len())
+        HELD_OVERHEAD + method.len() + params.as_ref().map_or(0, |p| p.get().len()) + trace.map_or(0, TraceMembers::len)
     }
 }
 
@@ -155,8 +156,8 @@ impl Lane {
         let taken = self.taken.load(Ordering::Acquire) + 1;
         self.taken.store(taken, Ordering::Release);
         match item {
-            Inbound::Notification { method, params } => {
-                let Some((name, mut fut)) = d.notification_start(method, params, taken) else {
+            Inbound::Notification { method, params, trace } => {
+                let Some((name, mut fut)) = d.notification_start(method, params, trace, taken) else {
                     d.shared.settle.set_handled(taken);
                     return Step::Done(None);
                 };
@@ -253,7 +254,9 @@ impl Dispatcher {
     /// Dispatch one message on the task, waiting as needed; `false` if the connection closed.
     async fn dispatch(&self, item: Inbound, taken: u64, shutdown: &CancellationToken) -> bool {
         match item {
-            Inbound::Notification { method, params } => match self.notification_start(method, params, taken) {
+            Inbound::Notification { method, params, trace } => match self
+                .notification_start(method, params, trace, taken)
+            {
                 Some((name, fut)) => NotificationJob::new(name.clone(), fut, self.shared.lifecycle.handlers()).await,
                 None => true,
             },
@@ -380,8 +383,9 @@ impl Dispatcher {
                 let method = std::mem::take(&mut request.method);
                 let params = request.params.take();
                 let host = request.slot.host.clone();
+                let trace = request.slot.trace().map(|t| Box::new(t.clone()));
                 drop(request);
-                let fut = f(Notification { method, params, host, lane: None });
+                let fut = f(Notification { method, params, host, lane: None, trace });
                 Some(Box::pin(async move {
                     fut.await;
                     responder.ok(());
@@ -409,6 +413,7 @@ impl Dispatcher {
         &self,
         method: String,
         params: Option<Box<RawValue>>,
+        trace: Option<Box<TraceMembers>>,
         seq: u64,
     ) -> Option<(&Arc<str>, HandlerFuture)> {
         let Some((name, route)) = self.router.route_named(&method) else {
@@ -417,7 +422,8 @@ impl Dispatcher {
                 return None;
             };
             let host = self.host();
-            let started = poll_supervised(None, || fallback(Notification { method, params, host, lane: Some(seq) }));
+            let started =
+                poll_supervised(None, || fallback(Notification { method, params, host, lane: Some(seq), trace }));
             return match started {
                 Ok(fut) => Some((name, fut)),
                 Err(payload) => {
@@ -426,7 +432,7 @@ impl Dispatcher {
                 }
             };
         };
-        let started = poll_supervised(None, || self.notification_future(route, method, params, seq));
+        let started = poll_supervised(None, || self.notification_future(route, method, params, trace, seq));
         match started {
             Ok(fut) => Some((name, fut)),
             Err(payload) => {
@@ -442,14 +448,15 @@ impl Dispatcher {
         route: &Route,
         method: String,
         params: Option<Box<RawValue>>,
+        trace: Option<Box<TraceMembers>>,
         seq: u64,
     ) -> HandlerFuture {
         // The handler runs on the lane: its handle's calls do not wait for it (see `Handle::at_lane`).
         match route {
-            Route::Notification(f) => f(Notification { method, params, host: self.host(), lane: Some(seq) }),
+            Route::Notification(f) => f(Notification { method, params, host: self.host(), lane: Some(seq), trace }),
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
-                let slot = ReplySlot::on_lane(self.host(), seq);
+                let slot = ReplySlot::on_lane(self.host(), seq, trace);
                 let request = Request { method, params, slot: slot.clone() };
                 f(request, Responder::new(slot))
             }

@@ -384,12 +384,12 @@ impl Reader {
                 }
                 Routed::Done
             }
-            Incoming::Notification { method, params } => {
+            Incoming::Notification { method, params, trace } => {
                 // What a feature takes (cancellations, progress for our tokens, stream aborts)
                 // bypasses the queue; what it holds counts against the read-ahead, like queued
                 // messages.
                 match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
-                    Take::Pass => self.enqueue_now(Inbound::Notification { method, params }, spares, cx),
+                    Take::Pass => self.enqueue_now(Inbound::Notification { method, params, trace }, spares, cx),
                     Take::Taken => Routed::Done,
                     Take::Held if self.shared.read_ahead_full() => Routed::Held,
                     Take::Held => Routed::Done,

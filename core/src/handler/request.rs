@@ -150,6 +150,8 @@ pub struct Notification {
     /// [`Notification::peer`]).
     pub(crate) host: Arc<dyn Host>,
     pub(crate) lane: Option<u64>,
+    /// Its top-level trace context members, kept for a layer that reads them.
+    pub(crate) trace: Option<Box<crate::message::TraceMembers>>,
 }
 
 impl std::fmt::Debug for Notification {
@@ -179,6 +181,11 @@ impl Notification {
     /// Decode the params (see [`decode_params`]).
     pub fn decode_params<T: DeserializeOwned>(&self) -> Result<T, ErrorObject> {
         decode_params(self.params())
+    }
+    /// Its top-level trace context members, if the reader kept them (for a layer that reads
+    /// them).
+    pub(crate) fn trace(&self) -> Option<&crate::message::TraceMembers> {
+        self.trace.as_deref()
     }
     /// The context a typed notification handler receives.
     pub fn context(&self) -> NotificationContext {

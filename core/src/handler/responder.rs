@@ -144,10 +144,15 @@ impl ReplySlot {
 
     /// The silent slot of a notification routed to a request handler, which runs on the lane
     /// at `seq` (nobody is answered).
-    pub(crate) fn on_lane(host: Arc<dyn Host>, seq: u64) -> Arc<Self> {
+    pub(crate) fn on_lane(
+        host: Arc<dyn Host>,
+        seq: u64,
+        trace: Option<Box<crate::message::TraceMembers>>,
+    ) -> Arc<Self> {
         let mut slot = Self::new(host, Id::Null, false, None, true);
         if let Some(s) = Arc::get_mut(&mut slot) {
             s.lane = Some(seq);
+            s.trace = trace;
         }
         slot
     }

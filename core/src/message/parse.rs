@@ -18,7 +18,7 @@ pub(crate) enum Incoming {
     /// A call that wants an answer.
     Request { id: Id, method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
     /// A call that wants no answer.
-    Notification { method: String, params: Option<Box<RawValue>> },
+    Notification { method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
     /// An answer to one of our calls.
     Response { id: Id, outcome: Result<Box<RawValue>, ErrorObject> },
     /// Valid JSON that is not a valid message. `answer` says whether the spec wants an error reply
@@ -36,6 +36,11 @@ pub(crate) struct TraceMembers {
 }
 
 impl TraceMembers {
+    /// The bytes its text holds.
+    pub(crate) fn len(&self) -> usize {
+        self.traceparent.len() + self.tracestate.as_ref().map_or(0, String::len)
+    }
+
     fn from_raw(traceparent: Option<&RawValue>, tracestate: Option<&RawValue>) -> Option<Box<Self>> {
         let text = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).ok();
         let traceparent = text(traceparent?)?;
@@ -462,7 +467,7 @@ fn plain_message(frame: &[u8]) -> Option<Incoming> {
             let method = crate::util::names::take(method);
             Some(match id {
                 Some(id) => Incoming::Request { id, method, params, trace: None },
-                None => Incoming::Notification { method, params },
+                None => Incoming::Notification { method, params, trace: None },
             })
         }
         (None, Some(result)) if params.is_none() => {
@@ -580,13 +585,10 @@ fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming {
             Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
             Some(_) => return invalid(id, "\"params\" must be an object or an array"),
         };
+        let trace = if keep_trace { TraceMembers::from_raw(env.traceparent, env.tracestate) } else { None };
         return match id {
-            Some(id) => {
-                let trace = if keep_trace { TraceMembers::from_raw(env.traceparent, env.tracestate) } else { None };
-                Incoming::Request { id, method, params, trace }
-            }
-            // A notification's are not read (nothing answers it to carry a span back).
-            None => Incoming::Notification { method, params },
+            Some(id) => Incoming::Request { id, method, params, trace },
+            None => Incoming::Notification { method, params, trace },
         };
     }
 
@@ -667,6 +669,19 @@ mod tests {
                 assert!(matches!(&items[0], Incoming::Request { trace: Some(t), .. } if t.traceparent == "x"));
                 assert!(matches!(&items[1], Incoming::Request { trace: None, .. }));
             }
+            other => panic!("{other:?}"),
+        }
+        // A notification's, the same way; not kept unless asked for.
+        let note = format!(r#"{{"jsonrpc":"2.0","method":"n","tracestate":"k=v","traceparent":"{tp}"}}"#);
+        match parse_frame_keeping(note.as_bytes(), 10, true).unwrap() {
+            ParsedMessage::Single(Incoming::Notification { trace: Some(t), .. }) => {
+                assert_eq!((t.traceparent.as_str(), t.tracestate.as_deref()), (tp, Some("k=v")));
+                assert_eq!(t.len(), tp.len() + 3);
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_frame_keeping(note.as_bytes(), 10, false).unwrap() {
+            ParsedMessage::Single(Incoming::Notification { trace: None, .. }) => {}
             other => panic!("{other:?}"),
         }
     }

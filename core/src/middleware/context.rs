@@ -3,10 +3,10 @@
 //!
 //! - [`Placement::TopLevel`]: StreamJsonRpc's spelling, members beside `method`
 //!   (`{"jsonrpc":"2.0","id":1,"method":"m","traceparent":"00-…"}`); written on outbound calls
-//!   and notifications, read from inbound requests. The reader keeps the two members only on a
-//!   connection with a layer that reads them (a connection without pays nothing: a frame that
-//!   has them already takes the general parse, which borrows them; they are copied only then).
-//!   Inbound notifications' top-level members are not read.
+//!   and notifications, read from inbound requests and notifications. The reader keeps the two
+//!   members only on a connection with a layer that reads them (a connection without pays
+//!   nothing: a frame that has them already takes the general parse, which borrows them; they
+//!   are copied only then, and count against the read-ahead while the message waits).
 //! - [`Placement::McpMeta`]: MCP's and ACP's, inside `params._meta`
 //!   (`{"_meta":{"traceparent":"00-…"}}`), read and written (params that are not an object carry
 //!   nothing). Both protocols forbid members of their own at a message's top level.

@@ -279,12 +279,13 @@ impl Call {
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
     }
-    /// An inbound request's top-level `traceparent` / `tracestate`, as the peer sent them (kept
+    /// An inbound call's top-level `traceparent` / `tracestate`, as the peer sent them (kept
     /// by the reader only for a layer that reads them).
     pub(crate) fn trace_members(&self) -> Option<&crate::message::TraceMembers> {
         match &self.body {
             Body::InRequest(r) => r.slot.trace(),
-            _ => None,
+            Body::InNotification(n) => n.trace(),
+            Body::Out(_) => None,
         }
     }
 
