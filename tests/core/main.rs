@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+pub mod admission;
 pub mod answer_race;
 pub mod backpressure;
 pub mod bad_input;

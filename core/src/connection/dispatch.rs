@@ -24,7 +24,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 use super::lane::{Handoff, LaneTurns, Offered};
-use super::permits::{Permit, Permits};
+use super::permits::{self, Permit};
+use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
     Host, Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised,
@@ -71,7 +72,8 @@ pub(crate) struct Dispatcher {
     pub(crate) shared: Arc<Shared>,
     pub(crate) router: Router,
     pub(crate) tracker: TaskTracker,
-    pub(crate) permits: Arc<Permits>,
+    /// When requests may start: the seam's admission (the connection's own request permits).
+    pub(crate) admission: Arc<dyn Admission>,
 }
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -180,7 +182,7 @@ impl Lane {
                     if !d.shared.outbound.has_room() {
                         return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     }
-                    let Some(permit) = d.permits.try_take(params_len(&params)) else {
+                    let Some(permit) = permits::try_take(&d.admission, params_len(&params)) else {
                         return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
                     };
                     d.shared.settle.set_handled(taken);
@@ -279,7 +281,7 @@ impl Dispatcher {
                     _ = self.shared.outbound.wait_room() => {}
                 }
                 let bytes = params_len(&params);
-                let permit = match self.permits.try_take(bytes) {
+                let permit = match permits::try_take(&self.admission, bytes) {
                     Some(permit) => Some(permit),
                     // A request cancelled while it waits for a slot is answered by the reader at
                     // once; the lane goes on to what follows it.
@@ -290,7 +292,7 @@ impl Dispatcher {
                             slot.answer_unanswered("cancelled before it started");
                             return true;
                         }
-                        permit = self.permits.take(bytes) => Some(permit),
+                        permit = permits::take(&self.admission, bytes) => Some(permit),
                     },
                 };
                 let Some(permit) = permit else {

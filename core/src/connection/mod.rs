@@ -405,10 +405,22 @@ impl Builder {
         // The connection's own cancellation goes first: no feature takes its name.
         let cancellation: Arc<dyn Extension> = Arc::new(cancel::Cancellation::new(&config.cancel));
         let unknown: Arc<dyn Extension> = Arc::new(unknown::UnknownNotifications::new(tracer.clone()));
+        // The request permits go last: a feature's admission replaces them.
+        let limits = &config.limits;
+        let permits =
+            Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
+        let own_admission: Arc<dyn seam::Admission> = permits.clone();
         // The features keep a weak handle of the connection they start in.
         let shared = Arc::new_cyclic(|me| {
             let me = WeakHandle::new(me.clone());
-            let seam = seam::Seam::new([cancellation, unknown], &features, &config.limits, &tracer, &me);
+            let seam = seam::Seam::new(
+                [cancellation, unknown],
+                [permits as Arc<dyn Extension>],
+                &features,
+                &config.limits,
+                &tracer,
+                &me,
+            );
             let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
             Shared::new(config, outbound, seam)
         });
@@ -449,14 +461,12 @@ impl Builder {
             let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer, shared.config.trace_context);
         }
-        let limits = &shared.config.limits;
-        let permits =
-            Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
+        let admission = shared.seam.admission().unwrap_or(own_admission);
         if let Some(refused) = shadowed_route(&router, &shared) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
         }
-        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), permits };
+        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission };
         // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
         let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };

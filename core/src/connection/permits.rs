@@ -22,11 +22,17 @@
 //! What this guarantees (checked by `loom_permits_*` below, on `crate::sync`'s primitives): the
 //! counts never go over their limits except for a lone request, and a waiting dispatcher is
 //! always woken once room is made.
+//!
+//! The permits plug into the connection through the seam, as the connection's own
+//! [`Admission`] (an extension after the features', [`Extension::admission`]): the dispatcher
+//! knows only the trait. A request's permit ([`Permit`], [`OwnedPermit`]) gives its weight back
+//! to whichever admission made it.
 
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use super::seam::{Admission, Extension};
 use crate::sync::{AtomicU64, AtomicWaker, Ordering};
 
 /// Bits of the word that count KiB (up to 1 PiB); the count of requests is above them.
@@ -70,23 +76,15 @@ impl Permits {
         (running == 0 || fits).then_some((n & !WAITING) + weight)
     }
 
-    /// A permit for a request whose params take `bytes`, if it may start now.
-    pub(crate) fn try_take(self: &Arc<Self>, bytes: usize) -> Option<Permit<'_>> {
+    /// The weight of a request whose params take `bytes`, taken if it may start now.
+    fn try_weigh(&self, bytes: usize) -> Option<u64> {
         let weight = self.weight(bytes);
-        self.in_use
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| self.with(n, weight))
-            .ok()
-            .map(|_| Permit(self, weight))
+        self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| self.with(n, weight)).ok().map(|_| weight)
     }
 
-    /// Wait for a permit (the dispatcher task only: one waiter at a time).
-    pub(crate) async fn take(self: &Arc<Self>, bytes: usize) -> Permit<'_> {
-        poll_fn(|cx| self.poll_take(bytes, cx)).await
-    }
-
-    fn poll_take(self: &Arc<Self>, bytes: usize, cx: &mut Context<'_>) -> Poll<Permit<'_>> {
-        if let Some(permit) = self.try_take(bytes) {
-            return Poll::Ready(permit);
+    fn poll_weigh(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
+        if let Some(weight) = self.try_weigh(bytes) {
+            return Poll::Ready(weight);
         }
         // Registered before the last check, which is one step with the announcement: a permit
         // given back after it sees `WAITING` and wakes this task.
@@ -98,7 +96,7 @@ impl Permits {
             took = next.is_some();
             Some(next.unwrap_or(n | WAITING))
         });
-        if took { Poll::Ready(Permit(self, weight)) } else { Poll::Pending }
+        if took { Poll::Ready(weight) } else { Poll::Pending }
     }
 
     fn give(&self, weight: u64) {
@@ -115,8 +113,42 @@ impl Permits {
     }
 }
 
+/// The connection's own request permits, as the seam knows them.
+impl Admission for Permits {
+    fn try_admit(&self, bytes: usize) -> Option<u64> {
+        self.try_weigh(bytes)
+    }
+
+    fn poll_admit(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
+        self.poll_weigh(bytes, cx)
+    }
+
+    fn release(&self, weight: u64) {
+        self.give(weight)
+    }
+}
+
+/// The connection's own extension that admits requests (it takes no names: only
+/// [`Extension::admission`]).
+impl Extension for Permits {
+    fn admission(self: Arc<Self>) -> Option<Arc<dyn Admission>> {
+        Some(self)
+    }
+}
+
+/// A permit for a request whose params take `bytes`, if `admission` lets it start now.
+pub(crate) fn try_take(admission: &Arc<dyn Admission>, bytes: usize) -> Option<Permit<'_>> {
+    admission.try_admit(bytes).map(|weight| Permit(admission, weight))
+}
+
+/// Wait for a permit (the dispatcher task only: one waiter at a time).
+pub(crate) async fn take(admission: &Arc<dyn Admission>, bytes: usize) -> Permit<'_> {
+    let weight = poll_fn(|cx| admission.poll_admit(bytes, cx)).await;
+    Permit(admission, weight)
+}
+
 /// One in-flight request's permit (and its weight), given back when dropped.
-pub(crate) struct Permit<'a>(&'a Arc<Permits>, u64);
+pub(crate) struct Permit<'a>(&'a Arc<dyn Admission>, u64);
 
 impl Permit<'_> {
     /// For a handler that goes on as its own task.
@@ -129,16 +161,16 @@ impl Permit<'_> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        self.0.give(self.1);
+        self.0.release(self.1);
     }
 }
 
-/// A [`Permit`] that keeps its [`Permits`] alive (a handler running as its own task holds it).
-pub(crate) struct OwnedPermit(Arc<Permits>, u64);
+/// A [`Permit`] that keeps its admission alive (a handler running as its own task holds it).
+pub(crate) struct OwnedPermit(Arc<dyn Admission>, u64);
 
 impl Drop for OwnedPermit {
     fn drop(&mut self) {
-        self.0.give(self.1);
+        self.0.release(self.1);
     }
 }
 
@@ -153,9 +185,11 @@ mod loom_tests {
     fn model(max: usize, max_kib: usize, handlers: usize, kib: usize, next_kib: usize) {
         loom::model(move || {
             let permits = Arc::new(Permits::new(max, max_kib * 1024));
+            // Through the seam's trait, as the dispatcher takes them.
+            let admission: Arc<dyn Admission> = permits.clone();
             let mut threads = Vec::new();
             for _ in 0..handlers {
-                let permit = permits.try_take(kib * 1024).expect("room for the first ones").owned();
+                let permit = try_take(&admission, kib * 1024).expect("room for the first ones").owned();
                 let check = permits.clone();
                 threads.push(loom::thread::spawn(move || {
                     let (running, held) = check.counts();
@@ -164,7 +198,7 @@ mod loom_tests {
                     drop(permit);
                 }));
             }
-            let permit = loom::future::block_on(permits.take(next_kib * 1024));
+            let permit = loom::future::block_on(take(&admission, next_kib * 1024));
             let (running, held) = permits.counts();
             assert!(running <= max as u64 && (running == 1 || held <= max_kib as u64), "({running}, {held}) over");
             drop(permit);

@@ -5,7 +5,7 @@
 //! `logging/setLevel` filter, LSP partial results). Each is a [`Feature`] in the
 //! [`Builder`](super::Builder) (its settings, [`Builder::feature`](super::Builder::feature)) and
 //! an [`Extension`] in every connection (its state, [`Handle::extension`](super::Handle::extension)).
-//! The connection calls its extensions at seven points and nowhere else, the way a tower layer
+//! The connection calls its extensions at eight points and nowhere else, the way a tower layer
 //! wraps a service:
 //!
 //! | point | when | what an extension does |
@@ -17,6 +17,7 @@
 //! | [`Extension::router`] | the connection starts | wraps the router's handlers, or adds routes (a server's drain gate) |
 //! | [`Extension::unrouted`] | a notification no route took | notices it (the connection's own warning about unknown notifications) |
 //! | [`Extension::closed`] | the connection ends | ends everything it holds, with the reason |
+//! | [`Extension::admission`] | the connection starts | decides when the peer's requests may start ([`Admission`]: the connection's own request permits, or a feature's in their place) |
 //!
 //! An extension sees its connection through a narrow context, [`Link`] (the limits, quoting peer
 //! input in a log line, the byte account of the peer's input it holds, cancelling a request in
@@ -290,6 +291,34 @@ pub trait Extension: Any + Send + Sync {
     fn shadows(&self) -> Option<&'static str> {
         Some("a feature plugged into the connection answers it before the router")
     }
+    /// When the peer's requests may start ([`Admission`]), asked once, when the connection
+    /// starts. The first extension that has one decides for the connection: a feature's comes
+    /// before the connection's own request permits ([`Limits::max_concurrent_requests`],
+    /// [`Limits::max_concurrent_request_bytes`]) and replaces them, bounds included.
+    fn admission(self: Arc<Self>) -> Option<Arc<dyn Admission>> {
+        None
+    }
+}
+
+/// When the peer's requests may start: the request permits of a connection. A request taken
+/// off the ordered lane starts once it is admitted, and holds its admission (a weight the
+/// admission chose) until its handler ends; requests behind it wait, in order. The
+/// connection's own ([`Limits::max_concurrent_requests`] requests holding at most
+/// [`Limits::max_concurrent_request_bytes`] bytes of params, any one request alone whatever
+/// its size) is plugged in through [`Extension::admission`]; a feature's replaces it (a limit
+/// shared by every connection of a server, say).
+///
+/// Only the connection's lane asks: at most one [`Admission::poll_admit`] waits at a time,
+/// and it must be woken (its `cx`'s waker) once a [`Admission::release`] may make room, or
+/// the lane stalls. Both run on the reader or the dispatcher: they must not block.
+pub trait Admission: Send + Sync {
+    /// Admit a request whose params take `bytes` if it may start now: `Some` with the weight to
+    /// give back to [`Admission::release`] when it ends.
+    fn try_admit(&self, bytes: usize) -> Option<u64>;
+    /// Admit it, or register `cx` to be woken once it may be (see the trait's docs).
+    fn poll_admit(&self, bytes: usize, cx: &mut std::task::Context<'_>) -> std::task::Poll<u64>;
+    /// A request admitted with `weight` ended.
+    fn release(&self, weight: u64);
 }
 
 /// The features of a builder, one of each kind.
@@ -368,9 +397,11 @@ pub(crate) struct Seam {
 
 impl Seam {
     /// The extensions of a new connection: `first` (the connection's own, which take precedence),
-    /// then one for each feature.
+    /// then one for each feature, then `last` (the connection's own defaults, which a feature
+    /// may replace).
     pub(crate) fn new(
         first: impl IntoIterator<Item = Arc<dyn Extension>>,
+        last: impl IntoIterator<Item = Arc<dyn Extension>>,
         features: &Features,
         limits: &Limits,
         tracer: &Tracer,
@@ -378,7 +409,8 @@ impl Seam {
     ) -> Self {
         let unbound = Arc::new(Unbound::default());
         let start = Start { handle, limits, unbound: &unbound, tracer };
-        let extensions: Vec<_> = first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).collect();
+        let extensions: Vec<_> =
+            first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).chain(last).collect();
         let mut requests = Vec::new();
         let mut notifications = Vec::new();
         for (at, e) in extensions.iter().enumerate() {
@@ -401,6 +433,12 @@ impl Seam {
             let any: Arc<dyn Any + Send + Sync> = e.clone();
             any.downcast::<E>().ok()
         })
+    }
+
+    /// What admits the peer's requests: the first extension's that has one (see
+    /// [`Extension::admission`]).
+    pub(crate) fn admission(&self) -> Option<Arc<dyn Admission>> {
+        self.extensions.iter().find_map(|e| e.clone().admission())
     }
 
     /// The extension that answers requests for `method`, if one does.
