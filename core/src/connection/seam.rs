@@ -310,7 +310,75 @@ pub trait Extension: Any + Send + Sync {
 ///
 /// Only the connection's lane asks: at most one [`Admission::poll_admit`] waits at a time,
 /// and it must be woken (its `cx`'s waker) once a [`Admission::release`] may make room, or
-/// the lane stalls. Both run on the reader or the dispatcher: they must not block.
+/// the lane stalls. [`Admission::try_admit`] and [`Admission::poll_admit`] run on the reader
+/// or the dispatcher, [`Admission::release`] wherever a request's handler ends: none may
+/// block.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::task::{Context, Poll, Waker};
+///
+/// use jsonrpc_duplex_core::seam::{Admission, Extension, Feature, Start};
+/// use jsonrpc_duplex_core::{Connection, Router, transport::memory};
+///
+/// /// One of the peer's requests at a time, however small.
+/// #[derive(Clone, Default)]
+/// struct OneAtATime;
+///
+/// /// Whether one runs, and the lane waiting for it to end.
+/// #[derive(Default)]
+/// struct Gate(Mutex<(bool, Option<Waker>)>);
+///
+/// impl Feature for OneAtATime {
+///     fn start(&self, _: &Start<'_>) -> Arc<dyn Extension> {
+///         Arc::new(Gate::default())
+///     }
+/// }
+///
+/// impl Extension for Gate {
+///     fn admission(self: Arc<Self>) -> Option<Arc<dyn Admission>> {
+///         Some(self)
+///     }
+/// }
+///
+/// impl Admission for Gate {
+///     fn try_admit(&self, _bytes: usize) -> Option<u64> {
+///         let mut state = self.0.lock().unwrap();
+///         (!state.0).then(|| {
+///             state.0 = true;
+///             1
+///         })
+///     }
+///     fn poll_admit(&self, _bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
+///         let mut state = self.0.lock().unwrap();
+///         if state.0 {
+///             state.1 = Some(cx.waker().clone());
+///             return Poll::Pending;
+///         }
+///         state.0 = true;
+///         Poll::Ready(1)
+///     }
+///     fn release(&self, _weight: u64) {
+///         let waiting = {
+///             let mut state = self.0.lock().unwrap();
+///             state.0 = false;
+///             state.1.take()
+///         };
+///         if let Some(waker) = waiting {
+///             waker.wake();
+///         }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let router = Router::new().method("ping", |(): (), _| async { Ok::<_, jsonrpc_duplex_core::ErrorObject>("pong") });
+/// let server = Connection::builder().feature(OneAtATime).serve(router);
+/// let (client, _server) = memory::pair(Connection::builder(), server);
+/// let (a, b) = tokio::join!(client.handle().request::<String>("ping", ()), client.handle().request::<String>("ping", ()));
+/// assert_eq!((a?, b?), ("pong".to_owned(), "pong".to_owned()));
+/// # Ok(()) }
+/// ```
 pub trait Admission: Send + Sync {
     /// Admit a request whose params take `bytes` if it may start now: `Some` with the weight to
     /// give back to [`Admission::release`] when it ends.

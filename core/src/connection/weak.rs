@@ -9,7 +9,7 @@ use super::Handle;
 use super::shared::Shared;
 
 /// A [`Handle`] that does not keep its connection alive ([`Handle::downgrade`],
-/// [`Start::handle`](super::Start::handle)): [`WeakHandle::upgrade`] gives the handle while
+/// [`Start::handle`](crate::seam::Start::handle)): [`WeakHandle::upgrade`] gives the handle while
 /// the connection is still held by somebody (its [`Connection`](super::Connection), a task of
 /// its own, a [`Handle`]), and `None` once it has been freed.
 ///
@@ -46,7 +46,7 @@ impl fmt::Debug for WeakHandle {
 
 impl Handle {
     /// A handle that does not keep the connection alive (for state that lives as long as the
-    /// connection, such as a feature's [`Extension`](super::Extension)).
+    /// connection, such as a feature's [`Extension`](crate::seam::Extension)).
     pub fn downgrade(&self) -> WeakHandle {
         WeakHandle(Arc::downgrade(&self.shared))
     }
