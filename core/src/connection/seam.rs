@@ -375,7 +375,9 @@ pub trait Extension: Any + Send + Sync {
 /// let router = Router::new().method("ping", |(): (), _| async { Ok::<_, jsonrpc_duplex_core::ErrorObject>("pong") });
 /// let server = Connection::builder().feature(OneAtATime).serve(router);
 /// let (client, _server) = memory::pair(Connection::builder(), server);
-/// let (a, b) = tokio::join!(client.handle().request::<String>("ping", ()), client.handle().request::<String>("ping", ()));
+/// let peer = client.handle();
+/// // The second waits for the first to end, then runs.
+/// let (a, b) = tokio::join!(peer.request::<String>("ping", ()), peer.request::<String>("ping", ()));
 /// assert_eq!((a?, b?), ("pong".to_owned(), "pong".to_owned()));
 /// # Ok(()) }
 /// ```
