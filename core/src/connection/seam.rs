@@ -22,7 +22,7 @@
 //! An extension sees its connection through a narrow context, [`Link`] (the limits, quoting peer
 //! input in a log line, the byte account of the peer's input it holds, cancelling a request in
 //! flight, ending the connection, its handle), never through the connection's state. A request
-//! it serves carries the connection's [`Handle`](super::Handle) ([`Request::peer`]) for anything
+//! it serves carries the connection's [`Handle`] ([`Request::peer`]) for anything
 //! it sends; what it keeps for the connection's whole life is a [`WeakHandle`]
 //! ([`Start::handle`]), which does not keep a closed connection alive.
 //!
