@@ -82,7 +82,7 @@ write("connection", "cl_everything", b"\xf0" + b"".join(cl(m) for m in everythin
 write("connection", "nl_everything", b"\xf1" + b"".join(nl(m) for m in everything))
 write("connection", "cl_huge_length", b"\x00" + cl(REQ) + b"Content-Length: 1073741824\r\n\r\n{")
 write("connection", "cl_truncated", b"\x00" + cl(REQ) + b"Content-Length: 50\r\n\r\n{\"jsonrpc\"")
-write("connection", "nl_over_limit", b"\x01" + b"[" * 5000 + b"\n" + nl(REQ))
+write("connection", "nl_over_limit", b"\x01" + b"[" * 1200 + b"\n" + nl(REQ))
 write("connection", "cl_flood", b"\x00" + cl(CALLBACK) + b"".join(cl(NOTE) for _ in range(80)))
 write("connection", "nl_flood_requests", b"\x01" + b"".join(nl(b'{"jsonrpc":"2.0","id":%d,"method":"wait"}' % i) for i in range(40)))
 write("connection", "nl_duplicate_ids", b"\x01" + nl(WAIT) + nl(WAIT) + nl(CANCEL))
@@ -93,7 +93,7 @@ write("connection", "cl_stream", b"\x20" + cl(COUNT) + b"".join(cl(b'{"jsonrpc":
 def req(id_text: bytes, method: bytes, params: bytes = b"[]") -> bytes:
     return b'{"jsonrpc":"2.0","id":' + id_text + b',"method":"' + method + b'","params":' + params + b"}"
 
-pad = b'"' + b"p" * 1000 + b'"'
+pad = b'"' + b"p" * 250 + b'"'
 hidden = {
     # Request ids kept as spelled: big, fractional, exponent, negative zero, a string that reads as a number.
     "ids_as_spelled": [req(b"18446744073709551617", b"add", b"[1,2]"), req(b"1.50", b"add", b"[1,2]"),
@@ -103,9 +103,9 @@ hidden = {
     "shapes": [b'["2.0",1,"echo",[5]]', b"5", b'"x"', b"null", b"[1,\"x\",null,[]]", b"{}"],
     # A batch one over max_batch_len (8), refused whole; one at the limit.
     "batch_over_length": [b"[" + b",".join([REQ] * 9) + b"]", b"[" + b",".join([NOTE] * 8) + b"]"],
-    # A batch whose answer passes the message size (4 KiB): members' answers replaced by -32603.
+    # A batch whose answer passes the message size (1 KiB): members' answers replaced by -32603.
     "batch_answer_over_size": [b"[" + b",".join(req(b"%d" % i, b"echo", b"[" + pad + b"]") for i in range(6)) + b"]"],
-    # Requests whose params add up past max_concurrent_request_bytes (8 KiB), held while they wait.
+    # Requests whose params add up past max_concurrent_request_bytes (2 KiB), held while they wait.
     "request_bytes": [req(b"%d" % i, b"echo", b"[" + pad * 1 + b"," + pad + b"," + pad + b"]") for i in range(4)],
     # A request cancelled while it waits for a permit (4 run at once): answered when the cancel is read.
     "cancel_before_start": [req(b"%d" % i, b"wait") for i in range(5)]
@@ -131,5 +131,5 @@ for name, messages in hidden.items():
 # Framing-level shapes: a header block past 256 bytes, a blank line past the message size, a
 # line past it that is valid JSON.
 write("connection", "cl_header_block", b"\x00" + b"X-Pad: " + b"h" * 300 + b"\r\n" + cl(REQ))
-write("connection", "nl_blank_over_limit", b"\x01" + b" " * 5000 + b"\n" + nl(REQ))
-write("connection", "nl_line_over_limit", b"\x01" + req(b"40", b"echo", b'["' + b"q" * 5000 + b'"]') + b"\n" + nl(REQ))
+write("connection", "nl_blank_over_limit", b"\x01" + b" " * 1200 + b"\n" + nl(REQ))
+write("connection", "nl_line_over_limit", b"\x01" + req(b"40", b"echo", b'["' + b"q" * 1200 + b'"]') + b"\n" + nl(REQ))

@@ -41,7 +41,7 @@ for t in "${TARGETS[@]}"; do
     log="artifacts/$t/last-run.log"
     echo "== $t for ${SECONDS_EACH}s" >&2
     cargo fuzz run "${FLAGS[@]}" "$t" "corpus/$t" "seeds/$t" -- \
-        -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=2048 -max_len=8192 \
+        -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
         -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"$log" 2>&1
     rc=$?
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

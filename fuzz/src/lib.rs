@@ -268,15 +268,15 @@ pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(3600);
 /// The limits a fuzzed connection runs with: small, so that every one of them is reached.
 pub fn small_limits() -> jsonrpc_duplex_core::Limits {
     jsonrpc_duplex_core::Limits::new()
-        .frame(FrameLimits::new().max_message_size(4096).max_header_size(256))
+        .frame(FrameLimits::new().max_message_size(1024).max_header_size(256))
         .max_batch_len(8)
         .max_concurrent_requests(4)
-        .max_concurrent_request_bytes(8192)
+        .max_concurrent_request_bytes(2048)
         .read_ahead(8)
-        .read_ahead_bytes(8192)
+        .read_ahead_bytes(2048)
         .max_buffered_inbound(64)
-        .max_buffered_inbound_bytes(65536)
-        .outbound_buffer(4096)
+        .max_buffered_inbound_bytes(2048)
+        .outbound_buffer(1024)
         .max_pending_calls(16)
         .max_offered_streams(8)
         .max_trace_len(256)
@@ -325,6 +325,7 @@ const DELIBERATE_PANIC: &str = "a handler panicked on purpose";
 /// connection ends within [`CONNECTION_DEADLINE`] and that everything it wrote is well framed
 /// JSON-RPC.
 pub fn check_connection(input: &[u8]) {
+    use jsonrpc_duplex_core::Router;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // libFuzzer's panic hook aborts on every panic, even one the connection catches: let the
     // service's deliberate panic through to the connection, and nothing else.
@@ -348,13 +349,17 @@ pub fn check_connection(input: &[u8]) {
             .build()
             .expect("a runtime");
     }
+    // One router for every input too (a clone shares its table).
+    thread_local! {
+        static ROUTER: Router = fuzz_router();
+    }
     let written = RUNTIME.with(|rt| {
         rt.block_on(async move {
             let (ours, theirs) = tokio::io::duplex(PIPE_BUFFER);
             let conn = jsonrpc_duplex_core::Connection::builder()
                 .framing(framing)
                 .limits(small_limits())
-                .serve(fuzz_router())
+                .serve(ROUTER.with(Router::clone))
                 .connect_io(ours);
             let (mut rd, mut wr) = tokio::io::split(theirs);
             let reader = tokio::spawn(async move {

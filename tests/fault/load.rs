@@ -17,7 +17,7 @@ use jsonrpc_duplex::{CallOptions, CancellationToken, Connection, Error, ErrorObj
 
 const CALLS: usize = 10_000;
 const NOTIFICATIONS: i64 = 2_000;
-const WAIT: Duration = Duration::from_secs(20);
+const WAIT: Duration = Duration::from_secs(120);
 const TIMEOUT: Duration = Duration::from_millis(50);
 
 /// A tiny deterministic generator (xorshift64*): the same "random" run every time.

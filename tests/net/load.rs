@@ -54,7 +54,7 @@ async fn a_thousand_simultaneous_tcp_connections_all_answered() {
             })
         })
         .collect();
-    let results = tokio::time::timeout(Duration::from_secs(60), join_all(tasks)).await.expect("all within 60 s");
+    let results = tokio::time::timeout(Duration::from_secs(180), join_all(tasks)).await.expect("all within 180 s");
     let connected = start.elapsed();
     let mut clients = Vec::new();
     let mut ids = std::collections::HashSet::new();
@@ -77,7 +77,7 @@ async fn a_thousand_simultaneous_tcp_connections_all_answered() {
             }
         }
     });
-    tokio::time::timeout(Duration::from_secs(60), join_all(calls)).await.expect("all calls within 60 s");
+    tokio::time::timeout(Duration::from_secs(180), join_all(calls)).await.expect("all calls within 180 s");
     let call_time = start.elapsed();
 
     // A push reaches every one of them.

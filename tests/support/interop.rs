@@ -26,6 +26,11 @@ pub(crate) fn profile_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("a test binary in target/<profile>/deps").to_owned()
 }
 
+/// The bound on one setup step (`npm ci`, a venv, `pip install`, `apt-get`, an example's build).
+/// Generous: on a fresh clone with both cores busy (the suite building while it runs), `npm ci`
+/// alone took over 180 s here; a step that hangs still fails the test, after this long.
+pub(crate) const INSTALL: Duration = Duration::from_secs(900);
+
 /// Run a blocking command with a deadline; `Err` says what went wrong.
 pub(crate) fn run_bounded(cmd: &mut std::process::Command, what: &str, limit: Duration) -> Result<(), String> {
     let mut child = cmd.stdin(Stdio::null()).spawn().map_err(|e| format!("{what}: cannot start: {e}"))?;
@@ -77,7 +82,7 @@ pub(crate) fn npm_ready_at(path: &Path, packages: &[&str]) -> PathBuf {
             run_bounded(
                 std::process::Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(path),
                 &format!("`npm ci` in {}", path.display()),
-                Duration::from_secs(180),
+                INSTALL,
             )?;
         }
         match packages.iter().find(|p| !installed(p)) {
@@ -118,14 +123,14 @@ pub(crate) fn pylsp() -> PathBuf {
         run_bounded(
             std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
             "`python3 -m venv` (the pylsp interop tests need python3 with venv on the PATH)",
-            Duration::from_secs(120),
+            INSTALL,
         )?;
         run_bounded(
             std::process::Command::new(bin.join("pip"))
                 .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
                 .arg(&requirements),
             "`pip install -r tests/interop/lsp/requirements.txt`",
-            Duration::from_secs(300),
+            INSTALL,
         )?;
         std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
         if pylsp.is_file() { Ok(pylsp) } else { Err(format!("no {} after pip install", pylsp.display())) }
@@ -144,14 +149,14 @@ pub(crate) fn chromium() -> PathBuf {
         run_bounded(
             std::process::Command::new("apt-get").arg("update").arg("-qq"),
             &format!("`apt-get update` (to install chromium for the HTML tests; {how})"),
-            Duration::from_secs(300),
+            INSTALL,
         )?;
         run_bounded(
             std::process::Command::new("apt-get")
                 .args(["install", "-y", "-qq", "--no-install-recommends", "chromium"])
                 .env("DEBIAN_FRONTEND", "noninteractive"),
             &format!("`apt-get install chromium` ({how})"),
-            Duration::from_secs(600),
+            INSTALL,
         )?;
         if path.is_file() {
             Ok(path)
@@ -180,7 +185,7 @@ pub(crate) fn example(name: &str) -> PathBuf {
         run_bounded(
             build.current_dir(workspace_dir()),
             &format!("building the {name} example"),
-            Duration::from_secs(600),
+            INSTALL,
         )
         .map_err(|e| format!("{e}; build it with `cargo build --example {name}`"))?;
         if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
@@ -208,14 +213,14 @@ pub(crate) fn python_venv(name: &str, requirements: &Path) -> PathBuf {
         run_bounded(
             std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv),
             "`python3 -m venv` (the SDK tests need python3 with venv on the PATH)",
-            Duration::from_secs(120),
+            INSTALL,
         )?;
         run_bounded(
             std::process::Command::new(bin.join("pip"))
                 .args(["install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
                 .arg(requirements),
             &format!("`pip install -r {}`", requirements.display()),
-            Duration::from_secs(300),
+            INSTALL,
         )?;
         std::fs::write(&marker, stamp).map_err(|e| format!("{}: {e}", marker.display()))?;
         Ok(bin)
@@ -236,14 +241,14 @@ pub(crate) fn go() -> PathBuf {
         run_bounded(
             std::process::Command::new("apt-get").arg("update").arg("-qq"),
             &format!("`apt-get update` (to install golang-go for the Go SDK tests; {how})"),
-            Duration::from_secs(300),
+            INSTALL,
         )?;
         run_bounded(
             std::process::Command::new("apt-get")
                 .args(["install", "-y", "-qq", "--no-install-recommends", "golang-go"])
                 .env("DEBIAN_FRONTEND", "noninteractive"),
             &format!("`apt-get install golang-go` ({how})"),
-            Duration::from_secs(600),
+            INSTALL,
         )?;
         let go = PathBuf::from("/usr/bin/go");
         if found(&go) {
