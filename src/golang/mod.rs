@@ -19,7 +19,9 @@
 //!
 //! Progress is a `func(T)` argument (nil for none); a stream result is a `*Pull[T]`
 //! (`Next(ctx)`, `Close()`), a stream argument a `<-chan T`. Incoming params are decoded into
-//! their types (a mismatch is answered `-32602`).
+//! their types (a mismatch is answered `-32602`): params by name into one struct of them, with
+//! encoding/json's rules (a key also matches its field case-insensitively), on the reading
+//! goroutine, before a request gets a goroutine of its own.
 //!
 //! ```
 //! use jsonrpc_duplex::{RpcError, golang::Module, rpc};
@@ -353,6 +355,23 @@ fn client_method(service: &Service, m: &Method, types: &mut Types<'_>, errors: &
     }
 }
 
+/// The field names of a struct of `args` (their keys its tags), or `None` when a key cannot be a
+/// Go struct tag's name (encoding/json would use the field's name instead).
+fn param_fields(args: &[Param]) -> Option<Vec<String>> {
+    let tag = |key: &str| {
+        !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || "!#$%&()*+-./:;<=>?@[]^_{|}~ ".contains(c))
+    };
+    if args.is_empty() || !args.iter().all(|p| tag(&p.key)) {
+        return None;
+    }
+    let mut names: Vec<String> = args.iter().map(|p| pascal(&p.rust_name)).collect();
+    let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len() == names.len();
+    if !distinct || names.iter().any(|n| !n.starts_with(|c: char| c.is_ascii_uppercase())) {
+        names = (0..args.len()).map(|i| format!("P{i}")).collect();
+    }
+    Some(names)
+}
+
 fn server(service: &Service, types: &mut Types<'_>) -> String {
     let name = &service.name;
     let mut out = comment(name, &service.docs, "");
@@ -364,19 +383,39 @@ fn server(service: &Service, types: &mut Types<'_>) -> String {
         let mut decode = String::new();
         let mut args = vec!["ctx".to_owned()];
         let keys: Vec<String> = m.args.iter().map(|p| string_literal(&p.key)).collect();
-        if !m.args.is_empty() && m.params != ParamStructure::Object {
+        let tys: Vec<GoTy> = m.args.iter().map(|p| param_ty(service, m, p, Side::Server, types)).collect();
+        // Params by name decode in one pass into a struct of them (by position, into its fields);
+        // the raw params of each and `Decode` when a key cannot be a struct tag.
+        let fields = (m.params != ParamStructure::Object).then(|| param_fields(&m.args)).flatten();
+        if let Some(fields) = &fields {
+            let mut decl = String::from("\t\tvar p struct {\n");
+            for ((p, field), ty) in m.args.iter().zip(fields).zip(&tys) {
+                let ty = if p.kind == ParamKind::Value { ty.render() } else { "json.RawMessage".to_owned() };
+                decl.push_str(&format!("\t\t\t{field} {ty} `json:\"{}\"`\n", p.key));
+            }
+            let into = if m.params == ParamStructure::ByName { "&p" } else { "nil" };
+            let pointers: Vec<String> = fields.iter().map(|f| format!("&p.{f}")).collect();
+            decode.push_str(&format!(
+                "{decl}\t\t}}\n\t\tif err := DecodeParams(params, {into}, {}); err != nil {{\n\t\t\treturn {{fail}}\n\t\t}}\n",
+                pointers.join(", ")
+            ));
+        } else if !m.args.is_empty() && m.params != ParamStructure::Object {
             let by_name = m.params == ParamStructure::ByName;
             decode.push_str(&format!(
                 "\t\tp, err := Params(params, []string{{{}}}, {by_name})\n\t\tif err != nil {{\n\t\t\treturn {{fail}}\n\t\t}}\n",
                 keys.join(", ")
             ));
         }
-        for (i, p) in m.args.iter().enumerate() {
+        for (i, (p, ty)) in m.args.iter().zip(tys).enumerate() {
             let go = param_name(&p.rust_name);
-            let ty = param_ty(service, m, p, Side::Server, types);
             params.push(format!("{go} {}", ty.render()));
-            let raw = if m.params == ParamStructure::Object { "params".to_owned() } else { format!("p[{i}]") };
+            let raw = match &fields {
+                Some(fields) => format!("p.{}", fields[i]),
+                None if m.params == ParamStructure::Object => "params".to_owned(),
+                None => format!("p[{i}]"),
+            };
             match p.kind {
+                ParamKind::Value if fields.is_some() => args.push(raw),
                 ParamKind::Value => {
                     decode.push_str(&format!(
                         "\t\t{go}, err := Decode[{}]({raw})\n\t\tif err != nil {{\n\t\t\treturn {{fail}}\n\t\t}}\n",
@@ -419,17 +458,18 @@ fn server(service: &Service, types: &mut Types<'_>) -> String {
                 }
             }
             MethodKind::Request => {
+                // Params decode on the reading goroutine; the call runs on one of its own.
                 let decode = decode.replace("{fail}", "nil, err");
                 let body = match (&result, stream) {
                     (Some(_), true) => format!(
-                        "\t\titems, err := {call}\n\t\tif err != nil {{\n\t\t\treturn nil, err\n\t\t}}\n\t\tenumerable, _ := Offer(peer, items)\n\t\treturn enumerable, nil\n"
+                        "\t\t\titems, err := {call}\n\t\t\tif err != nil {{\n\t\t\t\treturn nil, err\n\t\t\t}}\n\t\t\tenumerable, _ := Offer(peer, items)\n\t\t\treturn enumerable, nil\n"
                     ),
-                    (Some(_), false) => format!("\t\treturn {call}\n"),
-                    (None, _) => format!("\t\treturn nil, {call}\n"),
+                    (Some(_), false) => format!("\t\t\treturn {call}\n"),
+                    (None, _) => format!("\t\t\treturn nil, {call}\n"),
                 };
                 for n in names {
                     handlers.push_str(&format!(
-                        "\tpeer.OnRequest({}, func(ctx context.Context, params json.RawMessage) (any, error) {{\n{decode}{body}\t}})\n",
+                        "\tpeer.OnDecodedRequest({}, func(params json.RawMessage) (Call, error) {{\n{decode}\t\treturn func(ctx context.Context) (any, error) {{\n{body}\t\t}}, nil\n\t}})\n",
                         string_literal(n)
                     ));
                 }

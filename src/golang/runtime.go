@@ -84,15 +84,6 @@ type wireError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-type message struct {
-	JSONRPC string           `json:"jsonrpc"`
-	ID      *json.RawMessage `json:"id,omitempty"`
-	Method  string           `json:"method,omitempty"`
-	Params  json.RawMessage  `json:"params,omitempty"`
-	Result  json.RawMessage  `json:"result,omitempty"`
-	Error   *wireError       `json:"error,omitempty"`
-}
-
 type answer struct {
 	result json.RawMessage
 	err    *wireError
@@ -100,6 +91,14 @@ type answer struct {
 
 // Handler answers a request: its result, or an error (an *RpcError or a typed error keeps its code).
 type Handler func(ctx context.Context, params json.RawMessage) (any, error)
+
+// Call is the work of a request whose params are decoded: its result, or an error.
+type Call func(ctx context.Context) (any, error)
+
+// Decoder decodes a request's params on the reading goroutine (whose stack decoding has grown
+// already) and returns the Call that runs on a goroutine of the request's own, or the error to
+// answer with at once (an *RpcError -32602 for params that do not fit).
+type Decoder func(params json.RawMessage) (Call, error)
 
 // NotificationHandler runs for a notification, in arrival order (the reader waits for it).
 type NotificationHandler func(ctx context.Context, params json.RawMessage)
@@ -112,12 +111,13 @@ type Peer struct {
 	writer        io.Writer
 	closer        io.Closer
 	writeMu       sync.Mutex
+	frame         []byte
 	mu            sync.Mutex
 	nextID        int64
 	pending       map[int64]chan answer
 	progress      map[int64]func(json.RawMessage)
 	nextProgress  int64
-	requests      map[string]Handler
+	requests      map[string]Decoder
 	notifications map[string]NotificationHandler
 	running       map[string]context.CancelFunc
 	offered       map[int64]*offer
@@ -139,7 +139,7 @@ func NewPeer(r io.Reader, w io.Writer, framing Framing, profile Profile) *Peer {
 	p := &Peer{
 		profile: profile, framing: framing, reader: bufio.NewReaderSize(r, 64<<10), writer: w,
 		pending: map[int64]chan answer{}, progress: map[int64]func(json.RawMessage){},
-		requests: map[string]Handler{}, notifications: map[string]NotificationHandler{},
+		requests: map[string]Decoder{}, notifications: map[string]NotificationHandler{},
 		running: map[string]context.CancelFunc{}, offered: map[int64]*offer{}, done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 	}
@@ -151,9 +151,18 @@ func NewPeer(r io.Reader, w io.Writer, framing Framing, profile Profile) *Peer {
 
 // OnRequest answers `method` with `handler`.
 func (p *Peer) OnRequest(method string, handler Handler) {
+	p.OnDecodedRequest(method, func(params json.RawMessage) (Call, error) {
+		return func(ctx context.Context) (any, error) { return handler(ctx, params) }, nil
+	})
+}
+
+// OnDecodedRequest answers `method` with the Call `decode` makes of its params (what generated
+// packages register: params decode before the request gets a goroutine, and params that do not
+// fit are answered without one).
+func (p *Peer) OnDecodedRequest(method string, decode Decoder) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.requests[method] = handler
+	p.requests[method] = decode
 }
 
 // OnNotification runs `handler` for each `method` notification.
@@ -204,13 +213,23 @@ func (p *Peer) send(m any) error {
 	if err != nil {
 		return fmt.Errorf("the message does not serialize: %w", err)
 	}
+	return p.write(body)
+}
+
+// write frames `body` (one JSON message) and writes it in one Write, in a buffer the peer keeps.
+func (p *Peer) write(body []byte) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	var frame []byte
+	frame := p.frame[:0]
 	if p.framing == Newline {
-		frame = append(body, '\n')
+		frame = append(append(frame, body...), '\n')
 	} else {
-		frame = append([]byte("Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"), body...)
+		frame = append(frame, "Content-Length: "...)
+		frame = strconv.AppendInt(frame, int64(len(body)), 10)
+		frame = append(append(frame, "\r\n\r\n"...), body...)
+	}
+	if cap(frame) <= 64<<10 {
+		p.frame = frame
 	}
 	if _, err := p.writer.Write(frame); err != nil {
 		p.finish(fmt.Errorf("the write side failed: %w", err))
@@ -219,9 +238,34 @@ func (p *Peer) send(m any) error {
 	return nil
 }
 
-func rawID(id int64) *json.RawMessage {
-	raw := json.RawMessage(strconv.FormatInt(id, 10))
-	return &raw
+// envelope appends the start of a message: `{"jsonrpc":"2.0"` and, when `id` is not nil, its id.
+func envelope(buf []byte, id []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		buf = append(append(buf, `,"id":`...), id...)
+	}
+	return buf
+}
+
+// appendString appends `s` as a JSON string.
+func appendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			quoted, _ := json.Marshal(s)
+			return append(buf, quoted...)
+		}
+	}
+	return append(append(append(buf, '"'), s...), '"')
+}
+
+// call is the body of a request (`id` set) or a notification: its params already JSON (or nil).
+func call(id []byte, method string, params []byte) []byte {
+	buf := envelope(make([]byte, 0, 48+len(method)+len(params)), id)
+	buf = appendString(append(buf, `,"method":`...), method)
+	if params != nil {
+		buf = append(append(buf, `,"params":`...), params...)
+	}
+	return append(buf, '}')
 }
 
 // CallOptions are what a generated call passes besides its params.
@@ -250,15 +294,14 @@ func (p *Peer) Request(ctx context.Context, method string, params any, result an
 		delete(p.pending, id)
 		p.mu.Unlock()
 	}()
-	m := message{JSONRPC: "2.0", ID: rawID(id), Method: method}
+	var raw []byte
 	if params != nil {
-		raw, err := json.Marshal(params)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
 			return fmt.Errorf("the params of %s do not serialize: %w", method, err)
 		}
-		m.Params = raw
 	}
-	if err := p.send(m); err != nil {
+	if err := p.write(call(strconv.AppendInt(nil, id, 10), method, raw)); err != nil {
 		return err
 	}
 	var a answer
@@ -302,15 +345,14 @@ func (p *Peer) Notify(method string, params any) error {
 		return ErrClosed
 	default:
 	}
-	m := message{JSONRPC: "2.0", Method: method}
+	var raw []byte
 	if params != nil {
-		raw, err := json.Marshal(params)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
 			return fmt.Errorf("the params of %s do not serialize: %w", method, err)
 		}
-		m.Params = raw
 	}
-	return p.send(m)
+	return p.write(call(nil, method, raw))
 }
 
 // ProgressToken registers `report` for a call's progress: the token to send (nil without one) and its release.
@@ -484,27 +526,25 @@ func (p *Peer) readFrame() ([]byte, error) {
 	length := -1
 	headers := 0
 	for {
-		line, err := p.reader.ReadString('\n')
+		// A header line is read in place (it stays in the reader's buffer until the next read).
+		line, err := p.reader.ReadSlice('\n')
 		headers += len(line)
+		if headers > 8<<10 || err == bufio.ErrBufferFull {
+			return nil, errors.New("a header block is longer than 8 KiB")
+		}
 		if err != nil {
-			if line == "" && length < 0 && headers == 0 {
+			if len(line) == 0 && length < 0 && headers == 0 {
 				return nil, io.EOF
 			}
 			return nil, errors.New("the stream ended in the middle of a header")
 		}
-		if headers > 8<<10 {
-			return nil, errors.New("a header block is longer than 8 KiB")
-		}
-		if line == "\r\n" || line == "\n" {
+		if len(line) <= 2 && (line[0] == '\n' || string(line) == "\r\n") {
 			break
 		}
-		name, value, _ := strings.Cut(line, ":")
-		if strings.EqualFold(strings.TrimSpace(name), "content-length") {
-			n, err := strconv.Atoi(strings.TrimSpace(value))
-			if err != nil || n < 0 || n > MaxMessageSize {
-				return nil, fmt.Errorf("a bad Content-Length: %q", strings.TrimSpace(value))
-			}
+		if n, ok := contentLength(line); ok {
 			length = n
+		} else if n < 0 {
+			return nil, fmt.Errorf("a bad Content-Length: %q", strings.TrimSpace(string(line[bytes.IndexByte(line, ':')+1:])))
 		}
 	}
 	if length < 0 {
@@ -517,6 +557,29 @@ func (p *Peer) readFrame() ([]byte, error) {
 	return body, nil
 }
 
+// contentLength is the value of a `Content-Length` header line: ok false and n 0 for another
+// header, n -1 for a bad value (not a number, negative, or over MaxMessageSize).
+func contentLength(line []byte) (n int, ok bool) {
+	name, value, _ := bytes.Cut(line, []byte(":"))
+	if !bytes.EqualFold(bytes.TrimSpace(name), []byte("content-length")) {
+		return 0, false
+	}
+	value = bytes.TrimSpace(value)
+	if len(value) == 0 || len(value) > 9 {
+		return -1, false
+	}
+	for _, c := range value {
+		if c < '0' || c > '9' {
+			return -1, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > MaxMessageSize {
+		return -1, false
+	}
+	return n, true
+}
+
 func (p *Peer) readLoop() {
 	for {
 		body, err := p.readFrame()
@@ -524,38 +587,191 @@ func (p *Peer) readLoop() {
 			p.finish(err)
 			return
 		}
-		var m message
-		if err := json.Unmarshal(body, &m); err != nil {
-			_ = p.send(map[string]any{"jsonrpc": "2.0", "id": nil, "error": wireError{Code: -32700, Message: "Parse error: " + err.Error()}})
-			continue
+		if run := p.handle(body); run != nil {
+			// A request of the peer's runs on a goroutine of its own (this one, whose stack has
+			// grown to decoding's needs, reads on).
+			go run()
 		}
-		p.dispatch(m)
 	}
 }
 
-func (p *Peer) dispatch(m message) {
-	if m.Method != "" {
-		if m.ID != nil {
-			p.startRequest(*m.ID, m.Method, m.Params)
-		} else {
-			p.onNotification(m.Method, m.Params)
+// inbound is one message's members: slices of its body, or nil when absent (`null` for an id
+// or an error counts as absent).
+type inbound struct {
+	id        json.RawMessage
+	method    string
+	hasMethod bool
+	params    json.RawMessage
+	result    json.RawMessage
+	err       json.RawMessage
+}
+
+// handle dispatches one message's bytes: its JSON checked once, its members found in one pass,
+// and only its params (or result) decoded, by whoever takes them. A request of the peer's is
+// returned, to run.
+func (p *Peer) handle(body []byte) func() {
+	if !json.Valid(body) {
+		var probe any
+		err := json.Unmarshal(body, &probe)
+		_ = p.send(map[string]any{"jsonrpc": "2.0", "id": nil, "error": wireError{Code: -32700, Message: "Parse error: " + err.Error()}})
+		return nil
+	}
+	m, why := members(body)
+	if why != "" {
+		id := json.RawMessage("null")
+		if m.id != nil {
+			id = m.id
 		}
-		return
+		_ = p.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": wireError{Code: -32600, Message: "Invalid Request: " + why}})
+		return nil
 	}
-	if m.ID == nil {
-		return
+	return p.dispatch(m)
+}
+
+// members finds the members of a JSON-RPC message in `body` (valid JSON): why it is not a
+// message object otherwise.
+func members(body []byte) (m inbound, why string) {
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		if body[i] == '[' {
+			return m, "a batch (a JSON array) is not supported"
+		}
+		return m, "a message is a JSON object"
 	}
-	id, err := strconv.ParseInt(string(*m.ID), 10, 64)
-	if err != nil {
-		return
+	i = skipSpace(body, i+1)
+	for body[i] != '}' {
+		end := skipValue(body, i)
+		key := body[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var unquoted string
+			_ = json.Unmarshal(body[i:end], &unquoted)
+			key = []byte(unquoted)
+		}
+		i = skipSpace(body, skipSpace(body, end)+1)
+		end = skipValue(body, i)
+		value := body[i:end]
+		null := string(value) == "null"
+		switch string(key) {
+		case "id":
+			m.id = value
+			if null {
+				m.id = nil
+			}
+		case "method":
+			if value[0] != '"' {
+				return m, "its method is not a string"
+			}
+			m.hasMethod = true
+			if bytes.IndexByte(value, '\\') < 0 {
+				m.method = string(value[1 : len(value)-1])
+			} else {
+				_ = json.Unmarshal(value, &m.method)
+			}
+		case "params":
+			m.params = value
+		case "result":
+			m.result = value
+		case "error":
+			m.err = value
+			if null {
+				m.err = nil
+			}
+		}
+		i = skipSpace(body, end)
+		if body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	return m, ""
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue is the end of the JSON value starting at b[i] (b is valid JSON).
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		for j := i + 1; ; j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch b[j] {
+			case '"':
+				j = skipValue(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		return j
+	}
+}
+
+// parseID is an id of ours (a decimal integer).
+func parseID(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// dispatch hands a message on: a request of the peer's is returned, to run.
+func (p *Peer) dispatch(m inbound) func() {
+	if m.hasMethod {
+		if m.id != nil {
+			return p.startRequest(m.id, m.method, m.params)
+		}
+		p.onNotification(m.method, m.params)
+		return nil
+	}
+	id, ok := parseID(m.id)
+	if !ok {
+		return nil
 	}
 	p.mu.Lock()
 	ch := p.pending[id]
 	delete(p.pending, id)
 	p.mu.Unlock()
-	if ch != nil {
-		ch <- answer{result: m.Result, err: m.Error}
+	if ch == nil {
+		return nil
 	}
+	a := answer{result: m.result}
+	if m.err != nil {
+		a.err = &wireError{}
+		if json.Unmarshal(m.err, a.err) != nil {
+			a.err = &wireError{Code: -32603, Message: "an error answer that is not an error object: " + string(m.err)}
+		}
+	}
+	ch <- a
+	return nil
 }
 
 // member is params[key] of an object, or params[index] of an array.
@@ -613,7 +829,26 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 // answered -32000 at once (a peer cannot make this side hold unbounded work).
 const MaxRunningRequests = 1024
 
-func (p *Peer) startRequest(id json.RawMessage, method string, params json.RawMessage) {
+// startRequest registers a request of the peer's (cancellable by its id) and returns what runs
+// it; a duplicate id or one request too many is answered at once.
+func (p *Peer) startRequest(id json.RawMessage, method string, params json.RawMessage) func() {
+	p.mu.Lock()
+	decode := p.requests[method]
+	p.mu.Unlock()
+	var work Call
+	switch {
+	case method == p.profile.EnumeratorNext:
+		work = func(ctx context.Context) (any, error) { return p.enumeratorNext(ctx, params) }
+	case decode == nil:
+		p.answerError(id, &RpcError{Code: -32601, Message: "Method not found: " + method})
+		return nil
+	default:
+		var err error
+		if work, err = decode(params); err != nil {
+			p.answerError(id, err)
+			return nil
+		}
+	}
 	ctx, cancel := context.WithCancel(p.ctx)
 	key := string(id)
 	p.mu.Lock()
@@ -624,35 +859,24 @@ func (p *Peer) startRequest(id json.RawMessage, method string, params json.RawMe
 		if dup {
 			why = "a request with id " + key + " is already running"
 		}
-		raw := json.RawMessage(id)
-		_ = p.send(map[string]any{"jsonrpc": "2.0", "id": raw, "error": wireError{Code: -32000, Message: why}})
-		return
+		p.answerError(id, &RpcError{Code: -32000, Message: why})
+		return nil
 	}
 	p.running[key] = cancel
-	handler := p.requests[method]
 	p.mu.Unlock()
-	go func() {
+	return func() {
 		defer func() {
 			p.mu.Lock()
 			delete(p.running, key)
 			p.mu.Unlock()
 			cancel()
 		}()
-		var result any
-		var err error
-		switch {
-		case method == p.profile.EnumeratorNext:
-			result, err = p.enumeratorNext(ctx, params)
-		case handler == nil:
-			err = &RpcError{Code: -32601, Message: "Method not found: " + method}
-		default:
-			result, err = handler(ctx, params)
-		}
-		raw := json.RawMessage(id)
+		result, err := work(ctx)
 		if err == nil {
 			body, merr := json.Marshal(result)
 			if merr == nil {
-				_ = p.send(message{JSONRPC: "2.0", ID: &raw, Result: body})
+				answer := envelope(make([]byte, 0, 48+len(id)+len(body)), id)
+				_ = p.write(append(append(append(answer, `,"result":`...), body...), '}'))
 				return
 			}
 			err = merr
@@ -660,8 +884,13 @@ func (p *Peer) startRequest(id json.RawMessage, method string, params json.RawMe
 		if ctx.Err() != nil && p.ctx.Err() == nil {
 			err = &RpcError{Code: CodeRequestCancelled, Message: "The request was cancelled."}
 		}
-		_ = p.send(map[string]any{"jsonrpc": "2.0", "id": raw, "error": toWire(err)})
-	}()
+		p.answerError(id, err)
+	}
+}
+
+// answerError answers request `id` with `err` (its code, when it has one; else -32603).
+func (p *Peer) answerError(id json.RawMessage, err error) {
+	_ = p.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": toWire(err)})
 }
 
 // WireError is what a typed error of a generated package answers with.
@@ -726,6 +955,32 @@ func Params(params json.RawMessage, keys []string, byName bool) ([]json.RawMessa
 	}
 	copy(out, array)
 	return out, nil
+}
+
+// DecodeParams decodes params by name into `byName` (a pointer to a struct of the params, its
+// keys the fields' tags; nil when they come by position only) or by position into `fields`
+// (pointers to the struct's fields, in order): one pass over them. Absent params leave the
+// zero values; a mismatch is an *RpcError -32602.
+func DecodeParams(params json.RawMessage, byName any, fields ...any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	if params[0] == '{' && byName != nil {
+		if err := json.Unmarshal(params, byName); err != nil {
+			return &RpcError{Code: -32602, Message: "Invalid params: " + err.Error()}
+		}
+		return nil
+	}
+	var array []json.RawMessage
+	if err := json.Unmarshal(params, &array); err != nil || len(array) > len(fields) {
+		return &RpcError{Code: -32602, Message: "Invalid params"}
+	}
+	for i, raw := range array {
+		if err := json.Unmarshal(raw, fields[i]); err != nil {
+			return &RpcError{Code: -32602, Message: "Invalid params: " + err.Error()}
+		}
+	}
+	return nil
 }
 
 // Decode is one param as its type (absent: the zero value).

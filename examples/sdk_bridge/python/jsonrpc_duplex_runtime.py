@@ -347,6 +347,7 @@ class Peer:
         max_message_size: int = MAX_MESSAGE_SIZE,
     ) -> None:
         self.profile = profile or Profile()
+        self._own_methods = {self.profile.cancel_method, self.profile.progress_method, self.profile.enumerator_abort}
         self._framer = _Framer(reader, framing, max_message_size)
         self._writer = writer
         self._ids = itertools.count(1)
@@ -646,7 +647,8 @@ class Peer:
                 await self._dispatch(item)
             return None
         if self._runs_here(message):
-            return dict(message)
+            request: dict[str, Any] = message
+            return request
         await self._dispatch(message)
         return None
 
@@ -724,6 +726,16 @@ class Peer:
             future.set_result(message)
 
     async def _on_notification(self, method: str, params: Any) -> None:
+        if method not in self._own_methods:
+            # The usual case first: a notification of the services'.
+            handler = self._notifications.get(method)
+            if handler is None:
+                return
+            try:
+                await handler(params)
+            except Exception as e:  # noqa: BLE001 - a notification has no answer to carry the failure
+                print(f"notification {method} failed: {e!r}", file=sys.stderr)
+            return
         profile = self.profile
         if method == profile.cancel_method:
             request_id = _member(params, profile.cancel_id_key, 0)
@@ -745,14 +757,6 @@ class Peer:
             iterator = self._offered.pop(token, None) if isinstance(token, int) else None
             if iterator is not None:
                 _close_iterator(iterator)
-            return
-        handler = self._notifications.get(method)
-        if handler is None:
-            return
-        try:
-            await handler(params)
-        except Exception as e:  # noqa: BLE001 - a notification has no answer to carry the failure
-            print(f"notification {method} failed: {e!r}", file=sys.stderr)
 
     def _start_request(self, request_id: Any, method: str, params: Any) -> None:
         if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):

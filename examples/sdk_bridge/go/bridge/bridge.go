@@ -172,31 +172,26 @@ type Tools interface {
 // ServeTools serves `service` on `peer`: a handler for each method name (aliases
 // included), registered before peer.Start().
 func ServeTools(peer *Peer, service Tools) {
-	peer.OnRequest("tools/callTool", func(ctx context.Context, params json.RawMessage) (any, error) {
-		p, err := Params(params, []string{"name", "input"}, true)
-		if err != nil {
+	peer.OnDecodedRequest("tools/callTool", func(params json.RawMessage) (Call, error) {
+		var p struct {
+			Name string `json:"name"`
+			Input string `json:"input"`
+		}
+		if err := DecodeParams(params, &p, &p.Name, &p.Input); err != nil {
 			return nil, err
 		}
-		name, err := Decode[string](p[0])
-		if err != nil {
-			return nil, err
-		}
-		input, err := Decode[string](p[1])
-		if err != nil {
-			return nil, err
-		}
-		return service.CallTool(ctx, name, input)
+		return func(ctx context.Context) (any, error) {
+			return service.CallTool(ctx, p.Name, p.Input)
+		}, nil
 	})
 	peer.OnNotification("tools/event", func(ctx context.Context, params json.RawMessage) {
-		p, err := Params(params, []string{"event"}, true)
-		if err != nil {
+		var p struct {
+			Event TurnEvent `json:"event"`
+		}
+		if err := DecodeParams(params, &p, &p.Event); err != nil {
 			return
 		}
-		event, err := Decode[TurnEvent](p[0])
-		if err != nil {
-			return
-		}
-		service.Event(ctx, event)
+		service.Event(ctx, p.Event)
 	})
 }
 

@@ -169,3 +169,50 @@ func TestRuntimeReadsNewlineFramingAndTypedErrors(t *testing.T) {
 		t.Fatalf("the typed error: %#v", err)
 	}
 }
+
+func TestRuntimeFindsTheMembersOfAMessageInOnePass(t *testing.T) {
+	peer, raw := pair(t, ContentLength)
+	peer.OnDecodedRequest("pair", func(params json.RawMessage) (Call, error) {
+		var p struct {
+			A int    `json:"a"`
+			B string `json:"b"`
+		}
+		if err := DecodeParams(params, &p, &p.A, &p.B); err != nil {
+			return nil, err
+		}
+		return func(context.Context) (any, error) { return strconv.Itoa(p.A) + p.B, nil }, nil
+	})
+	frame := func(body string) { raw.sendBytes("Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body) }
+	for _, tc := range []struct{ body, want string }{
+		{`[{"jsonrpc":"2.0","id":1,"method":"echo"}]`, "-32600 <nil>"},
+		{`"a string"`, "-32600 <nil>"},
+		{`{"jsonrpc":"2.0","id":7,"method":5}`, "-32600 7"},
+		{`{"jsonrpc":"2.0","id":8,"meth\u006fd":"echo","params":["escaped key"]}`, "escaped key"},
+		{` { "jsonrpc" : "2.0" , "id" : 9 , "method" : "ec\u0068o" , "params" : [ "spaced, {escaped} \"method\"" ] } `, `spaced, {escaped} "method"`},
+		{`{"jsonrpc":"2.0","params":{"b":"x","a":1,"c":[{"d":"}"}]},"id":"s","method":"pair"}`, "1x"},
+		{`{"jsonrpc":"2.0","id":10,"method":"pair","params":[2,"y"]}`, "2y"},
+		{`{"jsonrpc":"2.0","id":11,"method":"pair","params":{"a":"no"}}`, "-32602 11"},
+		{`{"jsonrpc":"2.0","id":12,"method":"pair","params":[1,"x",3]}`, "-32602 12"},
+		{`{"jsonrpc":"2.0","id":13,"method":"pair","params":"neither"}`, "-32602 13"},
+		{`{"jsonrpc":"2.0","id":14,"method":"pair"}`, "0"},
+	} {
+		frame(tc.body)
+		m := raw.read()
+		got := fmt.Sprint(m["result"])
+		if _, failed := m["error"]; failed {
+			got = fmt.Sprint(code(m), " ", m["id"])
+		}
+		if got != tc.want {
+			t.Fatalf("%s: answered %v", tc.body, m)
+		}
+	}
+	// An answer whose error is not an error object fails its call clearly.
+	done := make(chan error, 1)
+	go func() { done <- peer.Request(context.Background(), "x", nil, nil, nil) }()
+	request := raw.read()
+	frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"error":"broken"}`, request["id"]))
+	var rpc *RpcError
+	if err := <-done; !errors.As(err, &rpc) || rpc.Code != -32603 || !strings.Contains(rpc.Message, "broken") {
+		t.Fatalf("the call ended with %v", err)
+	}
+}
