@@ -268,7 +268,7 @@ impl Layered for Stack {
             direction: Direction::Outgoing,
             kind: Kind::Request,
             body: Body::Out(out),
-            peer: handle.shared.config.peer.clone(),
+            peer: handle.shared.peer.clone(),
             extensions: Extensions::new(),
             placement: handle.shared.config.trace_context,
         };
@@ -289,7 +289,7 @@ impl Layered for Stack {
             direction: Direction::Outgoing,
             kind: Kind::Notification,
             body: Body::Out(out),
-            peer: handle.shared.config.peer.clone(),
+            peer: handle.shared.peer.clone(),
             extensions: Extensions::new(),
             placement: handle.shared.config.trace_context,
         };
