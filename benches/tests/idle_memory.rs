@@ -183,10 +183,10 @@ fn an_idle_connection_holds_no_buffers() {
 }
 
 /// Heap a `Server` holds per idle TCP connection, measured with raw blocking clients on std
-/// sockets (which hold no heap of their own): in a debug build about 5.2 KiB (the connection's
+/// sockets (which hold no heap of their own): in a debug build about 5.1 KiB (the connection's
 /// state, its reader task, the server's task and entry for the peer, tokio's registration of
 /// the socket). Before the server's connections shared their configuration and its per-peer
-/// task let go of the handshake's state, about 6.5 KiB.
+/// task let go of the handshake's state, 6.4 KiB (a heap profile of the `connections` bench).
 const SERVER_IDLE_BOUND: i64 = 6 * 1024;
 
 /// A raw client: connect, make one Content-Length call, read its whole answer.
