@@ -181,3 +181,66 @@ fn an_idle_connection_holds_no_buffers() {
         pairs.close().await;
     });
 }
+
+/// Heap a `Server` holds per idle TCP connection, measured with raw blocking clients on std
+/// sockets (which hold no heap of their own): in a debug build about 5.1 KiB (the connection's
+/// state, its reader task, the server's task and entry for the peer, tokio's registration of
+/// the socket). Before the server's connections shared their configuration and its per-peer
+/// task let go of the handshake's state, 6.4 KiB (a heap profile of the `connections` bench).
+const SERVER_IDLE_BOUND: i64 = 6 * 1024;
+
+/// A raw client: connect, make one Content-Length call, read its whole answer.
+fn raw_call(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(addr).expect("connect");
+    socket.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#;
+    socket.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).expect("write");
+    socket.write_all(body).expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.windows(9).any(|w| w == br#""result":"#) || !got.ends_with(b"}") {
+        let n = socket.read(&mut buf).expect("an answer in time");
+        assert!(n > 0, "the server closed before answering");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.contains(r#""result":3"#), "{text}");
+    socket
+}
+
+/// A `Server`'s idle TCP connection, opened and answered once, costs the server at most
+/// `SERVER_IDLE_BOUND` bytes of heap.
+#[test]
+fn a_servers_idle_connection_is_small() {
+    use jsonrpc_duplex::server::Server;
+    use jsonrpc_duplex::{ErrorObject, Router, transport::PeerAddr};
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = runtime();
+    let server = rt.block_on(async {
+        let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+        Server::builder().serve(router).bind_tcp("127.0.0.1:0").await.expect("bind")
+    });
+    let addr = server.local_addr().and_then(PeerAddr::socket_addr).expect("a TCP address");
+    let stats = server.handle();
+    let wait_active = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stats.stats().active != n {
+            assert!(Instant::now() < deadline, "the server counts {} connections, not {n}", stats.stats().active);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    // One connection first: what the server keeps once for all (its peer table, the threads'
+    // buffer pools) is not counted per connection.
+    drop(raw_call(addr));
+    wait_active(0);
+    let base = live();
+    let clients: Vec<_> = (0..CONNECTIONS).map(|_| raw_call(addr)).collect();
+    wait_active(CONNECTIONS);
+    let each = rt.block_on(settles_within(base, SERVER_IDLE_BOUND));
+    eprintln!("heap held per idle server connection: {each} bytes");
+    assert!(each <= SERVER_IDLE_BOUND, "each idle server connection holds {each} bytes");
+    drop(clients);
+    wait_active(0);
+    rt.block_on(server.shutdown(Duration::from_secs(5)));
+}

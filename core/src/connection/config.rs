@@ -364,8 +364,6 @@ pub(crate) struct Config {
     pub(crate) flush_timeout: Duration,
     /// The middleware layers (`crate::middleware`); `None`: none, and nothing is paid.
     pub(crate) layered: Option<Arc<dyn super::Layered>>,
-    /// Who the peer is, as the transport told (`None`: it said nothing).
-    pub(crate) peer: Option<Arc<super::PeerInfo>>,
     /// Where the profile carries trace context.
     pub(crate) trace_context: TraceContextPlacement,
 }
@@ -384,7 +382,6 @@ impl Default for Config {
             eof_grace: DEFAULT_EOF_GRACE,
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             layered: None,
-            peer: None,
             trace_context: TraceContextPlacement::TopLevel,
         }
     }

@@ -20,7 +20,7 @@ impl Handle {
 
     /// Who the peer is (its transport address, its credentials), when the transport knows.
     pub(crate) fn peer_shared(&self) -> Option<Arc<PeerInfo>> {
-        self.shared.config.peer.clone()
+        self.shared.peer.clone()
     }
 
     /// Where this connection's messages carry W3C trace context.

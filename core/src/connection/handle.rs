@@ -552,7 +552,7 @@ impl Handle {
 
     /// Who the peer is, as its transport told ([`Builder::peer_info`](super::Builder::peer_info)).
     pub fn peer_info(&self) -> &super::PeerInfo {
-        self.shared.config.peer.as_deref().unwrap_or(&super::peer_info::UNKNOWN)
+        self.shared.peer.as_deref().unwrap_or(&super::peer_info::UNKNOWN)
     }
 
     /// Resolves with the reason once the connection has ended.

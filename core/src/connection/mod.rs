@@ -89,7 +89,13 @@ use crate::handler::{MethodClash, Router};
 #[derive(Clone)]
 #[must_use = "a builder does nothing until it is used"]
 pub struct Builder {
-    pub(crate) config: Config,
+    /// Shared, not copied, by every connection this builder (and its clones) starts: a
+    /// `Server`'s connections hold one configuration between them (a setting changed on a
+    /// clone copies it first).
+    pub(crate) config: Arc<Config>,
+    /// Who the peer is, as the transport told (`None`: it said nothing); per connection, so
+    /// not in the shared configuration.
+    pub(crate) peer: Option<Arc<PeerInfo>>,
     /// Settings given one by one, which a profile leaves alone.
     pub(crate) explicit: config::Explicit,
     /// The features that plug into each connection, with their settings.
@@ -122,7 +128,8 @@ impl Builder {
     /// is this with every feature of the crate.
     pub(crate) fn with_features(features: seam::Features) -> Self {
         Builder {
-            config: Config::default(),
+            config: Arc::new(Config::default()),
+            peer: None,
             explicit: Default::default(),
             features,
             router: Router::default(),
@@ -156,53 +163,54 @@ impl Builder {
         framing: Framing,
         cancel: CancelProtocol,
     ) -> Self {
-        self.config.apply_profile(name, framing, cancel, self.explicit);
+        let explicit = self.explicit;
+        self.config_mut().apply_profile(name, framing, cancel, explicit);
         self
     }
 
     /// Where the profile in force carries trace context.
     pub(crate) fn set_trace_context(mut self, placement: TraceContextPlacement) -> Self {
-        self.config.trace_context = placement;
+        self.config_mut().trace_context = placement;
         self
     }
 
     /// The framing on byte-stream transports ([`Framing::ContentLength`] by default; a
     /// [`Profile`](crate::Profile) sets it too, this overrides it).
     pub fn framing(mut self, framing: Framing) -> Self {
-        self.config.framing = framing;
+        self.config_mut().framing = framing;
         self.explicit.framing = true;
         self
     }
 
     /// All limits at once (see [`Limits`] for each default and what happens at it).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.config.limits = limits;
+        self.config_mut().limits = limits;
         self
     }
 
     /// The largest message accepted or sent, in bytes (64 MiB by default).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.config.limits.frame.max_message_size = bytes;
+        self.config_mut().limits.frame.max_message_size = bytes;
         self
     }
 
     /// How many inbound request handlers may run at once (1024 by default).
     pub fn max_concurrent_requests(mut self, n: usize) -> Self {
-        self.config.limits.max_concurrent_requests = n.max(1);
+        self.config_mut().limits.max_concurrent_requests = n.max(1);
         self
     }
 
     /// How request cancellation is spelled on the wire ([`CancelProtocol::lsp`] by default; a
     /// [`Profile`](crate::Profile) sets it too, this overrides it).
     pub fn cancel_protocol(mut self, cancel: CancelProtocol) -> Self {
-        self.config.cancel = cancel;
+        self.config_mut().cancel = cancel;
         self.explicit.cancel = true;
         self
     }
 
     /// A timeout for every outbound call that does not set its own (none by default).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.config.default_timeout = Some(timeout);
+        self.config_mut().default_timeout = Some(timeout);
         self
     }
 
@@ -211,7 +219,7 @@ impl Builder {
     /// finishes in time is answered; what does not is cancelled and answered `-32800`.
     /// `Duration::ZERO` cancels them at once. See [`Connection`] for the whole sequence.
     pub fn eof_grace(mut self, grace: Duration) -> Self {
-        self.config.eof_grace = grace;
+        self.config_mut().eof_grace = grace;
         self
     }
 
@@ -220,7 +228,7 @@ impl Builder {
     /// regardless ([`DEFAULT_FLUSH_TIMEOUT`], 2 s, by default). A peer that never reads its
     /// output cannot keep this side alive longer than this. See [`Connection`].
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
-        self.config.flush_timeout = timeout;
+        self.config_mut().flush_timeout = timeout;
         self
     }
 
@@ -230,7 +238,7 @@ impl Builder {
     /// [`Server`](crate::server::Server)'s connections use
     /// [`ServerBuilder::idle_timeout`](crate::server::ServerBuilder::idle_timeout) instead.
     pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
-        self.config.idle_timeout = timeout.into();
+        self.config_mut().idle_timeout = timeout.into();
         self
     }
 
@@ -242,14 +250,14 @@ impl Builder {
     /// instead. On a message transport that cannot tell (a channel of your own), only the idle
     /// timeout applies.
     pub fn message_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
-        self.config.message_read_timeout = timeout.into();
+        self.config_mut().message_read_timeout = timeout.into();
         self
     }
 
     /// Rewrite messages before they are logged at TRACE on [`WIRE_TARGET`](crate::WIRE_TARGET)
     /// (by default they are logged whole up to [`Limits::max_trace_len`] bytes).
     pub fn trace_redactor(mut self, redact: impl Fn(Direction, &str) -> String + Send + Sync + 'static) -> Self {
-        self.config.redactor = Some(Arc::new(redact));
+        self.config_mut().redactor = Some(Arc::new(redact));
         self
     }
 
@@ -305,7 +313,7 @@ impl Builder {
     /// Install the middleware of every connection started from this builder
     /// (`crate::middleware` builds it; see [`Builder::layer`]).
     pub(crate) fn set_layered(mut self, layered: Arc<dyn Layered>) -> Self {
-        self.config.layered = Some(layered);
+        self.config_mut().layered = Some(layered);
         self
     }
 
@@ -318,8 +326,14 @@ impl Builder {
     /// and Unix transports set it themselves (address; path and credentials); a transport of
     /// your own (or a test) sets it here.
     pub fn peer_info(mut self, peer: PeerInfo) -> Self {
-        self.config.peer = Some(Arc::new(peer));
+        self.peer = Some(Arc::new(peer));
         self
+    }
+
+    /// The configuration, to change it: copied first if another builder (or a connection)
+    /// shares it.
+    fn config_mut(&mut self) -> &mut Config {
+        Arc::make_mut(&mut self.config)
     }
 
     /// The framing this builder is configured with.
@@ -400,7 +414,7 @@ impl Builder {
         pump: impl FnOnce(&Arc<Shared>) -> Box<dyn outbound::Pump>,
         driven: bool,
     ) -> (Connection, Arc<Shared>, Option<futures::future::BoxFuture<'static, ()>>) {
-        let Builder { config, explicit: _, features, mut router, factories } = self;
+        let Builder { config, peer, explicit: _, features, mut router, factories } = self;
         let tracer = trace::Tracer::new(&config);
         // The connection's own cancellation goes first: no feature takes its name.
         let cancellation: Arc<dyn Extension> = Arc::new(cancel::Cancellation::new(&config.cancel));
@@ -422,7 +436,7 @@ impl Builder {
                 &me,
             );
             let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
-            Shared::new(config, outbound, seam)
+            Shared::new(config, peer, outbound, seam)
         });
         // Before anything can be queued.
         shared.outbound.install(pump(&shared));
@@ -458,7 +472,7 @@ impl Builder {
             }
         };
         if let Some(layered) = &shared.config.layered {
-            let peer = shared.config.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
+            let peer = shared.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer, shared.config.trace_context);
         }
         let admission = shared.seam.admission().unwrap_or(own_admission);

@@ -1,7 +1,7 @@
 //! State shared by the handle, the reader, the dispatcher, the writer and reply handles.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::Notify;
 
@@ -15,7 +15,10 @@ use super::trace::Quoted;
 use super::{ChildExit, CloseKind, CloseReason};
 
 pub(crate) struct Shared {
-    pub(crate) config: Config,
+    /// Shared with the builder it came from (and the other connections it started).
+    pub(crate) config: Arc<Config>,
+    /// Who the peer is, as the transport told (`None`: it said nothing).
+    pub(crate) peer: Option<Arc<super::PeerInfo>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) pending: Pending,
     pub(crate) outbound: Outbound,
@@ -40,10 +43,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, outbound: Outbound, seam: super::seam::Seam) -> Self {
+    pub(crate) fn new(
+        config: Arc<Config>,
+        peer: Option<Arc<super::PeerInfo>>,
+        outbound: Outbound,
+        seam: super::seam::Seam,
+    ) -> Self {
         let pending = Pending::new(config.limits.max_pending_calls);
         Shared {
             config,
+            peer,
             next_id: AtomicU64::new(0),
             pending,
             outbound,

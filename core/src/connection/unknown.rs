@@ -18,7 +18,9 @@ const MAX_NAMES: usize = 256;
 const MAX_NAME_LEN: usize = 256;
 
 pub(crate) struct UnknownNotifications {
-    seen: Mutex<Seen>,
+    /// Made when the first unknown name arrives: a connection that never sees one (nearly all)
+    /// pays only for the lock.
+    seen: Mutex<Option<Box<Seen>>>,
     /// How the connection quotes peer input.
     tracer: Tracer,
 }
@@ -56,6 +58,7 @@ impl UnknownNotifications {
         }
         let first = {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            let seen = seen.get_or_insert_with(Default::default);
             if name.len() > MAX_NAME_LEN || seen.names.contains(name) || seen.full {
                 None
             } else if seen.names.len() < MAX_NAMES {

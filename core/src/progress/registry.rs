@@ -43,7 +43,9 @@ struct Inner {
 pub(crate) struct Receivers {
     /// StreamJsonRpc numbers its progress tokens from 0, per connection.
     next_token: AtomicU64,
-    inner: Mutex<Inner>,
+    /// Made when the first token is issued or the connection ends: a connection that never
+    /// issues one pays only for the lock.
+    inner: Mutex<Option<Box<Inner>>>,
     live_count: AtomicUsize,
     unbound: Arc<Unbound>,
 }
@@ -53,7 +55,7 @@ impl Receivers {
         Receivers { next_token: AtomicU64::new(0), inner: Mutex::default(), live_count: AtomicUsize::new(0), unbound }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Box<Inner>>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -63,6 +65,7 @@ impl Receivers {
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(capacity.clamp(1, MAX_CAPACITY));
         let mut inner = self.lock();
+        let inner = inner.get_or_insert_with(Default::default);
         match &inner.closed {
             Some(reason) => {
                 let _ = tx.try_send(Err(Error::ConnectionLost(reason.clone())));
@@ -85,7 +88,7 @@ impl Receivers {
     /// is not kept is given back through `release`).
     pub(crate) fn deliver(&self, token: u64, value: Box<RawValue>, release: impl FnOnce(&RawValue)) -> Delivery {
         let inner = self.lock();
-        let Some(Live { tx, .. }) = inner.live.get(&token) else {
+        let Some(Live { tx, .. }) = inner.as_ref().and_then(|inner| inner.live.get(&token)) else {
             drop(inner);
             release(&value);
             return Delivery::NotOurs;
@@ -107,7 +110,7 @@ impl Receivers {
     /// The token is being sent: `false` when its receiver is gone.
     pub(crate) fn sent(&self, token: u64) -> bool {
         let mut inner = self.lock();
-        let Some(live) = inner.live.get_mut(&token) else { return false };
+        let Some(live) = inner.as_mut().and_then(|inner| inner.live.get_mut(&token)) else { return false };
         if std::mem::take(&mut live.unsent) {
             self.unbound.disarm();
         }
@@ -117,7 +120,7 @@ impl Receivers {
     /// The receiver is gone, or its call is answered: it ends once it has taken the reports
     /// already delivered.
     pub(crate) fn remove(&self, token: u64) {
-        let removed = self.lock().live.remove(&token);
+        let removed = self.lock().as_mut().and_then(|inner| inner.live.remove(&token));
         if let Some(live) = removed {
             self.live_count.fetch_sub(1, Ordering::AcqRel);
             if live.unsent {
@@ -130,6 +133,7 @@ impl Receivers {
     pub(crate) fn close(&self, reason: &CloseReason) {
         let live: Vec<_> = {
             let mut inner = self.lock();
+            let inner = inner.get_or_insert_with(Default::default);
             if inner.closed.is_none() {
                 inner.closed = Some(reason.clone());
             }

@@ -44,10 +44,10 @@ impl Builder {
     /// Must be called inside a tokio runtime.
     pub fn tcp(mut self, stream: TcpStream) -> Connection {
         let _ = stream.set_nodelay(true);
-        if self.config.peer.is_none()
+        if self.peer.is_none()
             && let Ok(addr) = stream.peer_addr()
         {
-            self.config.peer = Some(std::sync::Arc::new(crate::PeerInfo::new().with_addr(PeerAddr::Tcp(addr))));
+            self.peer = Some(std::sync::Arc::new(crate::PeerInfo::new().with_addr(PeerAddr::Tcp(addr))));
         }
         let (r, w) = stream.into_split();
         self.connect(Lingering::new(r), w)

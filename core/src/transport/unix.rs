@@ -44,13 +44,13 @@ impl Builder {
     ///
     /// Must be called inside a tokio runtime.
     pub fn unix(mut self, stream: UnixStream) -> Connection {
-        if self.config.peer.is_none() {
+        if self.peer.is_none() {
             let path = stream.peer_addr().ok().and_then(|a| a.as_pathname().map(Path::to_path_buf));
             let mut peer = crate::PeerInfo::new().with_addr(PeerAddr::Unix(path));
             if let Ok(cred) = stream.peer_cred() {
                 peer = peer.with_credentials(crate::PeerCredentials::new(cred.uid(), cred.gid(), cred.pid()));
             }
-            self.config.peer = Some(std::sync::Arc::new(peer));
+            self.peer = Some(std::sync::Arc::new(peer));
         }
         let (r, w) = stream.into_split();
         self.connect(Lingering::new(r), w)
