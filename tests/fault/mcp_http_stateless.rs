@@ -13,6 +13,9 @@
 //! - a 2025-11-25 session on the same server at the same time;
 //! - our client (`McpHttpClient::stateless`): the exact headers and `_meta`, an error body
 //!   as the call's error, and a call given up closes its stream;
+//! - `McpHttpClient::auto_revision`: against a dual-era server it speaks 2026-07-28 (the
+//!   `initialize` answered from `server/discover`, no session), against one serving only
+//!   2025-11-25 it falls back to `initialize` and a session;
 //! - routing (2025-11-25): a message no request owns goes to the newest open stream, the GET
 //!   stream or a POST's stream, whichever was opened last;
 //! - `bind`'s graceful shutdown: GET streams end, requests in progress finish, then sessions.
@@ -85,8 +88,11 @@ fn router(probe: Probe) -> Router {
         })
         .notification("notifications/initialized", |_: Value, _| async {})
         .method("server/discover", |_: Value, _| async {
-            Ok::<_, ErrorObject>(json!({"resultType": "complete", "supportedVersions": [V, "2025-11-25"], "capabilities": {"tools": {}}}))
+            Ok::<_, ErrorObject>(json!({"resultType": "complete", "supportedVersions": [V, "2025-11-25"], "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "t-modern", "version": "1"}}, "instructions": "be kind"}))
         })
+        // What the request's `_meta` said (the revision it came in).
+        .method("meta", |params: Value, _| async move { Ok::<_, ErrorObject>(json!({"meta": params.get("_meta")})) })
         .method("tools/call", |params: Value, _| async move {
             Ok::<_, ErrorObject>(json!({"content": [{"type": "text", "text": params["name"]}]}))
         })
@@ -588,4 +594,57 @@ async fn a_sessions_posted_bytes_stop_at_its_inbound_budget() {
     for post in posts {
         assert_eq!(within(post).await.unwrap(), 202);
     }
+}
+
+/// An auto-revision client's handshake, as a user of either revision writes it: `initialize`,
+/// `notifications/initialized`, then a call showing what `_meta` it carried.
+async fn auto_handshake(url: &str) -> (Connection, Value, Value) {
+    let conn = McpHttpClient::new(url).unwrap().auto_revision().connect(Connection::builder().profile(Profile::mcp()));
+    let init: Value = within(conn.handle().request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}}, "clientInfo": {"name": "auto", "version": "1"}}),
+    ))
+    .await
+    .expect("initialize");
+    within(conn.handle().notify("notifications/initialized", json!({}))).await.unwrap();
+    let meta: Value = within(conn.handle().request("meta", json!({}))).await.expect("meta");
+    (conn, init, meta)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_revision_speaks_stateless_to_a_dual_era_server() {
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
+    let (conn, init, meta) = auto_handshake(&format!("http://{}/mcp", bound.local_addr())).await;
+    // Answered from server/discover: its version, capabilities, serverInfo, instructions.
+    assert_eq!(
+        init,
+        json!({"protocolVersion": V, "capabilities": {"tools": {}}, "serverInfo": {"name": "t-modern", "version": "1"},
+               "instructions": "be kind"})
+    );
+    // The call went stateless, with the initialize's capabilities and clientInfo in `_meta`.
+    assert_eq!(
+        meta["meta"],
+        json!({"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+               "io.modelcontextprotocol/clientInfo": {"name": "auto", "version": "1"}})
+    );
+    assert_eq!(bound.server().session_count(), 0, "no session was made");
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_revision_falls_back_to_sessions_against_a_legacy_server() {
+    let (bound, _cancelled, _, _) = serve(|s| s.stateless(false)).await;
+    // The probe alone, as a raw peer sees it: 400 without a modern error code.
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    raw.send("POST", &modern("server/discover", &[]), &request(1, "server/discover", json!({}))).await;
+    let (status, _, _, refusal) = json_answer(&mut raw).await;
+    assert_eq!((status, refusal["error"]["code"].as_i64()), (400, Some(-32000)), "{refusal}");
+
+    let (conn, init, meta) = auto_handshake(&format!("http://{}/mcp", bound.local_addr())).await;
+    assert_eq!(init["protocolVersion"], "2025-11-25", "{init}");
+    assert_eq!(init["serverInfo"]["name"], "t", "the server's own initialize answered: {init}");
+    assert_eq!(meta["meta"], Value::Null, "no per-request _meta in a session: {meta}");
+    assert_eq!(bound.server().session_count(), 1);
+    conn.close().await;
+    eventually("the session deleted", || bound.server().session_count() == 0).await;
 }

@@ -74,6 +74,8 @@ pub struct McpHttpClient {
     headers: HeaderMap,
     max_reconnects: u32,
     stateless: Option<Stateless>,
+    /// Choose the revision at the first message ([`McpHttpClient::auto_revision`]).
+    auto: bool,
 }
 
 /// What a stateless (2026-07-28) client puts in every request's `_meta`.
@@ -100,6 +102,7 @@ impl McpHttpClient {
             headers: HeaderMap::new(),
             max_reconnects: DEFAULT_MAX_RECONNECTS,
             stateless: None,
+            auto: false,
         })
     }
 
@@ -150,6 +153,45 @@ impl McpHttpClient {
         self
     }
 
+    /// Find out which revision the server speaks, and speak it: before the connection's first
+    /// message goes, the transport asks `server/discover` as revision 2026-07-28 says (its
+    /// per-request `_meta` and headers). A result naming 2026-07-28 among its
+    /// `supportedVersions`, or a refusal that is one of that revision's own errors (`-32020`,
+    /// `-32021`, `-32022` naming 2026-07-28, or `404` with `-32601`), means a modern server:
+    /// the client is [`stateless`](McpHttpClient::stateless) from then on. Anything else (a
+    /// `4xx` without such an error, an `-32022` listing only older revisions, no answer within
+    /// 10 s) means a server of 2025-11-25 or earlier: the client speaks that, with sessions.
+    ///
+    /// The same client code serves both: when the first message is `initialize` and the
+    /// server is modern, the transport answers it itself from the `server/discover` result
+    /// (`protocolVersion` `2026-07-28`, its `capabilities`, the `serverInfo` of its `_meta`,
+    /// `instructions`) and takes the initialize's `capabilities` and `clientInfo` for the
+    /// per-request `_meta` (unless [`client_capabilities`](McpHttpClient::client_capabilities)
+    /// or [`client_info`](McpHttpClient::client_info) set them); the `notifications/initialized`
+    /// after it is not sent. Read the answer's `protocolVersion` to know which revision it is.
+    ///
+    /// ```no_run
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
+    /// use jsonrpc_duplex_core::{Connection, Profile};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let conn = McpHttpClient::new("http://127.0.0.1:3000/mcp")?
+    ///     .auto_revision()
+    ///     .connect(Connection::builder().profile(Profile::mcp()));
+    /// let init: serde_json::Value = conn.handle().request("initialize", serde_json::json!({
+    ///     "protocolVersion": "2025-11-25", "capabilities": {},
+    ///     "clientInfo": {"name": "example", "version": "1.0.0"}
+    /// })).await?;
+    /// conn.handle().notify("notifications/initialized", serde_json::json!({})).await?;
+    /// println!("speaking {}", init["protocolVersion"]); // "2026-07-28" or "2025-11-25"
+    /// # Ok(()) }
+    /// ```
+    pub fn auto_revision(self) -> Self {
+        let mut this = if self.stateless.is_some() { self } else { self.stateless() };
+        this.auto = true;
+        this
+    }
+
     /// The client capabilities a stateless client declares on every request (`{}` unless set);
     /// implies [`stateless`](McpHttpClient::stateless).
     pub fn client_capabilities(self, capabilities: Value) -> Self {
@@ -189,7 +231,12 @@ impl McpHttpClient {
             get_started: AtomicBool::new(false),
             get_task: Mutex::new(None),
             pending: Mutex::new(std::collections::HashSet::new()),
-            stateless: self.stateless,
+            stateless: match (self.auto, self.stateless.clone()) {
+                (false, Some(config)) => std::sync::OnceLock::from(config),
+                _ => std::sync::OnceLock::new(),
+            },
+            auto: self.stateless.filter(|_| self.auto),
+            initialized_locally: AtomicBool::new(false),
             streams: Mutex::new(std::collections::HashMap::new()),
         });
         tokio::spawn(worker(shared, outbound_rx));
@@ -214,8 +261,14 @@ struct ClientShared {
     get_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Our requests not answered yet (id JSON text): an answer may come on any stream.
     pending: Mutex<std::collections::HashSet<String>>,
-    /// Speaking 2026-07-28: what goes in every request's `_meta`.
-    stateless: Option<Stateless>,
+    /// Speaking 2026-07-28: what goes in every request's `_meta` (set before the first message
+    /// goes, by the client or by the revision choice).
+    stateless: std::sync::OnceLock<Stateless>,
+    /// The revision is chosen at the first message: the 2026-07-28 settings to try.
+    auto: Option<Stateless>,
+    /// The revision choice answered the `initialize` itself: its `notifications/initialized`
+    /// is not sent.
+    initialized_locally: AtomicBool,
     /// A stateless client's requests in flight (id JSON text): closing one's stream cancels it.
     streams: Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
 }
@@ -240,7 +293,13 @@ struct Posted {
 }
 
 async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
-    if shared.stateless.is_some() {
+    let mut first = None;
+    if let Some(config) = shared.auto.clone() {
+        let Some(body) = outbound.next().await else { return };
+        first = choose_revision(&shared, config, body).await;
+    }
+    let mut outbound = futures::stream::iter(first).chain(outbound);
+    if shared.stateless.get().is_some() {
         return stateless_worker(shared, outbound).await;
     }
     while let Some(body) = outbound.next().await {
@@ -289,10 +348,139 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
     }
 }
 
+/// How long the revision choice waits for the server's answer to `server/discover`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the `server/discover` probe found.
+enum Era {
+    /// The server speaks 2026-07-28: its discover result, if it gave one.
+    Modern(Option<Value>),
+    /// The server speaks 2025-11-25 or earlier (why we think so).
+    Legacy(String),
+}
+
+/// [`McpHttpClient::auto_revision`]: probe the server with the first message in hand, set
+/// the revision, and give back the message to send (none if the transport answered it).
+async fn choose_revision(shared: &Arc<ClientShared>, mut config: Stateless, body: Vec<u8>) -> Option<Vec<u8>> {
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    if initialize {
+        let params = message.get("params");
+        if config.capabilities.as_object().is_some_and(|c| c.is_empty())
+            && let Some(capabilities) = params.and_then(|p| p.get("capabilities")).filter(|c| c.is_object())
+        {
+            config.capabilities = capabilities.clone();
+        }
+        if config.client_info.is_none() {
+            config.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
+        }
+    }
+    match probe(shared, &config).await {
+        Era::Legacy(why) => {
+            tracing::info!(%why, "the MCP server speaks 2025-11-25 or earlier: using sessions");
+            Some(body)
+        }
+        Era::Modern(discovered) => {
+            tracing::info!(version = %config.version, "the MCP server speaks the stateless revision");
+            let version = config.version.clone();
+            let _ = shared.stateless.set(config);
+            let Some(id) = message.get("id").filter(|_| initialize) else { return Some(body) };
+            // The `initialize` answered from what `server/discover` said.
+            let discovered = discovered.unwrap_or(Value::Null);
+            let server_info = discovered
+                .get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                .cloned()
+                .unwrap_or_else(|| json!({"name": "", "version": ""}));
+            let mut result = json!({
+                "protocolVersion": version,
+                "capabilities": discovered.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+                "serverInfo": server_info,
+            });
+            if let Some(instructions) = discovered.get("instructions") {
+                result["instructions"] = instructions.clone();
+            }
+            shared.initialized_locally.store(true, Ordering::Release);
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            shared.deliver(answer.to_string().as_bytes()).await;
+            None
+        }
+    }
+}
+
+/// Ask `server/discover` as revision 2026-07-28 and read the era from the answer (the rules
+/// of that revision's backward compatibility section: a recognized modern error means a
+/// modern server; any other refusal a legacy one).
+async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
+    let key = "\"jsonrpc-duplex-discover\"";
+    let mut message = json!({"jsonrpc": "2.0", "id": "jsonrpc-duplex-discover", "method": "server/discover"});
+    add_meta(&mut message, config);
+    let posted = Posted { request: None, method: Some("server/discover".into()), name: None };
+    let request = shared.post_request_as(Bytes::from(message.to_string()), &posted, Some(config));
+    let response = match tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return Era::Legacy(format!("server/discover failed: {e}")),
+        Err(_) => return Era::Legacy(format!("no answer to server/discover within {PROBE_TIMEOUT:?}")),
+    };
+    let status = response.status();
+    let sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+    let read = tokio::time::timeout(PROBE_TIMEOUT, read_limited(response.into_body(), shared.limit)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(why)) => return Era::Legacy(why),
+        Err(_) => return Era::Legacy("the answer to server/discover did not end".into()),
+    };
+    let answer: Option<Value> = if sse {
+        let mut parser = SseParser::new(shared.limit);
+        let mut events = Vec::new();
+        let _ = parser.feed(&bytes, &mut events);
+        events
+            .iter()
+            .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+            .find(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, key)))
+    } else {
+        serde_json::from_slice(&bytes).ok()
+    };
+    let speaks = |versions: Option<&Value>| {
+        let versions: Vec<&str> =
+            versions.and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if versions.contains(&config.version.as_str()) || !versions.iter().any(|v| super::SUPPORTED_VERSIONS.contains(v))
+        {
+            // Ours, or only revisions we do not speak (the calls' errors will say so).
+            None
+        } else {
+            Some(format!("it supports {versions:?}"))
+        }
+    };
+    if status.is_success()
+        && let Some(result) = answer.as_ref().and_then(|a| a.get("result"))
+    {
+        return match speaks(result.get("supportedVersions")) {
+            None => Era::Modern(Some(result.clone())),
+            Some(why) => Era::Legacy(why),
+        };
+    }
+    let error = answer.as_ref().and_then(|a| a.get("error"));
+    let code = error.and_then(|e| e.get("code")).and_then(Value::as_i64);
+    match code {
+        Some(-32022) => match speaks(error.and_then(|e| e.get("data")).and_then(|d| d.get("supported"))) {
+            None => Era::Modern(None),
+            Some(why) => Era::Legacy(why),
+        },
+        Some(-32020 | -32021) => Era::Modern(None),
+        Some(-32601) if status == StatusCode::NOT_FOUND => Era::Modern(None),
+        _ => Era::Legacy(format!("server/discover got HTTP {status}: {}", String::from_utf8_lossy(&bytes))),
+    }
+}
+
 /// Revision 2026-07-28: each request its own POST with the per-request `_meta`; a
 /// `notifications/cancelled` for one in flight closes its stream instead of being sent.
-async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
-    let Some(config) = shared.stateless.clone() else { return };
+async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures::Stream<Item = Vec<u8>> + Unpin) {
+    let Some(config) = shared.stateless.get().cloned() else { return };
     while let Some(body) = outbound.next().await {
         let Ok(mut message) = serde_json::from_slice::<Value>(&body) else { continue };
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
@@ -301,6 +489,10 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receive
             tracing::warn!("an answer to the server dropped: MCP 2026-07-28 has no server→client requests");
             continue;
         };
+        if method == "notifications/initialized" && shared.initialized_locally.load(Ordering::Acquire) {
+            // The revision choice answered `initialize`: there is nothing to tell the server.
+            continue;
+        }
         if method == "notifications/cancelled"
             && let Some(id) = message.get("params").and_then(|p| p.get("requestId"))
         {
@@ -371,8 +563,12 @@ fn header_value_for(value: &str) -> String {
 impl ClientShared {
     /// A POST of `posted`: with 2026-07-28's mirrored headers when the client is stateless.
     fn post_request(&self, body: Bytes, posted: &Posted) -> Request<Full<Bytes>> {
+        self.post_request_as(body, posted, self.stateless.get())
+    }
+
+    fn post_request_as(&self, body: Bytes, posted: &Posted, stateless: Option<&Stateless>) -> Request<Full<Bytes>> {
         let mut request = self.request(Method::POST, body, None);
-        if let Some(config) = &self.stateless {
+        if let Some(config) = stateless {
             let headers = request.headers_mut();
             headers.remove(HEADER_SESSION_ID);
             if let Ok(v) = HeaderValue::from_str(&config.version) {
@@ -482,7 +678,7 @@ fn post<'a>(
             }
             return;
         }
-        if !status.is_success() && shared.stateless.is_some() {
+        if !status.is_success() && shared.stateless.get().is_some() {
             // 2026-07-28 refuses with a JSON-RPC error for the request: that is its answer.
             let text = read_text(response.into_body(), REFUSAL_LIMIT).await;
             let Some((key, id)) = &posted.request else {
@@ -524,7 +720,7 @@ fn post<'a>(
             .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
         let shared = shared.clone();
         if sse {
-            let stateless = shared.stateless.is_some();
+            let stateless = shared.stateless.get().is_some();
             let read = async move {
                 let answered = read_stream(&shared, response.into_body(), Some(&key), None).await;
                 if !answered {
@@ -652,7 +848,7 @@ async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&
         if want.is_some_and(|want| !lock(&shared.pending).contains(want)) {
             return true;
         }
-        if shared.stateless.is_some() {
+        if shared.stateless.get().is_some() {
             // 2026-07-28: a broken stream loses its request; there is no resumption.
             return false;
         }

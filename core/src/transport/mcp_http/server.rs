@@ -146,6 +146,8 @@ struct Settings {
     body_timeout: Duration,
     retry: Duration,
     max_inbound: usize,
+    /// Revision 2026-07-28 (stateless) is served beside the session revisions.
+    modern: bool,
     /// The bodies of POSTs outside a session, read and not answered yet.
     pre_session: Arc<ByteBudget>,
     authorize: Option<Arc<Authorize>>,
@@ -198,6 +200,7 @@ impl McpHttpServer {
                     body_timeout: DEFAULT_BODY_TIMEOUT,
                     retry: DEFAULT_RETRY,
                     max_inbound: DEFAULT_MAX_INBOUND,
+                    modern: true,
                     pre_session: ByteBudget::new(DEFAULT_MAX_PRE_SESSION_BYTES),
                     authorize: None,
                 },
@@ -311,6 +314,16 @@ impl McpHttpServer {
     /// [`max_pre_session_bytes`](McpHttpServer::max_pre_session_bytes)).
     pub fn pre_session_bytes(&self) -> usize {
         self.inner.settings.pre_session.held()
+    }
+
+    /// Serve revision 2026-07-28 (stateless) beside the session revisions (`true`, the
+    /// default). With `false` the server speaks 2025-11-25 and earlier only, as a server of
+    /// those revisions would: a POST without a session that is not `initialize` gets `400`
+    /// ("no MCP-Session-Id"), whatever its `MCP-Protocol-Version` (a dual-era client then
+    /// falls back to `initialize`).
+    pub fn stateless(mut self, serve: bool) -> Self {
+        self.settings().modern = serve;
+        self
     }
 
     /// The reconnection delay the priming events' `retry:` field tells clients
@@ -810,7 +823,7 @@ impl Inner {
         match parts.method {
             Method::POST => self.post(parts, body, principal).await,
             // Revision 2026-07-28 has no GET stream and no session to delete.
-            Method::GET | Method::DELETE if stateless => {
+            Method::GET | Method::DELETE if stateless && self.settings.modern => {
                 let mut response = rpc_error(
                     StatusCode::METHOD_NOT_ALLOWED,
                     -32000,
@@ -977,7 +990,7 @@ impl Inner {
             Err(why) => return rpc_error(StatusCode::BAD_REQUEST, -32600, &format!("Invalid Request: {why}")),
         };
         let frame = Frame::Message(BytesMut::from(&bytes[..]));
-        if is_stateless(headers, &message) {
+        if self.settings.modern && is_stateless(headers, &message) {
             return self.post_stateless(headers, &message, posted, frame, principal).await;
         }
         match posted {
