@@ -16,6 +16,9 @@
 //! - `McpHttpClient::auto_revision`: against a dual-era server it speaks 2026-07-28 (the
 //!   `initialize` answered from `server/discover`, no session), against one serving only
 //!   2025-11-25 it falls back to `initialize` and a session;
+//! - multi round-trip requests (2026-07-28): an `InputRequiredResult`'s input requests go to
+//!   the client connection's own handlers, and the call is retried with their answers and the
+//!   server's `requestState`; a handler's error fails the call;
 //! - routing (2025-11-25): a message no request owns goes to the newest open stream, the GET
 //!   stream or a POST's stream, whichever was opened last;
 //! - `bind`'s graceful shutdown: GET streams end, requests in progress finish, then sessions.
@@ -90,6 +93,19 @@ fn router(probe: Probe) -> Router {
         .method("server/discover", |_: Value, _| async {
             Ok::<_, ErrorObject>(json!({"resultType": "complete", "supportedVersions": [V, "2025-11-25"], "capabilities": {"tools": {}},
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "t-modern", "version": "1"}}, "instructions": "be kind"}))
+        })
+        // A multi round-trip request: first an InputRequiredResult asking the client for an
+        // elicitation and its roots, then (given them and the state back) what it was given.
+        .method("prompts/get", |params: Value, _| async move {
+            let Some(responses) = params.get("inputResponses") else {
+                return Ok::<_, ErrorObject>(json!({"resultType": "input_required", "requestState": "round-1",
+                    "inputRequests": {
+                        "who": {"method": "elicitation/create", "params": {"mode": "form", "message": "name?",
+                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+                        "where": {"method": "roots/list"}}}));
+            };
+            Ok(json!({"messages": [], "given": {"inputResponses": responses, "requestState": params["requestState"],
+                "id_was_new": true}}))
         })
         // What the request's `_meta` said (the revision it came in).
         .method("meta", |params: Value, _| async move { Ok::<_, ErrorObject>(json!({"meta": params.get("_meta")})) })
@@ -647,4 +663,38 @@ async fn auto_revision_falls_back_to_sessions_against_a_legacy_server() {
     assert_eq!(bound.server().session_count(), 1);
     conn.close().await;
     eventually("the session deleted", || bound.server().session_count() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_round_trip_request_asks_the_clients_handlers_and_retries() {
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let handlers = Router::new()
+        .method("elicitation/create", |params: Value, _| async move {
+            assert_eq!(params["message"], "name?");
+            Ok::<_, ErrorObject>(json!({"action": "accept", "content": {"name": "octocat"}}))
+        })
+        .method("roots/list", |_: Value, _| async { Ok::<_, ErrorObject>(json!({"roots": [{"uri": "file:///w"}]})) });
+    let conn = McpHttpClient::new(&url)
+        .unwrap()
+        .client_capabilities(json!({"elicitation": {}, "roots": {}}))
+        .connect(Connection::builder().profile(Profile::mcp()).serve(handlers));
+    let answer: Value = within(conn.handle().request("prompts/get", json!({"name": "greet"}))).await.expect("answered");
+    assert_eq!(
+        answer["given"],
+        json!({"inputResponses": {"who": {"action": "accept", "content": {"name": "octocat"}},
+                                  "where": {"roots": [{"uri": "file:///w"}]}},
+               "requestState": "round-1", "id_was_new": true})
+    );
+    assert_eq!(answer["resultType"], "complete");
+    conn.close().await;
+
+    // Without a handler for one of the input requests, the call fails saying which.
+    let conn = McpHttpClient::new(&url).unwrap().stateless().connect(
+        Connection::builder().profile(Profile::mcp()).serve(Router::new().method("elicitation/create", |_: Value, _| async {
+            Ok::<_, ErrorObject>(json!({"action": "decline"}))
+        })),
+    );
+    let failed = within(conn.handle().request::<Value>("prompts/get", json!({"name": "greet"}))).await.expect_err("fails");
+    assert!(failed.to_string().contains("roots/list"), "{failed}");
 }

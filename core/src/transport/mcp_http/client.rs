@@ -237,6 +237,9 @@ impl McpHttpClient {
             },
             auto: self.stateless.filter(|_| self.auto),
             initialized_locally: AtomicBool::new(false),
+            captures: Mutex::new(std::collections::HashMap::new()),
+            input_waiters: Mutex::new(std::collections::HashMap::new()),
+            next_internal: AtomicU64::new(0),
             streams: Mutex::new(std::collections::HashMap::new()),
         });
         tokio::spawn(worker(shared, outbound_rx));
@@ -271,6 +274,13 @@ struct ClientShared {
     initialized_locally: AtomicBool,
     /// A stateless client's requests in flight (id JSON text): closing one's stream cancels it.
     streams: Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
+    /// Answers (by id JSON text) the transport reads itself: a multi round-trip request's
+    /// rounds, before the last is handed to the connection.
+    captures: Mutex<std::collections::HashMap<String, futures::channel::oneshot::Sender<Value>>>,
+    /// The connection's answers to the input requests of a multi round-trip request.
+    input_waiters: Mutex<std::collections::HashMap<String, futures::channel::oneshot::Sender<Value>>>,
+    /// Numbers the ids the transport makes (retries, input requests).
+    next_internal: AtomicU64,
 }
 
 /// Is `id` the id whose JSON text is `key`?
@@ -485,8 +495,15 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures:
         let Ok(mut message) = serde_json::from_slice::<Value>(&body) else { continue };
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
         let Some(method) = method else {
-            // An answer: this revision has no server→client requests to answer.
-            tracing::warn!("an answer to the server dropped: MCP 2026-07-28 has no server→client requests");
+            // An answer to an input request of a multi round-trip request: the transport
+            // carries it in the retry. Else there is nothing to answer in this revision.
+            let waiter = message.get("id").and_then(|id| lock(&shared.input_waiters).remove(&id.to_string()));
+            match waiter {
+                Some(waiter) => {
+                    let _ = waiter.send(message);
+                }
+                None => tracing::warn!("an answer to the server dropped: MCP 2026-07-28 has no server→client requests"),
+            }
             continue;
         };
         if method == "notifications/initialized" && shared.initialized_locally.load(Ordering::Acquire) {
@@ -525,8 +542,13 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures:
         let task_shared = shared.clone();
         let task_key = key.clone();
         let mut streams = lock(&shared.streams);
+        let multi_round = INPUT_METHODS.contains(&posted.method.as_deref().unwrap_or_default());
         let task = tokio::spawn(async move {
-            post(&task_shared, body, &posted, false).await;
+            if multi_round {
+                multi_round_call(&task_shared, message, posted).await;
+            } else {
+                post(&task_shared, body, &posted, false).await;
+            }
             lock(&task_shared.streams).remove(&task_key);
         });
         streams.insert(key, task.abort_handle());
@@ -534,6 +556,105 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures:
     for (_, stream) in lock(&shared.streams).drain() {
         stream.abort();
     }
+}
+
+/// The requests a 2026-07-28 server may answer with an `InputRequiredResult`.
+const INPUT_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+/// Most `InputRequiredResult`s in a row for one call before it fails.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// A request that may take several round trips (2026-07-28's multi round-trip requests): each
+/// `InputRequiredResult` has its `inputRequests` put to the connection as requests of the
+/// server (so its handlers of `roots/list`, `sampling/createMessage`, `elicitation/create`
+/// answer them as in 2025-11-25), then the request is sent again with a new id, the answers in
+/// `inputResponses` and the `requestState` echoed; the final answer goes to the connection
+/// under the first id.
+async fn multi_round_call(shared: &Arc<ClientShared>, first: Value, posted: Posted) {
+    let Some((first_key, first_id)) = posted.request.clone() else { return };
+    let mut message = first.clone();
+    let mut key = first_key.clone();
+    for round in 0..=MAX_INPUT_ROUNDS {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        lock(&shared.captures).insert(key.clone(), tx);
+        lock(&shared.pending).insert(key.clone());
+        let this = Posted { request: Some((key.clone(), message["id"].clone())), ..posted.clone() };
+        post(shared, Bytes::from(message.to_string()), &this, false).await;
+        let answer = match rx.await {
+            Ok(answer) => answer,
+            Err(_) => {
+                lock(&shared.captures).remove(&key);
+                lock(&shared.pending).insert(first_key.clone());
+                return shared.fail(&first_id, "the MCP server's stream ended before it answered".into()).await;
+            }
+        };
+        let result =
+            answer.get("result").filter(|r| r.get("resultType").and_then(Value::as_str) == Some("input_required"));
+        let Some(result) = result else {
+            let mut answer = answer;
+            answer["id"] = first_id.clone();
+            return shared.deliver(answer.to_string().as_bytes()).await;
+        };
+        if round == MAX_INPUT_ROUNDS {
+            break;
+        }
+        let responses = match fulfil(shared, result.get("inputRequests")).await {
+            Ok(responses) => responses,
+            Err(why) => {
+                lock(&shared.pending).insert(first_key.clone());
+                return shared.fail(&first_id, why).await;
+            }
+        };
+        // The retry: the first request with a new id, the answers and the server's state.
+        let n = shared.next_internal.fetch_add(1, Ordering::Relaxed);
+        let state = result.get("requestState").cloned();
+        message = first.clone();
+        message["id"] = json!(format!("jsonrpc-duplex-retry-{n}"));
+        key = message["id"].to_string();
+        if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+            if let Some(responses) = responses {
+                params.insert("inputResponses".into(), responses);
+            }
+            if let Some(state) = state {
+                params.insert("requestState".into(), state);
+            }
+        }
+    }
+    lock(&shared.pending).insert(first_key);
+    shared.fail(&first_id, format!("the MCP server asked for input more than {MAX_INPUT_ROUNDS} times in a row")).await;
+}
+
+/// Put an `InputRequests` map to the connection, one server request each, and gather the
+/// `InputResponses` (`None` when there was nothing to ask). A request the connection answers
+/// with an error fails the call.
+async fn fulfil(shared: &Arc<ClientShared>, requests: Option<&Value>) -> Result<Option<Value>, String> {
+    let Some(requests) = requests.and_then(Value::as_object) else { return Ok(None) };
+    let mut waiting = Vec::new();
+    for (name, request) in requests {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+        if !matches!(method, "roots/list" | "sampling/createMessage" | "elicitation/create") {
+            return Err(format!("the MCP server asked for input by {method:?}, which is not an input request"));
+        }
+        let id = json!(format!("jsonrpc-duplex-input-{}", shared.next_internal.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = futures::channel::oneshot::channel();
+        lock(&shared.input_waiters).insert(id.to_string(), tx);
+        let mut asked = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = request.get("params") {
+            asked["params"] = params.clone();
+        }
+        let _ = shared.inbound.clone().send(Frame::Message(BytesMut::from(asked.to_string().as_bytes()))).await;
+        waiting.push((name.clone(), method.to_owned(), rx));
+    }
+    let mut responses = serde_json::Map::new();
+    for (name, method, rx) in waiting {
+        let answer = rx.await.map_err(|_| format!("the connection did not answer the server's {method}"))?;
+        match answer.get("result") {
+            Some(result) => {
+                responses.insert(name, result.clone());
+            }
+            None => return Err(format!("answering the MCP server's {method} failed: {}", answer["error"])),
+        }
+    }
+    Ok(Some(Value::Object(responses)))
 }
 
 /// The per-request `_meta` of 2026-07-28, each field added unless the request has its own.
@@ -615,7 +736,14 @@ impl ClientShared {
             && message.get("method").is_none()
             && let Some(id) = message.get("id")
         {
-            lock(&self.pending).remove(&id.to_string());
+            let key = id.to_string();
+            lock(&self.pending).remove(&key);
+            // A round of a multi round-trip request: the transport reads it.
+            let capture = lock(&self.captures).remove(&key);
+            if let Some(capture) = capture {
+                let _ = capture.send(message);
+                return;
+            }
         }
         if let Ok(message) = serde_json::from_slice::<Value>(data)
             && let Some(version) = message.get("result").and_then(|r| r.get("protocolVersion")).and_then(Value::as_str)

@@ -18,7 +18,7 @@ mod session;
 pub mod sse;
 
 pub use super::http::guard::AllowList;
-pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, McpHttpClient};
+pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_INPUT_ROUNDS, McpHttpClient};
 pub use serve::{HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS};
 pub use server::{
     AuthRejection, BoundMcpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BACKLOG, DEFAULT_MAX_BODY,
