@@ -19,6 +19,9 @@
 //! - multi round-trip requests (2026-07-28): an `InputRequiredResult`'s input requests go to
 //!   the client connection's own handlers, and the call is retried with their answers and the
 //!   server's `requestState`; a handler's error fails the call;
+//! - `x-mcp-header` (2026-07-28): the client learns the annotations from `tools/list` (a tool
+//!   whose annotation breaks the rules is left out) and mirrors those arguments into
+//!   `Mcp-Param-*` headers of `tools/call`, Base64 where not plain, none for `null`;
 //! - routing (2025-11-25): a message no request owns goes to the newest open stream, the GET
 //!   stream or a POST's stream, whichever was opened last;
 //! - `bind`'s graceful shutdown: GET streams end, requests in progress finish, then sessions.
@@ -690,11 +693,105 @@ async fn a_multi_round_trip_request_asks_the_clients_handlers_and_retries() {
     conn.close().await;
 
     // Without a handler for one of the input requests, the call fails saying which.
-    let conn = McpHttpClient::new(&url).unwrap().stateless().connect(
-        Connection::builder().profile(Profile::mcp()).serve(Router::new().method("elicitation/create", |_: Value, _| async {
-            Ok::<_, ErrorObject>(json!({"action": "decline"}))
-        })),
-    );
-    let failed = within(conn.handle().request::<Value>("prompts/get", json!({"name": "greet"}))).await.expect_err("fails");
+    let conn =
+        McpHttpClient::new(&url).unwrap().stateless().connect(Connection::builder().profile(Profile::mcp()).serve(
+            Router::new().method("elicitation/create", |_: Value, _| async {
+                Ok::<_, ErrorObject>(json!({"action": "decline"}))
+            }),
+        ));
+    let failed =
+        within(conn.handle().request::<Value>("prompts/get", json!({"name": "greet"}))).await.expect_err("fails");
     assert!(failed.to_string().contains("roots/list"), "{failed}");
+}
+
+/// A hand-written 2026-07-28 server: each POST on each connection read here and answered by
+/// method: `tools/list` with a tool mirrored into headers and two whose annotations are
+/// invalid; `tools/call` with the `mcp-param-*` headers it came with.
+async fn x_mcp_header_server(listener: TcpListener) {
+    loop {
+        let Ok((socket, _)) = listener.accept().await else { return };
+        tokio::spawn(async move {
+            let mut socket = BufReader::new(socket);
+            loop {
+                let mut line = String::new();
+                if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                let mut headers = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    socket.read_line(&mut line).await.unwrap();
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    let (n, v) = line.split_once(':').unwrap();
+                    headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                }
+                let len: usize = header(&headers, "content-length").unwrap().parse().unwrap();
+                let mut body = vec![0; len];
+                socket.read_exact(&mut body).await.unwrap();
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                let result = match body["method"].as_str() {
+                    Some("tools/list") => json!({"tools": [
+                        {"name": "weather", "inputSchema": {"type": "object", "properties": {
+                            "region": {"type": "string", "x-mcp-header": "Region"},
+                            "opts": {"type": "object", "properties": {"metric": {"type": "boolean", "x-mcp-header": "Metric"}}},
+                            "days": {"type": "integer", "x-mcp-header": "Days"}}}},
+                        {"name": "bad-number", "inputSchema": {"type": "object", "properties": {
+                            "x": {"type": "number", "x-mcp-header": "X"}}}},
+                        {"name": "bad-place", "inputSchema": {"type": "object", "properties": {
+                            "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}}}}]}),
+                    _ => {
+                        let params: serde_json::Map<String, Value> = headers
+                            .iter()
+                            .filter(|(n, _)| n.starts_with("mcp-param-"))
+                            .map(|(n, v)| (n.clone(), json!(v)))
+                            .collect();
+                        json!({"content": [], "headers": params})
+                    }
+                };
+                let answer = json!({"jsonrpc": "2.0", "id": body["id"], "result": result}).to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+                    answer.len()
+                );
+                if socket.get_mut().write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_arguments_marked_x_mcp_header_are_mirrored_into_headers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(x_mcp_header_server(listener));
+    let conn = McpHttpClient::new(&url).unwrap().stateless().connect(Connection::builder().profile(Profile::mcp()));
+    let handle = conn.handle();
+    let tools: Value = within(handle.request("tools/list", json!({}))).await.expect("tools/list");
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["weather"], "the tools with invalid annotations are left out: {tools}");
+
+    let call = |arguments: Value| {
+        let handle = handle.clone();
+        async move {
+            let answer: Value =
+                within(handle.request("tools/call", json!({"name": "weather", "arguments": arguments}))).await.unwrap();
+            answer["headers"].clone()
+        }
+    };
+    assert_eq!(
+        call(json!({"region": "us-west1", "opts": {"metric": true}, "days": 3})).await,
+        json!({"mcp-param-region": "us-west1", "mcp-param-metric": "true", "mcp-param-days": "3"})
+    );
+    // Not plain ASCII: Base64 in its sentinel; `null` and absent: no header.
+    assert_eq!(
+        call(json!({"region": "Hello, 世界", "opts": {"metric": null}})).await,
+        json!({"mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?="})
+    );
+    conn.close().await;
+    server.abort();
 }

@@ -240,6 +240,8 @@ impl McpHttpClient {
             captures: Mutex::new(std::collections::HashMap::new()),
             input_waiters: Mutex::new(std::collections::HashMap::new()),
             next_internal: AtomicU64::new(0),
+            tools_lists: Mutex::new(std::collections::HashSet::new()),
+            tool_headers: Mutex::new(std::collections::HashMap::new()),
             streams: Mutex::new(std::collections::HashMap::new()),
         });
         tokio::spawn(worker(shared, outbound_rx));
@@ -281,6 +283,83 @@ struct ClientShared {
     input_waiters: Mutex<std::collections::HashMap<String, futures::channel::oneshot::Sender<Value>>>,
     /// Numbers the ids the transport makes (retries, input requests).
     next_internal: AtomicU64,
+    /// `tools/list` requests in flight (id JSON text): their answers are read for
+    /// `x-mcp-header` annotations.
+    tools_lists: Mutex<std::collections::HashSet<String>>,
+    /// Per tool, its arguments mirrored into headers: (header name, property path).
+    tool_headers: Mutex<std::collections::HashMap<String, Vec<Mirrored>>>,
+}
+
+/// A tool argument mirrored into a header: `Mcp-Param-{name}`, and the chain of `properties`
+/// keys leading to it in the arguments.
+type Mirrored = (String, Vec<String>);
+
+/// A tool's `x-mcp-header` annotations, checked as revision 2026-07-28 says: a non-empty
+/// header token, unique (case-insensitively), on an `integer`, `string` or `boolean`
+/// property reached by `properties` keys alone. `Err` says why the tool is not usable.
+fn mirrored_params(schema: &Value) -> Result<Vec<Mirrored>, String> {
+    fn reachable(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>, Value)>) {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+        for (key, property) in properties {
+            path.push(key.clone());
+            if let Some(name) = property.get("x-mcp-header") {
+                out.push((name.as_str().unwrap_or_default().to_owned(), path.clone(), property.clone()));
+            }
+            reachable(property, path, out);
+            path.pop();
+        }
+    }
+    fn annotations(value: &Value) -> usize {
+        match value {
+            Value::Object(map) => {
+                map.iter().map(|(k, v)| usize::from(k == "x-mcp-header" && !v.is_object()) + annotations(v)).sum()
+            }
+            Value::Array(items) => items.iter().map(annotations).sum(),
+            _ => 0,
+        }
+    }
+    let mut found = Vec::new();
+    reachable(schema, &mut Vec::new(), &mut found);
+    if found.len() != annotations(schema) {
+        return Err("an x-mcp-header is not on a property reached through `properties` alone".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut mirrored = Vec::new();
+    for (name, path, property) in found {
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token) {
+            return Err(format!("x-mcp-header {name:?} is not a header name token"));
+        }
+        if !seen.insert(name.to_ascii_lowercase()) {
+            return Err(format!("x-mcp-header {name:?} is given twice"));
+        }
+        let kind = property.get("type").and_then(Value::as_str);
+        if !matches!(kind, Some("integer" | "string" | "boolean")) {
+            return Err(format!(
+                "x-mcp-header {name:?} is on a property of type {kind:?} (integer, string or boolean only)"
+            ));
+        }
+        mirrored.push((name, path));
+    }
+    Ok(mirrored)
+}
+
+/// The `Mcp-Param-*` headers of a `tools/call`: each mirrored argument present and not `null`.
+fn param_headers(mirrored: &[Mirrored], arguments: Option<&Value>) -> Vec<(String, String)> {
+    const SAFE: i64 = (1 << 53) - 1;
+    mirrored
+        .iter()
+        .filter_map(|(name, path)| {
+            let value = path.iter().try_fold(arguments?, |v, key| v.get(key))?;
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Bool(b) => b.to_string(),
+                Value::Number(n) if n.as_i64().is_some_and(|i| (-SAFE..=SAFE).contains(&i)) => n.to_string(),
+                _ => return None,
+            };
+            Some((format!("mcp-param-{}", name.to_ascii_lowercase()), text))
+        })
+        .collect()
 }
 
 /// Is `id` the id whose JSON text is `key`?
@@ -300,6 +379,9 @@ struct Posted {
     method: Option<String>,
     /// `params.name` or `params.uri` of `tools/call`, `prompts/get`, `resources/read`.
     name: Option<String>,
+    /// A `tools/call`'s arguments mirrored as `Mcp-Param-{name}` headers (the tool's
+    /// `x-mcp-header` annotations).
+    params: Vec<(String, String)>,
 }
 
 async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
@@ -327,7 +409,7 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
         if let Some((key, _)) = &request {
             lock(&shared.pending).insert(key.clone());
         }
-        let posted = Posted { request, method, name: None };
+        let posted = Posted { request, method, name: None, params: Vec::new() };
         if posted.request.is_some() {
             // A request's answer may wait on ours to the server's own requests: it must not
             // hold up the messages after it.
@@ -425,7 +507,7 @@ async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
     let key = "\"jsonrpc-duplex-discover\"";
     let mut message = json!({"jsonrpc": "2.0", "id": "jsonrpc-duplex-discover", "method": "server/discover"});
     add_meta(&mut message, config);
-    let posted = Posted { request: None, method: Some("server/discover".into()), name: None };
+    let posted = Posted { request: None, method: Some("server/discover".into()), name: None, params: Vec::new() };
     let request = shared.post_request_as(Bytes::from(message.to_string()), &posted, Some(config));
     let response = match tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await {
         Ok(Ok(response)) => response,
@@ -456,9 +538,12 @@ async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
         serde_json::from_slice(&bytes).ok()
     };
     let speaks = |versions: Option<&Value>| {
-        let versions: Vec<&str> =
-            versions.and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-        if versions.contains(&config.version.as_str()) || !versions.iter().any(|v| super::SUPPORTED_VERSIONS.contains(v))
+        let versions: Vec<&str> = versions
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if versions.contains(&config.version.as_str())
+            || !versions.iter().any(|v| super::SUPPORTED_VERSIONS.contains(v))
         {
             // Ours, or only revisions we do not speak (the calls' errors will say so).
             None
@@ -532,7 +617,19 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures:
         }
         .and_then(Value::as_str)
         .map(str::to_owned);
-        let posted = Posted { request, method: Some(method), name };
+        let params = match (method.as_str(), &name) {
+            ("tools/call", Some(tool)) => lock(&shared.tool_headers)
+                .get(tool)
+                .map(|mirrored| param_headers(mirrored, message.get("params").and_then(|p| p.get("arguments"))))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if method == "tools/list"
+            && let Some((key, _)) = &request
+        {
+            lock(&shared.tools_lists).insert(key.clone());
+        }
+        let posted = Posted { request, method: Some(method), name, params };
         let body = Bytes::from(message.to_string());
         let Some((key, _)) = posted.request.clone() else {
             post(&shared, body, &posted, false).await;
@@ -701,6 +798,13 @@ impl ClientShared {
             if let Some(v) = posted.name.as_deref().and_then(|n| HeaderValue::from_str(&header_value_for(n)).ok()) {
                 headers.insert("mcp-name", v);
             }
+            for (name, value) in &posted.params {
+                if let (Ok(name), Ok(value)) =
+                    (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&header_value_for(value)))
+                {
+                    headers.insert(name, value);
+                }
+            }
         }
         request
     }
@@ -738,6 +842,11 @@ impl ClientShared {
         {
             let key = id.to_string();
             lock(&self.pending).remove(&key);
+            if lock(&self.tools_lists).remove(&key) {
+                let mut message = message;
+                self.learn_tools(&mut message);
+                return self.deliver_unchecked(message.to_string().as_bytes()).await;
+            }
             // A round of a multi round-trip request: the transport reads it.
             let capture = lock(&self.captures).remove(&key);
             if let Some(capture) = capture {
@@ -755,7 +864,35 @@ impl ClientShared {
                 *lock(&self.version) = Some(version.to_owned());
             }
         }
+        self.deliver_unchecked(data).await;
+    }
+
+    async fn deliver_unchecked(&self, data: &[u8]) {
         let _ = self.inbound.clone().send(Frame::Message(BytesMut::from(data))).await;
+    }
+
+    /// A `tools/list` answer (2026-07-28): each tool's `x-mcp-header`s learnt for its calls;
+    /// a tool whose annotations break the revision's rules is left out of the answer.
+    fn learn_tools(&self, message: &mut Value) {
+        let Some(tools) = message.get_mut("result").and_then(|r| r.get_mut("tools")).and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        let mut learnt = lock(&self.tool_headers);
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            match mirrored_params(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+                Ok(mirrored) => {
+                    learnt.insert(name.to_owned(), mirrored);
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!(tool = %name, %why, "an MCP tool left out of tools/list: its x-mcp-header is invalid");
+                    learnt.remove(name);
+                    false
+                }
+            }
+        });
     }
 
     /// Answer `id` (JSON value) with an error of ours: the request cannot be answered.

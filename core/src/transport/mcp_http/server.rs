@@ -901,9 +901,11 @@ impl Inner {
                 Ok((self.read_body(body).await?, charge))
             }
             // Over the body limit: refused from its declared length, nothing read or charged.
-            Some(_) => Err(self.read_body(body).await.err().unwrap_or_else(|| {
-                rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, "the body exceeds the limit")
-            })),
+            Some(_) => Err(self
+                .read_body(body)
+                .await
+                .err()
+                .unwrap_or_else(|| rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, "the body exceeds the limit"))),
             None => {
                 let mut charge = budget.charge(0).ok_or_else(over)?;
                 let charged = Charged { body: Box::pin(body), charge: &mut charge };
