@@ -425,10 +425,8 @@ async fn bodies_outside_a_session_share_one_byte_budget() {
 
     // C: a chunked stateless request, charged as it arrives: 150 bytes fit, 100 more do not.
     let mut c = Raw::connect(addr).await;
-    let stateless = format!(
-        "{}",
-        post_head("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nTransfer-Encoding: chunked\r\n")
-    );
+    let stateless =
+        post_head("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nTransfer-Encoding: chunked\r\n");
     let first = format!("{stateless}96\r\n{}\r\n", " ".repeat(150));
     within(c.stream.get_mut().write_all(first.as_bytes())).await.unwrap();
     eventually("C's first chunk charged", || server.pre_session_bytes() == 950).await;

@@ -673,6 +673,8 @@ async fn multi_round_call(shared: &Arc<ClientShared>, first: Value, posted: Post
     for round in 0..=MAX_INPUT_ROUNDS {
         let (tx, rx) = futures::channel::oneshot::channel();
         lock(&shared.captures).insert(key.clone(), tx);
+        // Given up (the call cancelled: this task aborted), nothing of it stays.
+        let _forget = Forget(&shared.captures, key.clone());
         lock(&shared.pending).insert(key.clone());
         let this = Posted { request: Some((key.clone(), message["id"].clone())), ..posted.clone() };
         post(shared, Bytes::from(message.to_string()), &this, false).await;
@@ -720,12 +722,22 @@ async fn multi_round_call(shared: &Arc<ClientShared>, first: Value, posted: Post
     shared.fail(&first_id, format!("the MCP server asked for input more than {MAX_INPUT_ROUNDS} times in a row")).await;
 }
 
+/// Removes a waiter from its map when dropped (the wait is over or given up).
+struct Forget<'a, T>(&'a Mutex<std::collections::HashMap<String, T>>, String);
+
+impl<T> Drop for Forget<'_, T> {
+    fn drop(&mut self) {
+        lock(self.0).remove(&self.1);
+    }
+}
+
 /// Put an `InputRequests` map to the connection, one server request each, and gather the
 /// `InputResponses` (`None` when there was nothing to ask). A request the connection answers
 /// with an error fails the call.
 async fn fulfil(shared: &Arc<ClientShared>, requests: Option<&Value>) -> Result<Option<Value>, String> {
     let Some(requests) = requests.and_then(Value::as_object) else { return Ok(None) };
     let mut waiting = Vec::new();
+    let mut forget = Vec::new();
     for (name, request) in requests {
         let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
         if !matches!(method, "roots/list" | "sampling/createMessage" | "elicitation/create") {
@@ -734,6 +746,7 @@ async fn fulfil(shared: &Arc<ClientShared>, requests: Option<&Value>) -> Result<
         let id = json!(format!("jsonrpc-duplex-input-{}", shared.next_internal.fetch_add(1, Ordering::Relaxed)));
         let (tx, rx) = futures::channel::oneshot::channel();
         lock(&shared.input_waiters).insert(id.to_string(), tx);
+        forget.push(Forget(&shared.input_waiters, id.to_string()));
         let mut asked = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(params) = request.get("params") {
             asked["params"] = params.clone();

@@ -2,7 +2,8 @@
 //! `tower::Service` and [`McpHttpServer::bind`], and [`McpHttpClient`], a client connection
 //! over a URL. Revision 2025-11-25 (sessions) and 2026-07-28 (stateless, the version in each
 //! request's `_meta`) are served side by side; the client speaks the one it is told
-//! ([`McpHttpClient::stateless`] for 2026-07-28).
+//! ([`McpHttpClient::stateless`] for 2026-07-28) or finds out
+//! ([`McpHttpClient::auto_revision`]).
 //!
 //! The transport only moves messages: MCP's conventions (newline framing does not apply;
 //! `notifications/cancelled`, progress in `_meta`) come from
