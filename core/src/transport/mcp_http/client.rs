@@ -131,6 +131,15 @@ impl McpHttpClient {
     /// for the request (`-32022` unsupported version, `-32020` header mismatch, `-32601`)
     /// is the call's error as the server said it. There is no GET stream and no `DELETE`.
     ///
+    /// The revision's multi round-trip requests are carried out here: an `InputRequiredResult`
+    /// to a `tools/call`, `prompts/get` or `resources/read` has its `inputRequests` put to the
+    /// connection's own handlers (`roots/list`, `sampling/createMessage`,
+    /// `elicitation/create`, as in 2025-11-25), and the request is sent again with a new id,
+    /// their answers in `inputResponses` and the `requestState` echoed, at most
+    /// [`MAX_INPUT_ROUNDS`] times; the caller gets the final answer. A tool's arguments marked
+    /// `x-mcp-header` in the `tools/list` answers go into `Mcp-Param-*` headers of its calls
+    /// (a tool whose annotations break the rules is left out of the answer).
+    ///
     /// ```no_run
     /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
     /// use jsonrpc_duplex_core::{Connection, Profile};
