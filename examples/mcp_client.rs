@@ -39,7 +39,8 @@ use serde_json::Value;
 use tokio::process::Command;
 
 const USAGE: &str = "usage: mcp_client [--call TOOL JSON] [--cancel-after N] [--read URI] [--prompt NAME JSON] \
-                     [--root URI] [--timeout SECS] [--elicit accept|decline] -- <server command…|http://URL>";
+                     [--root URI] [--timeout SECS] [--elicit accept|decline] [--auto-revision] \
+                     -- <server command…|http://URL>";
 
 /// One thing to do, in the order given.
 enum Action {
@@ -54,6 +55,8 @@ struct Options {
     timeout: Duration,
     server: Vec<String>,
     elicit_accept: bool,
+    /// Over HTTP: find out whether the server speaks 2026-07-28 or 2025-11-25, and speak it.
+    auto_revision: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -64,6 +67,7 @@ fn parse_args() -> Result<Options, String> {
         timeout: Duration::from_secs(60),
         server: Vec::new(),
         elicit_accept: false,
+        auto_revision: false,
     };
     let mut cancel_after = None;
     let json = |text: Option<String>, what: &str| -> Result<Value, String> {
@@ -92,6 +96,7 @@ fn parse_args() -> Result<Options, String> {
                     .map_err(|e| format!("--prompt: the arguments are an object of strings ({e})"))?;
                 options.actions.push(Action::Prompt { name, arguments });
             }
+            "--auto-revision" => options.auto_revision = true,
             "--root" => options.roots.push(args.next().ok_or("--root needs a URI")?),
             "--elicit" => {
                 options.elicit_accept = match args.next().as_deref() {
@@ -203,7 +208,7 @@ async fn run(options: Options) -> Result<(), String> {
     let target = &options.server[0];
     let over_http = target.starts_with("http://") || target.starts_with("https://");
     let conn = if over_http {
-        connect_url(builder, target)?
+        connect_url(builder, target, options.auto_revision)?
     } else {
         let mut command = Command::new(target);
         command.args(&options.server[1..]);
@@ -293,13 +298,18 @@ async fn run(options: Options) -> Result<(), String> {
 }
 
 #[cfg(feature = "mcp-http")]
-fn connect_url(builder: jsonrpc_duplex::Builder, url: &str) -> Result<Connection, String> {
-    let client = jsonrpc_duplex::transport::mcp_http::McpHttpClient::new(url).map_err(|e| e.to_string())?;
+fn connect_url(builder: jsonrpc_duplex::Builder, url: &str, auto_revision: bool) -> Result<Connection, String> {
+    let mut client = jsonrpc_duplex::transport::mcp_http::McpHttpClient::new(url).map_err(|e| e.to_string())?;
+    if auto_revision {
+        // The same handshake either way: over 2026-07-28 the transport answers `initialize`
+        // from `server/discover`.
+        client = client.auto_revision();
+    }
     Ok(client.connect(builder))
 }
 
 #[cfg(not(feature = "mcp-http"))]
-fn connect_url(_builder: jsonrpc_duplex::Builder, url: &str) -> Result<Connection, String> {
+fn connect_url(_builder: jsonrpc_duplex::Builder, url: &str, _auto_revision: bool) -> Result<Connection, String> {
     Err(format!("{url}: this build has no HTTP transport (build with --features mcp-http)"))
 }
 

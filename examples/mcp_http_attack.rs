@@ -39,7 +39,7 @@ async fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .map(|v| v.split(',').map(str::to_owned).collect());
-    let all = ["sessions", "reader", "chunked", "inbound", "cancel", "slow-bodies"];
+    let all = ["sessions", "reader", "chunked", "inbound", "cancel", "slow-bodies", "pre-session"];
     println!("| attack | bytes sent | target's peak memory (VmHWM) | what happened | recovery |");
     println!("|---|---:|---:|---|---|");
     for name in all {
@@ -54,6 +54,7 @@ async fn main() {
             "inbound" => inbound(&target).await,
             "cancel" => cancel(&target).await,
             "slow-bodies" => slow_bodies(&target).await,
+            "pre-session" => pre_session(&target).await,
             _ => unreachable!(),
         };
         let peak = target.peak_mib();
@@ -461,17 +462,70 @@ async fn slow_bodies(t: &Target) -> (String, String) {
         let _ = raw.stream.get_mut().write_all(b"{").await;
         held.push(raw);
     }
-    // Those past the connection bound are answered 503 at once.
-    for raw in held.iter_mut().skip(1024) {
-        if let Ok(Some((503, _))) = tokio::time::timeout(Duration::from_secs(2), raw.response_head()).await {
-            refused += 1;
-        }
-    }
+    // Those past the connection bound are answered 503 at once, and so are those past the
+    // pre-session byte budget (their declared bytes counted before they are read).
+    let answers = futures::future::join_all(
+        held.iter_mut().map(|raw| tokio::time::timeout(Duration::from_secs(2), raw.response_head())),
+    )
+    .await;
+    refused += answers.iter().filter(|a| matches!(a, Ok(Some((503, _))))).count();
     let outcome = format!(
-        "1,100 connections each declaring a 1 MiB body and sending 1 byte: {} held (the 1,024 bound), \
-         {refused} answered `503`; the held ones get `408` after the 30 s body timeout (dropped here)",
-        held.len().min(1024)
+        "1,100 connections each declaring a 1 MiB body (no session) and sending 1 byte: {} waiting, {refused} \
+         answered `503` (past the 1,024 connections or the 64 MiB pre-session budget); the waiting ones get \
+         `408` after the 30 s body timeout (dropped here)",
+        held.len() - refused
     );
     drop(held);
     (mib(sent), outcome)
+}
+
+/// Many slow bodies outside a session: each connection declares a 4 MiB `initialize` body,
+/// sends all of it but the last byte, and stalls. Without a server-wide budget each would be
+/// held (up to 1,024 × 4 MiB); with it, what fits is held and the rest get `503` at once.
+async fn pre_session(t: &Target) -> (String, String) {
+    const N: usize = 256;
+    const LEN: usize = 4 * MIB;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..N {
+        let (addr, sent) = (t.addr, sent.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut raw = Raw::connect(addr).await?;
+            let head = Raw::head(None, Some(LEN));
+            raw.stream.get_mut().write_all(head.as_bytes()).await.ok()?;
+            sent.fetch_add(head.len(), Ordering::Relaxed);
+            let piece = vec![b' '; 64 * 1024];
+            let mut left = LEN - 1;
+            // Written while the server reads; a refused body's connection is closed under us.
+            let writing = async {
+                while left > 0 {
+                    let n = left.min(piece.len());
+                    if raw.stream.get_mut().write_all(&piece[..n]).await.is_err() {
+                        break;
+                    }
+                    sent.fetch_add(n, Ordering::Relaxed);
+                    left -= n;
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(20), writing).await;
+            // Refused: a 503 is there. Held: nothing comes until the body timeout.
+            let answer = tokio::time::timeout(Duration::from_secs(3), raw.response_head()).await;
+            Some((answer.ok().flatten().map(|(status, _)| status), raw))
+        }));
+    }
+    let (mut held, mut refused, mut other) = (Vec::new(), 0, 0);
+    for task in tasks {
+        match task.await.ok().flatten() {
+            Some((None, raw)) => held.push(raw),
+            Some((Some(503), _)) => refused += 1,
+            _ => other += 1,
+        }
+    }
+    let outcome = format!(
+        "{N} connections each declaring a 4 MiB `initialize` body and sending all of it but its last byte: \
+         {} held (the 64 MiB pre-session budget), {refused} answered `503` with `Retry-After: 1`, {other} else",
+        held.len()
+    );
+    drop(held);
+    (mib(sent.load(Ordering::Relaxed)), outcome)
 }

@@ -7,6 +7,9 @@
 //!   bound (the handler waits), and reading then brings every event, in order, and the answer;
 //! - a huge chunked body and a huge `Content-Length`: `413` at the limit, without the rest read;
 //! - a body that stalls: `408` after the body timeout;
+//! - bodies outside a session (`initialize`, stateless requests) share one byte budget: a
+//!   declared length that does not fit and a chunked body that passes it get `503` with
+//!   `Retry-After: 1`; a session's own POSTs are not charged; the budget comes back;
 //! - resumption: a POST stream dropped in the middle, resumed by GET with `Last-Event-ID`,
 //!   replays what was missed and then the answer;
 //! - the protocol's refusals: Host/Origin (`403`), unknown session (`404`), bad
@@ -377,6 +380,73 @@ async fn a_stalled_body_times_out_with_408() {
                 Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"";
     within(raw.stream.get_mut().write_all(head.as_bytes())).await.unwrap();
     assert_eq!(raw.head().await.status, 408);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_outside_a_session_share_one_byte_budget() {
+    let (bound, _) = serve(|s| s.max_pre_session_bytes(1000)).await;
+    let addr = bound.local_addr();
+    let server = bound.server().clone();
+    // A session made first: its own POSTs are not charged.
+    let mut session_raw = Raw::connect(addr).await;
+    let session = initialize(&mut session_raw).await;
+    eventually("the initialize's bytes given back", || server.pre_session_bytes() == 0).await;
+
+    // A: an initialize declaring 800 bytes (padded with spaces), one byte of it sent.
+    let mut padded = initialize_body();
+    padded.resize(800, b' ');
+    let post_head = |len: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{len}\r\n"
+        )
+    };
+    let mut a = Raw::connect(addr).await;
+    let start = format!("{}{{", post_head("Content-Length: 800\r\n"));
+    within(a.stream.get_mut().write_all(start.as_bytes())).await.unwrap();
+    eventually("A's declared length charged", || server.pre_session_bytes() == 800).await;
+
+    // B: 300 declared bytes do not fit: 503 before a byte is read, the connection closed.
+    let mut b = Raw::connect(addr).await;
+    within(b.stream.get_mut().write_all(post_head("Content-Length: 300\r\n").as_bytes())).await.unwrap();
+    let head = b.head().await;
+    assert_eq!(head.status, 503, "{head:?}");
+    assert_eq!(head.header("retry-after"), Some("1"), "{head:?}");
+    assert_eq!(head.header("connection"), Some("close"), "{head:?}");
+    let refusal: Value = serde_json::from_slice(&b.body().await).unwrap();
+    assert_eq!(refusal["error"]["code"], -32000, "{refusal}");
+    assert!(refusal["error"]["message"].as_str().unwrap().contains("1000 bytes"), "{refusal}");
+
+    // A session's POST goes on while the budget is all but spent.
+    let echo = json!({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"pad": "y".repeat(500)}}).to_string();
+    session_raw.send("POST", &with_session(&session, &[]), echo.as_bytes()).await;
+    assert_eq!(session_raw.head().await.status, 200);
+    assert!(String::from_utf8(session_raw.body().await).unwrap().contains(&"y".repeat(500)));
+
+    // C: a chunked stateless request, charged as it arrives: 150 bytes fit, 100 more do not.
+    let mut c = Raw::connect(addr).await;
+    let stateless =
+        post_head("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nTransfer-Encoding: chunked\r\n");
+    let first = format!("{stateless}96\r\n{}\r\n", " ".repeat(150));
+    within(c.stream.get_mut().write_all(first.as_bytes())).await.unwrap();
+    eventually("C's first chunk charged", || server.pre_session_bytes() == 950).await;
+    let second = format!("64\r\n{}\r\n", " ".repeat(100));
+    within(c.stream.get_mut().write_all(second.as_bytes())).await.unwrap();
+    let head = c.head().await;
+    assert_eq!(head.status, 503, "{head:?}");
+    assert_eq!(head.header("retry-after"), Some("1"), "{head:?}");
+    eventually("C's bytes given back", || server.pre_session_bytes() == 800).await;
+
+    // A's body ends: it is answered, and the budget is empty again.
+    within(a.stream.get_mut().write_all(&padded[1..])).await.unwrap();
+    let head = a.head().await;
+    assert_eq!(head.status, 200, "{head:?}");
+    assert!(head.header("mcp-session-id").is_some());
+    assert!(String::from_utf8(a.body().await).unwrap().contains("protocolVersion"));
+    eventually("A's bytes given back", || server.pre_session_bytes() == 0).await;
+    // And what B was refused fits now.
+    let mut b = Raw::connect(addr).await;
+    initialize(&mut b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

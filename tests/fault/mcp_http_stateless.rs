@@ -13,6 +13,15 @@
 //! - a 2025-11-25 session on the same server at the same time;
 //! - our client (`McpHttpClient::stateless`): the exact headers and `_meta`, an error body
 //!   as the call's error, and a call given up closes its stream;
+//! - `McpHttpClient::auto_revision`: against a dual-era server it speaks 2026-07-28 (the
+//!   `initialize` answered from `server/discover`, no session), against one serving only
+//!   2025-11-25 it falls back to `initialize` and a session;
+//! - multi round-trip requests (2026-07-28): an `InputRequiredResult`'s input requests go to
+//!   the client connection's own handlers, and the call is retried with their answers and the
+//!   server's `requestState`; a handler's error fails the call;
+//! - `x-mcp-header` (2026-07-28): the client learns the annotations from `tools/list` (a tool
+//!   whose annotation breaks the rules is left out) and mirrors those arguments into
+//!   `Mcp-Param-*` headers of `tools/call`, Base64 where not plain, none for `null`;
 //! - routing (2025-11-25): a message no request owns goes to the newest open stream, the GET
 //!   stream or a POST's stream, whichever was opened last;
 //! - `bind`'s graceful shutdown: GET streams end, requests in progress finish, then sessions.
@@ -85,8 +94,24 @@ fn router(probe: Probe) -> Router {
         })
         .notification("notifications/initialized", |_: Value, _| async {})
         .method("server/discover", |_: Value, _| async {
-            Ok::<_, ErrorObject>(json!({"resultType": "complete", "supportedVersions": [V, "2025-11-25"], "capabilities": {"tools": {}}}))
+            Ok::<_, ErrorObject>(json!({"resultType": "complete", "supportedVersions": [V, "2025-11-25"], "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "t-modern", "version": "1"}}, "instructions": "be kind"}))
         })
+        // A multi round-trip request: first an InputRequiredResult asking the client for an
+        // elicitation and its roots, then (given them and the state back) what it was given.
+        .method("prompts/get", |params: Value, _| async move {
+            let Some(responses) = params.get("inputResponses") else {
+                return Ok::<_, ErrorObject>(json!({"resultType": "input_required", "requestState": "round-1",
+                    "inputRequests": {
+                        "who": {"method": "elicitation/create", "params": {"mode": "form", "message": "name?",
+                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+                        "where": {"method": "roots/list"}}}));
+            };
+            Ok(json!({"messages": [], "given": {"inputResponses": responses, "requestState": params["requestState"],
+                "id_was_new": true}}))
+        })
+        // What the request's `_meta` said (the revision it came in).
+        .method("meta", |params: Value, _| async move { Ok::<_, ErrorObject>(json!({"meta": params.get("_meta")})) })
         .method("tools/call", |params: Value, _| async move {
             Ok::<_, ErrorObject>(json!({"content": [{"type": "text", "text": params["name"]}]}))
         })
@@ -588,4 +613,185 @@ async fn a_sessions_posted_bytes_stop_at_its_inbound_budget() {
     for post in posts {
         assert_eq!(within(post).await.unwrap(), 202);
     }
+}
+
+/// An auto-revision client's handshake, as a user of either revision writes it: `initialize`,
+/// `notifications/initialized`, then a call showing what `_meta` it carried.
+async fn auto_handshake(url: &str) -> (Connection, Value, Value) {
+    let conn = McpHttpClient::new(url).unwrap().auto_revision().connect(Connection::builder().profile(Profile::mcp()));
+    let init: Value = within(conn.handle().request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}}, "clientInfo": {"name": "auto", "version": "1"}}),
+    ))
+    .await
+    .expect("initialize");
+    within(conn.handle().notify("notifications/initialized", json!({}))).await.unwrap();
+    let meta: Value = within(conn.handle().request("meta", json!({}))).await.expect("meta");
+    (conn, init, meta)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_revision_speaks_stateless_to_a_dual_era_server() {
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
+    let (conn, init, meta) = auto_handshake(&format!("http://{}/mcp", bound.local_addr())).await;
+    // Answered from server/discover: its version, capabilities, serverInfo, instructions.
+    assert_eq!(
+        init,
+        json!({"protocolVersion": V, "capabilities": {"tools": {}}, "serverInfo": {"name": "t-modern", "version": "1"},
+               "instructions": "be kind"})
+    );
+    // The call went stateless, with the initialize's capabilities and clientInfo in `_meta`.
+    assert_eq!(
+        meta["meta"],
+        json!({"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+               "io.modelcontextprotocol/clientInfo": {"name": "auto", "version": "1"}})
+    );
+    assert_eq!(bound.server().session_count(), 0, "no session was made");
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_revision_falls_back_to_sessions_against_a_legacy_server() {
+    let (bound, _cancelled, _, _) = serve(|s| s.stateless(false)).await;
+    // The probe alone, as a raw peer sees it: 400 without a modern error code.
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    raw.send("POST", &modern("server/discover", &[]), &request(1, "server/discover", json!({}))).await;
+    let (status, _, _, refusal) = json_answer(&mut raw).await;
+    assert_eq!((status, refusal["error"]["code"].as_i64()), (400, Some(-32000)), "{refusal}");
+
+    let (conn, init, meta) = auto_handshake(&format!("http://{}/mcp", bound.local_addr())).await;
+    assert_eq!(init["protocolVersion"], "2025-11-25", "{init}");
+    assert_eq!(init["serverInfo"]["name"], "t", "the server's own initialize answered: {init}");
+    assert_eq!(meta["meta"], Value::Null, "no per-request _meta in a session: {meta}");
+    assert_eq!(bound.server().session_count(), 1);
+    conn.close().await;
+    eventually("the session deleted", || bound.server().session_count() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_round_trip_request_asks_the_clients_handlers_and_retries() {
+    let (bound, _cancelled, _, _) = serve(|s| s).await;
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let handlers = Router::new()
+        .method("elicitation/create", |params: Value, _| async move {
+            assert_eq!(params["message"], "name?");
+            Ok::<_, ErrorObject>(json!({"action": "accept", "content": {"name": "octocat"}}))
+        })
+        .method("roots/list", |_: Value, _| async { Ok::<_, ErrorObject>(json!({"roots": [{"uri": "file:///w"}]})) });
+    let conn = McpHttpClient::new(&url)
+        .unwrap()
+        .client_capabilities(json!({"elicitation": {}, "roots": {}}))
+        .connect(Connection::builder().profile(Profile::mcp()).serve(handlers));
+    let answer: Value = within(conn.handle().request("prompts/get", json!({"name": "greet"}))).await.expect("answered");
+    assert_eq!(
+        answer["given"],
+        json!({"inputResponses": {"who": {"action": "accept", "content": {"name": "octocat"}},
+                                  "where": {"roots": [{"uri": "file:///w"}]}},
+               "requestState": "round-1", "id_was_new": true})
+    );
+    assert_eq!(answer["resultType"], "complete");
+    conn.close().await;
+
+    // Without a handler for one of the input requests, the call fails saying which.
+    let conn =
+        McpHttpClient::new(&url).unwrap().stateless().connect(Connection::builder().profile(Profile::mcp()).serve(
+            Router::new().method("elicitation/create", |_: Value, _| async {
+                Ok::<_, ErrorObject>(json!({"action": "decline"}))
+            }),
+        ));
+    let failed =
+        within(conn.handle().request::<Value>("prompts/get", json!({"name": "greet"}))).await.expect_err("fails");
+    assert!(failed.to_string().contains("roots/list"), "{failed}");
+}
+
+/// A hand-written 2026-07-28 server: each POST on each connection read here and answered by
+/// method: `tools/list` with a tool mirrored into headers and two whose annotations are
+/// invalid; `tools/call` with the `mcp-param-*` headers it came with.
+async fn x_mcp_header_server(listener: TcpListener) {
+    loop {
+        let Ok((socket, _)) = listener.accept().await else { return };
+        tokio::spawn(async move {
+            let mut socket = BufReader::new(socket);
+            loop {
+                let mut line = String::new();
+                if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                let mut headers = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    socket.read_line(&mut line).await.unwrap();
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    let (n, v) = line.split_once(':').unwrap();
+                    headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                }
+                let len: usize = header(&headers, "content-length").unwrap().parse().unwrap();
+                let mut body = vec![0; len];
+                socket.read_exact(&mut body).await.unwrap();
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                let result = match body["method"].as_str() {
+                    Some("tools/list") => json!({"tools": [
+                        {"name": "weather", "inputSchema": {"type": "object", "properties": {
+                            "region": {"type": "string", "x-mcp-header": "Region"},
+                            "opts": {"type": "object", "properties": {"metric": {"type": "boolean", "x-mcp-header": "Metric"}}},
+                            "days": {"type": "integer", "x-mcp-header": "Days"}}}},
+                        {"name": "bad-number", "inputSchema": {"type": "object", "properties": {
+                            "x": {"type": "number", "x-mcp-header": "X"}}}},
+                        {"name": "bad-place", "inputSchema": {"type": "object", "properties": {
+                            "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}}}}]}),
+                    _ => {
+                        let params: serde_json::Map<String, Value> = headers
+                            .iter()
+                            .filter(|(n, _)| n.starts_with("mcp-param-"))
+                            .map(|(n, v)| (n.clone(), json!(v)))
+                            .collect();
+                        json!({"content": [], "headers": params})
+                    }
+                };
+                let answer = json!({"jsonrpc": "2.0", "id": body["id"], "result": result}).to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+                    answer.len()
+                );
+                if socket.get_mut().write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_arguments_marked_x_mcp_header_are_mirrored_into_headers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(x_mcp_header_server(listener));
+    let conn = McpHttpClient::new(&url).unwrap().stateless().connect(Connection::builder().profile(Profile::mcp()));
+    let handle = conn.handle();
+    let tools: Value = within(handle.request("tools/list", json!({}))).await.expect("tools/list");
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["weather"], "the tools with invalid annotations are left out: {tools}");
+
+    let call = |arguments: Value| {
+        let handle = handle.clone();
+        async move {
+            let answer: Value =
+                within(handle.request("tools/call", json!({"name": "weather", "arguments": arguments}))).await.unwrap();
+            answer["headers"].clone()
+        }
+    };
+    assert_eq!(
+        call(json!({"region": "us-west1", "opts": {"metric": true}, "days": 3})).await,
+        json!({"mcp-param-region": "us-west1", "mcp-param-metric": "true", "mcp-param-days": "3"})
+    );
+    // Not plain ASCII: Base64 in its sentinel; `null` and absent: no header.
+    assert_eq!(
+        call(json!({"region": "Hello, 世界", "opts": {"metric": null}})).await,
+        json!({"mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?="})
+    );
+    conn.close().await;
+    server.abort();
 }

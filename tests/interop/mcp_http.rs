@@ -273,22 +273,34 @@ async fn mcp_client_drives_server_everything() {
     tokio::spawn(async move { while let Ok(Some(_)) = err.next_line().await {} });
 
     let url = format!("http://127.0.0.1:{port}/mcp");
+    // As told (2025-11-25), then choosing the revision itself: server-everything speaks only
+    // the session revisions, so the `server/discover` probe falls back to `initialize`.
+    for auto in [false, true] {
+        drive_server_everything(&url, auto).await;
+    }
+}
+
+async fn drive_server_everything(url: &str, auto_revision: bool) {
     let mut client = Command::new(example("mcp_client"));
+    if auto_revision {
+        client.arg("--auto-revision");
+    }
     client
         .args(["--call", "echo", r#"{"message":"hi"}"#])
         .args(["--call", "get-sum", r#"{"a":2,"b":40}"#])
         .args(["--call", "trigger-long-running-operation", r#"{"duration":1,"steps":2}"#])
         .args(["--call", "get-roots-list", "{}", "--root", "file:///work/project"])
         .args(["--read", "demo://resource/static/document/architecture.md"])
-        .args(["--", &url])
+        .args(["--", url])
         .stdin(Stdio::null())
         .kill_on_drop(true);
     let out = tokio::time::timeout(RUN, client.output()).await.expect("mcp_client finishes").expect("it runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "mcp_client failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(out.status.success(), "mcp_client failed ({}, auto {auto_revision}):\n{stdout}\n{stderr}", out.status);
     for expected in [
         "client ◂ server mcp-servers/everything",
+        "(protocol 2025-",
         "client ◂ echo: Echo: hi",
         "client ◂ get-sum: The sum of 2 and 40 is 42.",
         "progress 1/2",

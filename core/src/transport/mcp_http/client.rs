@@ -74,6 +74,8 @@ pub struct McpHttpClient {
     headers: HeaderMap,
     max_reconnects: u32,
     stateless: Option<Stateless>,
+    /// Choose the revision at the first message ([`McpHttpClient::auto_revision`]).
+    auto: bool,
 }
 
 /// What a stateless (2026-07-28) client puts in every request's `_meta`.
@@ -100,6 +102,7 @@ impl McpHttpClient {
             headers: HeaderMap::new(),
             max_reconnects: DEFAULT_MAX_RECONNECTS,
             stateless: None,
+            auto: false,
         })
     }
 
@@ -128,6 +131,15 @@ impl McpHttpClient {
     /// for the request (`-32022` unsupported version, `-32020` header mismatch, `-32601`)
     /// is the call's error as the server said it. There is no GET stream and no `DELETE`.
     ///
+    /// The revision's multi round-trip requests are carried out here: an `InputRequiredResult`
+    /// to a `tools/call`, `prompts/get` or `resources/read` has its `inputRequests` put to the
+    /// connection's own handlers (`roots/list`, `sampling/createMessage`,
+    /// `elicitation/create`, as in 2025-11-25), and the request is sent again with a new id,
+    /// their answers in `inputResponses` and the `requestState` echoed, at most
+    /// [`MAX_INPUT_ROUNDS`] times; the caller gets the final answer. A tool's arguments marked
+    /// `x-mcp-header` in the `tools/list` answers go into `Mcp-Param-*` headers of its calls
+    /// (a tool whose annotations break the rules is left out of the answer).
+    ///
     /// ```no_run
     /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
     /// use jsonrpc_duplex_core::{Connection, Profile};
@@ -148,6 +160,45 @@ impl McpHttpClient {
             client_info: None,
         });
         self
+    }
+
+    /// Find out which revision the server speaks, and speak it: before the connection's first
+    /// message goes, the transport asks `server/discover` as revision 2026-07-28 says (its
+    /// per-request `_meta` and headers). A result naming 2026-07-28 among its
+    /// `supportedVersions`, or a refusal that is one of that revision's own errors (`-32020`,
+    /// `-32021`, `-32022` naming 2026-07-28, or `404` with `-32601`), means a modern server:
+    /// the client is [`stateless`](McpHttpClient::stateless) from then on. Anything else (a
+    /// `4xx` without such an error, an `-32022` listing only older revisions, no answer within
+    /// 10 s) means a server of 2025-11-25 or earlier: the client speaks that, with sessions.
+    ///
+    /// The same client code serves both: when the first message is `initialize` and the
+    /// server is modern, the transport answers it itself from the `server/discover` result
+    /// (`protocolVersion` `2026-07-28`, its `capabilities`, the `serverInfo` of its `_meta`,
+    /// `instructions`) and takes the initialize's `capabilities` and `clientInfo` for the
+    /// per-request `_meta` (unless [`client_capabilities`](McpHttpClient::client_capabilities)
+    /// or [`client_info`](McpHttpClient::client_info) set them); the `notifications/initialized`
+    /// after it is not sent. Read the answer's `protocolVersion` to know which revision it is.
+    ///
+    /// ```no_run
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
+    /// use jsonrpc_duplex_core::{Connection, Profile};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let conn = McpHttpClient::new("http://127.0.0.1:3000/mcp")?
+    ///     .auto_revision()
+    ///     .connect(Connection::builder().profile(Profile::mcp()));
+    /// let init: serde_json::Value = conn.handle().request("initialize", serde_json::json!({
+    ///     "protocolVersion": "2025-11-25", "capabilities": {},
+    ///     "clientInfo": {"name": "example", "version": "1.0.0"}
+    /// })).await?;
+    /// conn.handle().notify("notifications/initialized", serde_json::json!({})).await?;
+    /// println!("speaking {}", init["protocolVersion"]); // "2026-07-28" or "2025-11-25"
+    /// # Ok(()) }
+    /// ```
+    pub fn auto_revision(self) -> Self {
+        let mut this = if self.stateless.is_some() { self } else { self.stateless() };
+        this.auto = true;
+        this
     }
 
     /// The client capabilities a stateless client declares on every request (`{}` unless set);
@@ -189,7 +240,17 @@ impl McpHttpClient {
             get_started: AtomicBool::new(false),
             get_task: Mutex::new(None),
             pending: Mutex::new(std::collections::HashSet::new()),
-            stateless: self.stateless,
+            stateless: match (self.auto, self.stateless.clone()) {
+                (false, Some(config)) => std::sync::OnceLock::from(config),
+                _ => std::sync::OnceLock::new(),
+            },
+            auto: self.stateless.filter(|_| self.auto),
+            initialized_locally: AtomicBool::new(false),
+            captures: Mutex::new(std::collections::HashMap::new()),
+            input_waiters: Mutex::new(std::collections::HashMap::new()),
+            next_internal: AtomicU64::new(0),
+            tools_lists: Mutex::new(std::collections::HashSet::new()),
+            tool_headers: Mutex::new(std::collections::HashMap::new()),
             streams: Mutex::new(std::collections::HashMap::new()),
         });
         tokio::spawn(worker(shared, outbound_rx));
@@ -214,10 +275,100 @@ struct ClientShared {
     get_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Our requests not answered yet (id JSON text): an answer may come on any stream.
     pending: Mutex<std::collections::HashSet<String>>,
-    /// Speaking 2026-07-28: what goes in every request's `_meta`.
-    stateless: Option<Stateless>,
+    /// Speaking 2026-07-28: what goes in every request's `_meta` (set before the first message
+    /// goes, by the client or by the revision choice).
+    stateless: std::sync::OnceLock<Stateless>,
+    /// The revision is chosen at the first message: the 2026-07-28 settings to try.
+    auto: Option<Stateless>,
+    /// The revision choice answered the `initialize` itself: its `notifications/initialized`
+    /// is not sent.
+    initialized_locally: AtomicBool,
     /// A stateless client's requests in flight (id JSON text): closing one's stream cancels it.
     streams: Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
+    /// Answers (by id JSON text) the transport reads itself: a multi round-trip request's
+    /// rounds, before the last is handed to the connection.
+    captures: Mutex<std::collections::HashMap<String, futures::channel::oneshot::Sender<Value>>>,
+    /// The connection's answers to the input requests of a multi round-trip request.
+    input_waiters: Mutex<std::collections::HashMap<String, futures::channel::oneshot::Sender<Value>>>,
+    /// Numbers the ids the transport makes (retries, input requests).
+    next_internal: AtomicU64,
+    /// `tools/list` requests in flight (id JSON text): their answers are read for
+    /// `x-mcp-header` annotations.
+    tools_lists: Mutex<std::collections::HashSet<String>>,
+    /// Per tool, its arguments mirrored into headers: (header name, property path).
+    tool_headers: Mutex<std::collections::HashMap<String, Vec<Mirrored>>>,
+}
+
+/// A tool argument mirrored into a header: `Mcp-Param-{name}`, and the chain of `properties`
+/// keys leading to it in the arguments.
+type Mirrored = (String, Vec<String>);
+
+/// A tool's `x-mcp-header` annotations, checked as revision 2026-07-28 says: a non-empty
+/// header token, unique (case-insensitively), on an `integer`, `string` or `boolean`
+/// property reached by `properties` keys alone. `Err` says why the tool is not usable.
+fn mirrored_params(schema: &Value) -> Result<Vec<Mirrored>, String> {
+    fn reachable(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>, Value)>) {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+        for (key, property) in properties {
+            path.push(key.clone());
+            if let Some(name) = property.get("x-mcp-header") {
+                out.push((name.as_str().unwrap_or_default().to_owned(), path.clone(), property.clone()));
+            }
+            reachable(property, path, out);
+            path.pop();
+        }
+    }
+    fn annotations(value: &Value) -> usize {
+        match value {
+            Value::Object(map) => {
+                map.iter().map(|(k, v)| usize::from(k == "x-mcp-header" && !v.is_object()) + annotations(v)).sum()
+            }
+            Value::Array(items) => items.iter().map(annotations).sum(),
+            _ => 0,
+        }
+    }
+    let mut found = Vec::new();
+    reachable(schema, &mut Vec::new(), &mut found);
+    if found.len() != annotations(schema) {
+        return Err("an x-mcp-header is not on a property reached through `properties` alone".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut mirrored = Vec::new();
+    for (name, path, property) in found {
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token) {
+            return Err(format!("x-mcp-header {name:?} is not a header name token"));
+        }
+        if !seen.insert(name.to_ascii_lowercase()) {
+            return Err(format!("x-mcp-header {name:?} is given twice"));
+        }
+        let kind = property.get("type").and_then(Value::as_str);
+        if !matches!(kind, Some("integer" | "string" | "boolean")) {
+            return Err(format!(
+                "x-mcp-header {name:?} is on a property of type {kind:?} (integer, string or boolean only)"
+            ));
+        }
+        mirrored.push((name, path));
+    }
+    Ok(mirrored)
+}
+
+/// The `Mcp-Param-*` headers of a `tools/call`: each mirrored argument present and not `null`.
+fn param_headers(mirrored: &[Mirrored], arguments: Option<&Value>) -> Vec<(String, String)> {
+    const SAFE: i64 = (1 << 53) - 1;
+    mirrored
+        .iter()
+        .filter_map(|(name, path)| {
+            let value = path.iter().try_fold(arguments?, |v, key| v.get(key))?;
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Bool(b) => b.to_string(),
+                Value::Number(n) if n.as_i64().is_some_and(|i| (-SAFE..=SAFE).contains(&i)) => n.to_string(),
+                _ => return None,
+            };
+            Some((format!("mcp-param-{}", name.to_ascii_lowercase()), text))
+        })
+        .collect()
 }
 
 /// Is `id` the id whose JSON text is `key`?
@@ -237,10 +388,19 @@ struct Posted {
     method: Option<String>,
     /// `params.name` or `params.uri` of `tools/call`, `prompts/get`, `resources/read`.
     name: Option<String>,
+    /// A `tools/call`'s arguments mirrored as `Mcp-Param-{name}` headers (the tool's
+    /// `x-mcp-header` annotations).
+    params: Vec<(String, String)>,
 }
 
 async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
-    if shared.stateless.is_some() {
+    let mut first = None;
+    if let Some(config) = shared.auto.clone() {
+        let Some(body) = outbound.next().await else { return };
+        first = choose_revision(&shared, config, body).await;
+    }
+    let mut outbound = futures::stream::iter(first).chain(outbound);
+    if shared.stateless.get().is_some() {
         return stateless_worker(shared, outbound).await;
     }
     while let Some(body) = outbound.next().await {
@@ -258,7 +418,7 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
         if let Some((key, _)) = &request {
             lock(&shared.pending).insert(key.clone());
         }
-        let posted = Posted { request, method, name: None };
+        let posted = Posted { request, method, name: None, params: Vec::new() };
         if posted.request.is_some() {
             // A request's answer may wait on ours to the server's own requests: it must not
             // hold up the messages after it.
@@ -289,18 +449,161 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
     }
 }
 
+/// How long the revision choice waits for the server's answer to `server/discover`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the `server/discover` probe found.
+enum Era {
+    /// The server speaks 2026-07-28: its discover result, if it gave one.
+    Modern(Option<Value>),
+    /// The server speaks 2025-11-25 or earlier (why we think so).
+    Legacy(String),
+}
+
+/// [`McpHttpClient::auto_revision`]: probe the server with the first message in hand, set
+/// the revision, and give back the message to send (none if the transport answered it).
+async fn choose_revision(shared: &Arc<ClientShared>, mut config: Stateless, body: Vec<u8>) -> Option<Vec<u8>> {
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    if initialize {
+        let params = message.get("params");
+        if config.capabilities.as_object().is_some_and(|c| c.is_empty())
+            && let Some(capabilities) = params.and_then(|p| p.get("capabilities")).filter(|c| c.is_object())
+        {
+            config.capabilities = capabilities.clone();
+        }
+        if config.client_info.is_none() {
+            config.client_info = params.and_then(|p| p.get("clientInfo")).cloned();
+        }
+    }
+    match probe(shared, &config).await {
+        Era::Legacy(why) => {
+            tracing::info!(%why, "the MCP server speaks 2025-11-25 or earlier: using sessions");
+            Some(body)
+        }
+        Era::Modern(discovered) => {
+            tracing::info!(version = %config.version, "the MCP server speaks the stateless revision");
+            let version = config.version.clone();
+            let _ = shared.stateless.set(config);
+            let Some(id) = message.get("id").filter(|_| initialize) else { return Some(body) };
+            // The `initialize` answered from what `server/discover` said.
+            let discovered = discovered.unwrap_or(Value::Null);
+            let server_info = discovered
+                .get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                .cloned()
+                .unwrap_or_else(|| json!({"name": "", "version": ""}));
+            let mut result = json!({
+                "protocolVersion": version,
+                "capabilities": discovered.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+                "serverInfo": server_info,
+            });
+            if let Some(instructions) = discovered.get("instructions") {
+                result["instructions"] = instructions.clone();
+            }
+            shared.initialized_locally.store(true, Ordering::Release);
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            shared.deliver(answer.to_string().as_bytes()).await;
+            None
+        }
+    }
+}
+
+/// Ask `server/discover` as revision 2026-07-28 and read the era from the answer (the rules
+/// of that revision's backward compatibility section: a recognized modern error means a
+/// modern server; any other refusal a legacy one).
+async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
+    let key = "\"jsonrpc-duplex-discover\"";
+    let mut message = json!({"jsonrpc": "2.0", "id": "jsonrpc-duplex-discover", "method": "server/discover"});
+    add_meta(&mut message, config);
+    let posted = Posted { request: None, method: Some("server/discover".into()), name: None, params: Vec::new() };
+    let request = shared.post_request_as(Bytes::from(message.to_string()), &posted, Some(config));
+    let response = match tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return Era::Legacy(format!("server/discover failed: {e}")),
+        Err(_) => return Era::Legacy(format!("no answer to server/discover within {PROBE_TIMEOUT:?}")),
+    };
+    let status = response.status();
+    let sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+    let read = tokio::time::timeout(PROBE_TIMEOUT, read_limited(response.into_body(), shared.limit)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(why)) => return Era::Legacy(why),
+        Err(_) => return Era::Legacy("the answer to server/discover did not end".into()),
+    };
+    let answer: Option<Value> = if sse {
+        let mut parser = SseParser::new(shared.limit);
+        let mut events = Vec::new();
+        let _ = parser.feed(&bytes, &mut events);
+        events
+            .iter()
+            .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+            .find(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, key)))
+    } else {
+        serde_json::from_slice(&bytes).ok()
+    };
+    let speaks = |versions: Option<&Value>| {
+        let versions: Vec<&str> = versions
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if versions.contains(&config.version.as_str())
+            || !versions.iter().any(|v| super::SUPPORTED_VERSIONS.contains(v))
+        {
+            // Ours, or only revisions we do not speak (the calls' errors will say so).
+            None
+        } else {
+            Some(format!("it supports {versions:?}"))
+        }
+    };
+    if status.is_success()
+        && let Some(result) = answer.as_ref().and_then(|a| a.get("result"))
+    {
+        return match speaks(result.get("supportedVersions")) {
+            None => Era::Modern(Some(result.clone())),
+            Some(why) => Era::Legacy(why),
+        };
+    }
+    let error = answer.as_ref().and_then(|a| a.get("error"));
+    let code = error.and_then(|e| e.get("code")).and_then(Value::as_i64);
+    match code {
+        Some(-32022) => match speaks(error.and_then(|e| e.get("data")).and_then(|d| d.get("supported"))) {
+            None => Era::Modern(None),
+            Some(why) => Era::Legacy(why),
+        },
+        Some(-32020 | -32021) => Era::Modern(None),
+        Some(-32601) if status == StatusCode::NOT_FOUND => Era::Modern(None),
+        _ => Era::Legacy(format!("server/discover got HTTP {status}: {}", String::from_utf8_lossy(&bytes))),
+    }
+}
+
 /// Revision 2026-07-28: each request its own POST with the per-request `_meta`; a
 /// `notifications/cancelled` for one in flight closes its stream instead of being sent.
-async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
-    let Some(config) = shared.stateless.clone() else { return };
+async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures::Stream<Item = Vec<u8>> + Unpin) {
+    let Some(config) = shared.stateless.get().cloned() else { return };
     while let Some(body) = outbound.next().await {
         let Ok(mut message) = serde_json::from_slice::<Value>(&body) else { continue };
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
         let Some(method) = method else {
-            // An answer: this revision has no server→client requests to answer.
-            tracing::warn!("an answer to the server dropped: MCP 2026-07-28 has no server→client requests");
+            // An answer to an input request of a multi round-trip request: the transport
+            // carries it in the retry. Else there is nothing to answer in this revision.
+            let waiter = message.get("id").and_then(|id| lock(&shared.input_waiters).remove(&id.to_string()));
+            match waiter {
+                Some(waiter) => {
+                    let _ = waiter.send(message);
+                }
+                None => tracing::warn!("an answer to the server dropped: MCP 2026-07-28 has no server→client requests"),
+            }
             continue;
         };
+        if method == "notifications/initialized" && shared.initialized_locally.load(Ordering::Acquire) {
+            // The revision choice answered `initialize`: there is nothing to tell the server.
+            continue;
+        }
         if method == "notifications/cancelled"
             && let Some(id) = message.get("params").and_then(|p| p.get("requestId"))
         {
@@ -323,7 +626,19 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receive
         }
         .and_then(Value::as_str)
         .map(str::to_owned);
-        let posted = Posted { request, method: Some(method), name };
+        let params = match (method.as_str(), &name) {
+            ("tools/call", Some(tool)) => lock(&shared.tool_headers)
+                .get(tool)
+                .map(|mirrored| param_headers(mirrored, message.get("params").and_then(|p| p.get("arguments"))))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if method == "tools/list"
+            && let Some((key, _)) = &request
+        {
+            lock(&shared.tools_lists).insert(key.clone());
+        }
+        let posted = Posted { request, method: Some(method), name, params };
         let body = Bytes::from(message.to_string());
         let Some((key, _)) = posted.request.clone() else {
             post(&shared, body, &posted, false).await;
@@ -333,8 +648,13 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receive
         let task_shared = shared.clone();
         let task_key = key.clone();
         let mut streams = lock(&shared.streams);
+        let multi_round = INPUT_METHODS.contains(&posted.method.as_deref().unwrap_or_default());
         let task = tokio::spawn(async move {
-            post(&task_shared, body, &posted, false).await;
+            if multi_round {
+                multi_round_call(&task_shared, message, posted).await;
+            } else {
+                post(&task_shared, body, &posted, false).await;
+            }
             lock(&task_shared.streams).remove(&task_key);
         });
         streams.insert(key, task.abort_handle());
@@ -342,6 +662,118 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receive
     for (_, stream) in lock(&shared.streams).drain() {
         stream.abort();
     }
+}
+
+/// The requests a 2026-07-28 server may answer with an `InputRequiredResult`.
+const INPUT_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+/// Most `InputRequiredResult`s in a row for one call before it fails.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// A request that may take several round trips (2026-07-28's multi round-trip requests): each
+/// `InputRequiredResult` has its `inputRequests` put to the connection as requests of the
+/// server (so its handlers of `roots/list`, `sampling/createMessage`, `elicitation/create`
+/// answer them as in 2025-11-25), then the request is sent again with a new id, the answers in
+/// `inputResponses` and the `requestState` echoed; the final answer goes to the connection
+/// under the first id.
+async fn multi_round_call(shared: &Arc<ClientShared>, first: Value, posted: Posted) {
+    let Some((first_key, first_id)) = posted.request.clone() else { return };
+    let mut message = first.clone();
+    let mut key = first_key.clone();
+    for round in 0..=MAX_INPUT_ROUNDS {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        lock(&shared.captures).insert(key.clone(), tx);
+        // Given up (the call cancelled: this task aborted), nothing of it stays.
+        let _forget = Forget(&shared.captures, key.clone());
+        lock(&shared.pending).insert(key.clone());
+        let this = Posted { request: Some((key.clone(), message["id"].clone())), ..posted.clone() };
+        post(shared, Bytes::from(message.to_string()), &this, false).await;
+        let answer = match rx.await {
+            Ok(answer) => answer,
+            Err(_) => {
+                lock(&shared.captures).remove(&key);
+                lock(&shared.pending).insert(first_key.clone());
+                return shared.fail(&first_id, "the MCP server's stream ended before it answered".into()).await;
+            }
+        };
+        let result =
+            answer.get("result").filter(|r| r.get("resultType").and_then(Value::as_str) == Some("input_required"));
+        let Some(result) = result else {
+            let mut answer = answer;
+            answer["id"] = first_id.clone();
+            return shared.deliver(answer.to_string().as_bytes()).await;
+        };
+        if round == MAX_INPUT_ROUNDS {
+            break;
+        }
+        let responses = match fulfil(shared, result.get("inputRequests")).await {
+            Ok(responses) => responses,
+            Err(why) => {
+                lock(&shared.pending).insert(first_key.clone());
+                return shared.fail(&first_id, why).await;
+            }
+        };
+        // The retry: the first request with a new id, the answers and the server's state.
+        let n = shared.next_internal.fetch_add(1, Ordering::Relaxed);
+        let state = result.get("requestState").cloned();
+        message = first.clone();
+        message["id"] = json!(format!("jsonrpc-duplex-retry-{n}"));
+        key = message["id"].to_string();
+        if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+            if let Some(responses) = responses {
+                params.insert("inputResponses".into(), responses);
+            }
+            if let Some(state) = state {
+                params.insert("requestState".into(), state);
+            }
+        }
+    }
+    lock(&shared.pending).insert(first_key);
+    shared.fail(&first_id, format!("the MCP server asked for input more than {MAX_INPUT_ROUNDS} times in a row")).await;
+}
+
+/// Removes a waiter from its map when dropped (the wait is over or given up).
+struct Forget<'a, T>(&'a Mutex<std::collections::HashMap<String, T>>, String);
+
+impl<T> Drop for Forget<'_, T> {
+    fn drop(&mut self) {
+        lock(self.0).remove(&self.1);
+    }
+}
+
+/// Put an `InputRequests` map to the connection, one server request each, and gather the
+/// `InputResponses` (`None` when there was nothing to ask). A request the connection answers
+/// with an error fails the call.
+async fn fulfil(shared: &Arc<ClientShared>, requests: Option<&Value>) -> Result<Option<Value>, String> {
+    let Some(requests) = requests.and_then(Value::as_object) else { return Ok(None) };
+    let mut waiting = Vec::new();
+    let mut forget = Vec::new();
+    for (name, request) in requests {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+        if !matches!(method, "roots/list" | "sampling/createMessage" | "elicitation/create") {
+            return Err(format!("the MCP server asked for input by {method:?}, which is not an input request"));
+        }
+        let id = json!(format!("jsonrpc-duplex-input-{}", shared.next_internal.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = futures::channel::oneshot::channel();
+        lock(&shared.input_waiters).insert(id.to_string(), tx);
+        forget.push(Forget(&shared.input_waiters, id.to_string()));
+        let mut asked = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = request.get("params") {
+            asked["params"] = params.clone();
+        }
+        let _ = shared.inbound.clone().send(Frame::Message(BytesMut::from(asked.to_string().as_bytes()))).await;
+        waiting.push((name.clone(), method.to_owned(), rx));
+    }
+    let mut responses = serde_json::Map::new();
+    for (name, method, rx) in waiting {
+        let answer = rx.await.map_err(|_| format!("the connection did not answer the server's {method}"))?;
+        match answer.get("result") {
+            Some(result) => {
+                responses.insert(name, result.clone());
+            }
+            None => return Err(format!("answering the MCP server's {method} failed: {}", answer["error"])),
+        }
+    }
+    Ok(Some(Value::Object(responses)))
 }
 
 /// The per-request `_meta` of 2026-07-28, each field added unless the request has its own.
@@ -371,8 +803,12 @@ fn header_value_for(value: &str) -> String {
 impl ClientShared {
     /// A POST of `posted`: with 2026-07-28's mirrored headers when the client is stateless.
     fn post_request(&self, body: Bytes, posted: &Posted) -> Request<Full<Bytes>> {
+        self.post_request_as(body, posted, self.stateless.get())
+    }
+
+    fn post_request_as(&self, body: Bytes, posted: &Posted, stateless: Option<&Stateless>) -> Request<Full<Bytes>> {
         let mut request = self.request(Method::POST, body, None);
-        if let Some(config) = &self.stateless {
+        if let Some(config) = stateless {
             let headers = request.headers_mut();
             headers.remove(HEADER_SESSION_ID);
             if let Ok(v) = HeaderValue::from_str(&config.version) {
@@ -383,6 +819,13 @@ impl ClientShared {
             }
             if let Some(v) = posted.name.as_deref().and_then(|n| HeaderValue::from_str(&header_value_for(n)).ok()) {
                 headers.insert("mcp-name", v);
+            }
+            for (name, value) in &posted.params {
+                if let (Ok(name), Ok(value)) =
+                    (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&header_value_for(value)))
+                {
+                    headers.insert(name, value);
+                }
             }
         }
         request
@@ -419,7 +862,19 @@ impl ClientShared {
             && message.get("method").is_none()
             && let Some(id) = message.get("id")
         {
-            lock(&self.pending).remove(&id.to_string());
+            let key = id.to_string();
+            lock(&self.pending).remove(&key);
+            if lock(&self.tools_lists).remove(&key) {
+                let mut message = message;
+                self.learn_tools(&mut message);
+                return self.deliver_unchecked(message.to_string().as_bytes()).await;
+            }
+            // A round of a multi round-trip request: the transport reads it.
+            let capture = lock(&self.captures).remove(&key);
+            if let Some(capture) = capture {
+                let _ = capture.send(message);
+                return;
+            }
         }
         if let Ok(message) = serde_json::from_slice::<Value>(data)
             && let Some(version) = message.get("result").and_then(|r| r.get("protocolVersion")).and_then(Value::as_str)
@@ -431,7 +886,35 @@ impl ClientShared {
                 *lock(&self.version) = Some(version.to_owned());
             }
         }
+        self.deliver_unchecked(data).await;
+    }
+
+    async fn deliver_unchecked(&self, data: &[u8]) {
         let _ = self.inbound.clone().send(Frame::Message(BytesMut::from(data))).await;
+    }
+
+    /// A `tools/list` answer (2026-07-28): each tool's `x-mcp-header`s learnt for its calls;
+    /// a tool whose annotations break the revision's rules is left out of the answer.
+    fn learn_tools(&self, message: &mut Value) {
+        let Some(tools) = message.get_mut("result").and_then(|r| r.get_mut("tools")).and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        let mut learnt = lock(&self.tool_headers);
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            match mirrored_params(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+                Ok(mirrored) => {
+                    learnt.insert(name.to_owned(), mirrored);
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!(tool = %name, %why, "an MCP tool left out of tools/list: its x-mcp-header is invalid");
+                    learnt.remove(name);
+                    false
+                }
+            }
+        });
     }
 
     /// Answer `id` (JSON value) with an error of ours: the request cannot be answered.
@@ -482,7 +965,7 @@ fn post<'a>(
             }
             return;
         }
-        if !status.is_success() && shared.stateless.is_some() {
+        if !status.is_success() && shared.stateless.get().is_some() {
             // 2026-07-28 refuses with a JSON-RPC error for the request: that is its answer.
             let text = read_text(response.into_body(), REFUSAL_LIMIT).await;
             let Some((key, id)) = &posted.request else {
@@ -524,7 +1007,7 @@ fn post<'a>(
             .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
         let shared = shared.clone();
         if sse {
-            let stateless = shared.stateless.is_some();
+            let stateless = shared.stateless.get().is_some();
             let read = async move {
                 let answered = read_stream(&shared, response.into_body(), Some(&key), None).await;
                 if !answered {
@@ -652,7 +1135,7 @@ async fn read_stream(shared: &Arc<ClientShared>, first: Incoming, want: Option<&
         if want.is_some_and(|want| !lock(&shared.pending).contains(want)) {
             return true;
         }
-        if shared.stateless.is_some() {
+        if shared.stateless.get().is_some() {
             // 2026-07-28: a broken stream loses its request; there is no resumption.
             return false;
         }

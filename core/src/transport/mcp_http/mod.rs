@@ -2,7 +2,8 @@
 //! `tower::Service` and [`McpHttpServer::bind`], and [`McpHttpClient`], a client connection
 //! over a URL. Revision 2025-11-25 (sessions) and 2026-07-28 (stateless, the version in each
 //! request's `_meta`) are served side by side; the client speaks the one it is told
-//! ([`McpHttpClient::stateless`] for 2026-07-28).
+//! ([`McpHttpClient::stateless`] for 2026-07-28) or finds out
+//! ([`McpHttpClient::auto_revision`]).
 //!
 //! The transport only moves messages: MCP's conventions (newline framing does not apply;
 //! `notifications/cancelled`, progress in `_meta`) come from
@@ -10,6 +11,7 @@
 //! over stdio.
 
 mod base64;
+mod budget;
 mod client;
 mod serve;
 mod server;
@@ -17,12 +19,12 @@ mod session;
 pub mod sse;
 
 pub use super::http::guard::AllowList;
-pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, McpHttpClient};
+pub use client::{BadUrl, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_INPUT_ROUNDS, McpHttpClient};
 pub use serve::{HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS};
 pub use server::{
     AuthRejection, BoundMcpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BACKLOG, DEFAULT_MAX_BODY,
-    DEFAULT_MAX_INBOUND, DEFAULT_MAX_REPLAY, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY, DEFAULT_SHUTDOWN_GRACE,
-    MAX_OPEN_REQUESTS_PER_SESSION, McpBody, McpHttpServer, SessionInfo,
+    DEFAULT_MAX_INBOUND, DEFAULT_MAX_PRE_SESSION_BYTES, DEFAULT_MAX_REPLAY, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY,
+    DEFAULT_SHUTDOWN_GRACE, MAX_OPEN_REQUESTS_PER_SESSION, McpBody, McpHttpServer, SessionInfo,
 };
 
 /// The header naming a session.

@@ -17,6 +17,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame as BodyFrame, SizeHint};
 use serde_json::Value;
 
+use super::budget::{ByteBudget, Charge, Charged, OverBudget};
 use super::session::{Bounds, Inbound, Refused, Session, SessionSink, SseBody};
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
@@ -41,6 +42,8 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default [`McpHttpServer::max_inbound`]: a session's posted bytes its connection has not
 /// taken yet.
 pub const DEFAULT_MAX_INBOUND: usize = 8 * 1024 * 1024;
+/// Default [`McpHttpServer::max_pre_session_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_PRE_SESSION_BYTES: usize = 64 * 1024 * 1024;
 /// Most requests of one session open at once (each has its stream).
 pub const MAX_OPEN_REQUESTS_PER_SESSION: usize = 256;
 /// Inbound messages queued for a session's connection before a POST waits.
@@ -143,6 +146,10 @@ struct Settings {
     body_timeout: Duration,
     retry: Duration,
     max_inbound: usize,
+    /// Revision 2026-07-28 (stateless) is served beside the session revisions.
+    modern: bool,
+    /// The bodies of POSTs outside a session, read and not answered yet.
+    pre_session: Arc<ByteBudget>,
     authorize: Option<Arc<Authorize>>,
 }
 
@@ -193,6 +200,8 @@ impl McpHttpServer {
                     body_timeout: DEFAULT_BODY_TIMEOUT,
                     retry: DEFAULT_RETRY,
                     max_inbound: DEFAULT_MAX_INBOUND,
+                    modern: true,
+                    pre_session: ByteBudget::new(DEFAULT_MAX_PRE_SESSION_BYTES),
                     authorize: None,
                 },
                 factory: Box::new(factory),
@@ -277,6 +286,43 @@ impl McpHttpServer {
     /// the connection takes messages. One message always fits.
     pub fn max_inbound(mut self, bytes: usize) -> Self {
         self.settings().max_inbound = bytes;
+        self
+    }
+
+    /// The bytes of POST bodies outside a session held at once across the server
+    /// ([`DEFAULT_MAX_PRE_SESSION_BYTES`]): `initialize`s, stateless (2026-07-28) requests, and
+    /// POSTs naming a session we do not know. A body with a `Content-Length` is counted in
+    /// full before a byte of it is read, a chunked one as it arrives; its bytes are held until
+    /// the POST is answered (a stateless request's answer, or its stream's first event). Past
+    /// the budget the POST gets `503` with `Retry-After: 1` and `Connection: close`, the rest of
+    /// its body unread. When nothing is held one body is always taken, whatever its size. A
+    /// session's own POSTs are bounded by its [`max_inbound`](McpHttpServer::max_inbound).
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
+    /// use jsonrpc_duplex_core::{Connection, Profile, Router};
+    /// let server = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp()).serve(Router::new()))
+    ///     .max_pre_session_bytes(16 << 20);
+    /// assert_eq!(server.pre_session_bytes(), 0);
+    /// ```
+    pub fn max_pre_session_bytes(mut self, bytes: usize) -> Self {
+        self.settings().pre_session = ByteBudget::new(bytes);
+        self
+    }
+
+    /// The bytes of POST bodies outside a session held now (see
+    /// [`max_pre_session_bytes`](McpHttpServer::max_pre_session_bytes)).
+    pub fn pre_session_bytes(&self) -> usize {
+        self.inner.settings.pre_session.held()
+    }
+
+    /// Serve revision 2026-07-28 (stateless) beside the session revisions (`true`, the
+    /// default). With `false` the server speaks 2025-11-25 and earlier only, as a server of
+    /// those revisions would: a POST without a session that is not `initialize` gets `400`
+    /// ("no MCP-Session-Id"), whatever its `MCP-Protocol-Version` (a dual-era client then
+    /// falls back to `initialize`).
+    pub fn stateless(mut self, serve: bool) -> Self {
+        self.settings().modern = serve;
         self
     }
 
@@ -538,6 +584,21 @@ fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) 
     response
 }
 
+/// The answer to a body that could not be read (`413`, `408`, `400`).
+fn body_refusal(e: BodyError) -> Response<McpBody> {
+    let code = if matches!(e, BodyError::Read(_)) { -32700 } else { -32600 };
+    rpc_error(e.refusal().status(), code, &e.to_string())
+}
+
+/// The pre-session budget is spent: `503`, `Retry-After: 1`, and the connection closed (the
+/// rest of the body is not read).
+fn over_budget(limit: usize) -> Response<McpBody> {
+    let mut refusal = rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &OverBudget(limit).to_string());
+    refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    refusal
+}
+
 /// A JSON-RPC error (id `null`) in a response with `status`.
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<McpBody> {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
@@ -762,7 +823,7 @@ impl Inner {
         match parts.method {
             Method::POST => self.post(parts, body, principal).await,
             // Revision 2026-07-28 has no GET stream and no session to delete.
-            Method::GET | Method::DELETE if stateless => {
+            Method::GET | Method::DELETE if stateless && self.settings.modern => {
                 let mut response = rpc_error(
                     StatusCode::METHOD_NOT_ALLOWED,
                     -32000,
@@ -821,10 +882,40 @@ impl Inner {
     {
         // The `http` feature's reader: the limit checked from the declared length before
         // reading, then as the bytes (chunked or not) arrive; the whole body within the timeout.
-        read_body(body, self.settings.max_body, Some(self.settings.body_timeout)).await.map_err(|e| {
-            let code = if matches!(e, BodyError::Read(_)) { -32700 } else { -32600 };
-            rpc_error(e.refusal().status(), code, &e.to_string())
-        })
+        read_body(body, self.settings.max_body, Some(self.settings.body_timeout)).await.map_err(body_refusal)
+    }
+
+    /// A body outside a session, charged to the pre-session budget: in full before it is read
+    /// when its length is declared, else as it arrives.
+    async fn read_pre_session<B>(&self, body: B) -> Result<(Bytes, Charge), Response<McpBody>>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let budget = &self.settings.pre_session;
+        let over = || over_budget(budget.limit());
+        match body.size_hint().exact() {
+            Some(len) if len <= self.settings.max_body as u64 => {
+                let charge = budget.charge(len as usize).ok_or_else(over)?;
+                Ok((self.read_body(body).await?, charge))
+            }
+            // Over the body limit: refused from its declared length, nothing read or charged.
+            Some(_) => Err(self
+                .read_body(body)
+                .await
+                .err()
+                .unwrap_or_else(|| rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, "the body exceeds the limit"))),
+            None => {
+                let mut charge = budget.charge(0).ok_or_else(over)?;
+                let charged = Charged { body: Box::pin(body), charge: &mut charge };
+                match read_body(charged, self.settings.max_body, Some(self.settings.body_timeout)).await {
+                    Ok(bytes) => Ok((bytes, charge)),
+                    Err(BodyError::Read(e)) if e.is::<OverBudget>() => Err(over()),
+                    Err(e) => Err(body_refusal(e)),
+                }
+            }
+        }
     }
 
     async fn post<B>(
@@ -878,9 +969,18 @@ impl Inner {
                 }
             }
         }
-        let bytes = match self.read_body(body).await {
-            Ok(bytes) => bytes,
-            Err(refusal) => return refusal,
+        // A POST outside a session holds its bytes of the server's pre-session budget until
+        // it is answered.
+        let (bytes, _charge) = if known.is_some() {
+            match self.read_body(body).await {
+                Ok(bytes) => (bytes, None),
+                Err(refusal) => return refusal,
+            }
+        } else {
+            match self.read_pre_session(body).await {
+                Ok((bytes, charge)) => (bytes, Some(charge)),
+                Err(refusal) => return refusal,
+            }
         };
         let reserved = reserved.map(|permit| super::session::fit(permit, bytes.len()));
         let message: Value = match serde_json::from_slice(&bytes) {
@@ -892,7 +992,7 @@ impl Inner {
             Err(why) => return rpc_error(StatusCode::BAD_REQUEST, -32600, &format!("Invalid Request: {why}")),
         };
         let frame = Frame::Message(BytesMut::from(&bytes[..]));
-        if is_stateless(headers, &message) {
+        if self.settings.modern && is_stateless(headers, &message) {
             return self.post_stateless(headers, &message, posted, frame, principal).await;
         }
         match posted {
