@@ -4,6 +4,8 @@ mod cancel;
 mod close;
 mod config;
 mod context;
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+mod direct;
 mod dispatch;
 mod drain;
 mod error;
@@ -47,6 +49,8 @@ pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
 pub(crate) use layered::{Layered, LayeredFuture};
+#[cfg(feature = "http")]
+pub(crate) use direct::{Direct, Served};
 pub(crate) use peer_info::UNKNOWN as UNKNOWN_PEER;
 pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
 
