@@ -519,7 +519,10 @@ async fn single_messages_served_directly_are_answered_as_over_a_connection() {
     // A batch of the same (over a connection): the same answers.
     let reply = exchange(
         addr,
-        &post(r#"[{"jsonrpc":"2.0","id":5,"method":"elsewhere"},{"jsonrpc":"2.0","id":6,"method":"add","params":[1,2]}]"#, ""),
+        &post(
+            r#"[{"jsonrpc":"2.0","id":5,"method":"elsewhere"},{"jsonrpc":"2.0","id":6,"method":"add","params":[1,2]}]"#,
+            "",
+        ),
     )
     .await;
     let mut answers = reply.json().as_array().cloned().expect("an array");
@@ -549,7 +552,10 @@ async fn middleware_layers_run_on_every_http_call() {
     assert_eq!(reply.json()["result"], 3);
     let reply = exchange(
         addr,
-        &post(r#"[{"jsonrpc":"2.0","id":2,"method":"add","params":[2,2]},{"jsonrpc":"2.0","id":3,"method":"elsewhere"}]"#, ""),
+        &post(
+            r#"[{"jsonrpc":"2.0","id":2,"method":"add","params":[2,2]},{"jsonrpc":"2.0","id":3,"method":"elsewhere"}]"#,
+            "",
+        ),
     )
     .await;
     assert_eq!(reply.json().as_array().map(Vec::len), Some(2));

@@ -80,7 +80,8 @@ impl Builder {
         }
         let tracer = Tracer::new(&self.config);
         // The connection's own cancellation first, as on a connection: its names are taken.
-        let cancellation: Arc<dyn super::seam::Extension> = Arc::new(super::cancel::Cancellation::new(&self.config.cancel));
+        let cancellation: Arc<dyn super::seam::Extension> =
+            Arc::new(super::cancel::Cancellation::new(&self.config.cancel));
         let seam = super::seam::Seam::new([cancellation], &self.features, &self.config.limits, &tracer);
         // The features' wrappers, as a connection applies them (a router that panics there has
         // no direct path: the connection path reports it).
@@ -88,7 +89,8 @@ impl Builder {
         let reason = reason.to_owned();
         let eof_reason = Box::pin(async move { Some(reason) });
         let nothing = futures::stream::empty::<Result<Frame, FrameError>>();
-        let dropped = futures::sink::drain::<Vec<u8>>().sink_map_err(|e: std::convert::Infallible| -> std::io::Error { match e {} });
+        let dropped = futures::sink::drain::<Vec<u8>>()
+            .sink_map_err(|e: std::convert::Infallible| -> std::io::Error { match e {} });
         let (dead, shared) = self.clone().idle_timeout(None).message_read_timeout(None).start_messages(
             nothing,
             |_| dropped,
@@ -124,13 +126,13 @@ impl Direct {
                 if self.seam.serving(&method).is_some() {
                     return Served::Elsewhere;
                 }
-                self.common.tracer.message(Direction::Incoming, body);
                 let route = match self.router.route(&method) {
                     Some(Route::Request(f)) => f.clone(),
                     Some(Route::Notification(_)) => return Served::Elsewhere,
                     None => match self.router.fallback_handler() {
                         Some(f) => f.clone(),
                         None => {
+                            self.common.tracer.message(Direction::Incoming, body);
                             tracing::debug!(
                                 target: crate::LOG_TARGET,
                                 method = %self.common.tracer.quote(&method),
@@ -149,6 +151,7 @@ impl Direct {
                         }
                     },
                 };
+                self.common.tracer.message(Direction::Incoming, body);
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let slot = ReplySlot::new(host.clone(), id, false, None, false);
                 let request = Request { method, params, slot: slot.clone() };
@@ -208,11 +211,8 @@ async fn request_answer(
     start: impl FnOnce() -> crate::handler::BoxFuture,
     timeout: Duration,
 ) -> Vec<u8> {
-    let mut handler = match poll_supervised(Some(slot), start) {
-        Ok(handler) => Some(handler),
-        // Answered with the panic's message.
-        Err(_) => None,
-    };
+    // (A panic building it: answered with the panic's message.)
+    let mut handler = poll_supervised(Some(slot), start).ok();
     let mut drive = std::future::poll_fn(|cx| {
         if let Some(fut) = handler.as_mut() {
             match poll_supervised(Some(slot), || fut.as_mut().poll(cx)) {

@@ -45,12 +45,12 @@ pub use config::{
     DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
     DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceContextPlacement, TraceRedactor,
 };
+#[cfg(feature = "http")]
+pub(crate) use direct::{Direct, Served};
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
 pub(crate) use layered::{Layered, LayeredFuture};
-#[cfg(feature = "http")]
-pub(crate) use direct::{Direct, Served};
 pub(crate) use peer_info::UNKNOWN as UNKNOWN_PEER;
 pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
 
