@@ -13,7 +13,8 @@
 //! - `100 connections`: 100 connections, one call at a time each.
 //!
 //! `cargo bench -p jsonrpc-duplex-benches --bench http` (medians of 3; `BENCH_QUICK=1`: a
-//! hundredth of the calls, once).
+//! hundredth of the calls, once). For a profile of one server in one scenario (callgrind, perf):
+//! `HTTP_ONLY=ours` (or `jsonrpsee`) and `HTTP_SCENARIO=100` (a part of the scenario's name).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -73,13 +74,20 @@ fn main() {
         let addr = server.local_addr().expect("bound");
         (ours, (addr, server.start(module)))
     });
-    let servers = [("ours", ours.local_addr()), ("jsonrpsee 0.26", theirs.0)];
+    let only = std::env::var("HTTP_ONLY").ok();
+    let servers: Vec<_> = [("ours", ours.local_addr()), ("jsonrpsee 0.26", theirs.0)]
+        .into_iter()
+        .filter(|(name, _)| only.as_deref().is_none_or(|only| name.starts_with(only)))
+        .collect();
+    let scenario_filter = std::env::var("HTTP_SCENARIO").ok();
     let scenarios = [
         ("1 in flight (1 connection)", 1, 1, sized(20_000)),
         ("64 in flight, pipelined (1 connection)", 1, 64, sized(200_000)),
         ("64 connections, 1 in flight each", 64, 1, sized(100_000)),
         ("100 connections, 1 in flight each", 100, 1, sized(100_000)),
-    ];
+    ]
+    .into_iter()
+    .filter(|(name, ..)| scenario_filter.as_deref().is_none_or(|part| name.contains(part)));
     let exe = std::env::current_exe().expect("own path");
     println!(
         "JSON-RPC over HTTP/1.1 keep-alive, loopback; the server in this process (2 workers), the load from a client process."
@@ -112,14 +120,14 @@ fn main() {
         }
         let rate: Vec<f64> = rates.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
         let cpu: Vec<f64> = cpus.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
-        println!(
-            "| {name} | {:.0} | {:.0} | {:.2} | {:.1} µs | {:.1} µs |",
-            rate[0],
-            rate[1],
-            rate[0] / rate[1],
-            cpu[0],
-            cpu[1]
-        );
+        if let [rate0, rate1] = rate[..]
+            && let [cpu0, cpu1] = cpu[..]
+        {
+            println!("| {name} | {rate0:.0} | {rate1:.0} | {:.2} | {cpu0:.1} µs | {cpu1:.1} µs |", rate0 / rate1);
+        } else {
+            // One server (HTTP_ONLY): its figures alone.
+            println!("| {name} | {} | {:.0} calls/s | {:.1} µs |", servers[0].0, rate[0], cpu[0]);
+        }
         let _ = std::io::stdout().flush();
     }
     rt.block_on(async {

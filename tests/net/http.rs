@@ -472,3 +472,92 @@ async fn http2_with_prior_knowledge_is_served_to_hyper_and_to_our_client_on_one_
     assert_eq!(sums.into_iter().map(Result::unwrap).collect::<Vec<_>>(), (1..=64).collect::<Vec<_>>());
     assert_eq!(server.stats().accepted, 2, "hyper's connection and one of ours: {:?}", server.stats());
 }
+
+/// A server of raw handlers for what the direct path (one request or notification, parsed once
+/// and dispatched in the HTTP request's task) must answer as a connection would.
+async fn raw_server(builder: jsonrpc_duplex::Builder) -> HttpServer {
+    use jsonrpc_duplex::{ErrorObject, Request, Responder, Router};
+    let router = Router::new()
+        .method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) })
+        // Its responder goes to another task, which answers.
+        .request_raw("elsewhere", |_request: Request, reply: Responder| async move {
+            tokio::spawn(async move { reply.ok(7) });
+        })
+        .request_raw("boom", |_request: Request, reply: Responder| async move {
+            let _unanswered = reply;
+            panic!("the handler blew up")
+        })
+        .request_raw("silent", |_request: Request, reply: Responder| async move { drop(reply) });
+    ServerBuilder::new(builder.max_message_size(LIMIT).serve(router)).bind_http("127.0.0.1:0").await.expect("bind")
+}
+
+#[tokio::test]
+async fn single_messages_served_directly_are_answered_as_over_a_connection() {
+    let server = raw_server(Connection::builder()).await;
+    let addr = server.local_addr();
+    let call = |body: &'static str| async move {
+        let reply = exchange(addr, &post(body, "")).await;
+        (reply.status, reply.json())
+    };
+    let (status, answer) = call(r#"{"jsonrpc":"2.0","id":"a","method":"elsewhere"}"#).await;
+    assert_eq!((status, &answer), (200, &json!({"jsonrpc":"2.0","id":"a","result":7})));
+    let (status, answer) = call(r#"{"jsonrpc":"2.0","id":2,"method":"boom"}"#).await;
+    assert_eq!((status, answer["id"].clone(), answer["error"]["code"].clone()), (200, json!(2), json!(-32603)));
+    assert!(answer["error"]["message"].as_str().unwrap().contains("the handler blew up"), "{answer}");
+    let (status, answer) = call(r#"{"jsonrpc":"2.0","id":3,"method":"silent"}"#).await;
+    assert_eq!((status, answer["id"].clone(), answer["error"]["code"].clone()), (200, json!(3), json!(-32603)));
+    let (status, answer) = call(r#"{"jsonrpc":"2.0","id":4,"method":"nope"}"#).await;
+    assert_eq!((status, answer["id"].clone(), answer["error"]["code"].clone()), (200, json!(4), json!(-32601)));
+    // Notifications nobody routes, or that the connection takes itself: `202` as ever.
+    for body in [
+        r#"{"jsonrpc":"2.0","method":"nobody/listens"}"#,
+        r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
+    ] {
+        let reply = exchange(addr, &post(body, "")).await;
+        assert_eq!((reply.status, reply.body.len()), (202, 0), "{body}");
+    }
+    // A batch of the same (over a connection): the same answers.
+    let reply = exchange(
+        addr,
+        &post(
+            r#"[{"jsonrpc":"2.0","id":5,"method":"elsewhere"},{"jsonrpc":"2.0","id":6,"method":"add","params":[1,2]}]"#,
+            "",
+        ),
+    )
+    .await;
+    let mut answers = reply.json().as_array().cloned().expect("an array");
+    answers.sort_by_key(|a| a["id"].as_i64());
+    assert_eq!(answers, vec![json!({"jsonrpc":"2.0","id":5,"result":7}), json!({"jsonrpc":"2.0","id":6,"result":3})]);
+    // The panic took nothing down.
+    let (_, answer) = call(r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[40,2]}"#).await;
+    assert_eq!(answer["result"], 42);
+}
+
+#[tokio::test]
+async fn middleware_layers_run_on_every_http_call() {
+    use jsonrpc_duplex::middleware;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = seen.clone();
+    let layer = middleware::from_fn(move |call, next| {
+        if call.is_inbound() {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+        next.run(call)
+    });
+    let server = raw_server(Connection::builder().layer(layer)).await;
+    let addr = server.local_addr();
+    let reply = exchange(addr, &post(r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#, "")).await;
+    assert_eq!(reply.json()["result"], 3);
+    let reply = exchange(
+        addr,
+        &post(
+            r#"[{"jsonrpc":"2.0","id":2,"method":"add","params":[2,2]},{"jsonrpc":"2.0","id":3,"method":"elsewhere"}]"#,
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(reply.json().as_array().map(Vec::len), Some(2));
+    assert_eq!(seen.load(Ordering::SeqCst), 3, "the layer saw every inbound call");
+}

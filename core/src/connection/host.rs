@@ -56,8 +56,11 @@ impl Handle {
         let host: Arc<dyn std::any::Any + Send + Sync> = host.clone();
         match host.downcast::<Shared>() {
             Ok(shared) => Handle { shared, lane_seq: lane },
-            // Every host is a connection: this cannot happen.
-            Err(_) => unreachable!("a request's host is always its connection"),
+            // A request served with no connection (`direct.rs`): the ended connection it stands for.
+            Err(host) => match host.downcast::<super::direct::DirectHost>() {
+                Ok(direct) => direct.dead_handle(lane),
+                Err(_) => unreachable!("a request's host is a connection or a direct request's"),
+            },
         }
     }
 }

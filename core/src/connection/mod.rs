@@ -4,6 +4,8 @@ mod cancel;
 mod close;
 mod config;
 mod context;
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+mod direct;
 mod dispatch;
 mod drain;
 mod error;
@@ -45,6 +47,8 @@ pub use config::{
     DEFAULT_MAX_OFFERED_STREAMS, DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_TRACE_LEN, DEFAULT_OUTBOUND_BUFFER,
     DEFAULT_READ_AHEAD, DEFAULT_READ_AHEAD_BYTES, Direction, Limits, TraceContextPlacement, TraceRedactor,
 };
+#[cfg(feature = "http")]
+pub(crate) use direct::{Direct, Served};
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};

@@ -516,6 +516,12 @@ impl Seam {
         self.requests.iter().find(|(name, _)| name == method).map(|(_, at)| &self.extensions[*at])
     }
 
+    /// Whether an extension takes notifications for `method`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn notifications_taken(&self, method: &str) -> bool {
+        self.notifications.iter().any(|(name, _)| name == method)
+    }
+
     /// Offer a notification to the extension that takes `method`, if one does. An extension
     /// that panics ends the connection (with the panic's message), never the reader alone.
     pub(crate) fn take(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) -> Take {

@@ -2,12 +2,18 @@
 //! `POST`s carrying one JSON-RPC message or a batch with whatever a [`Builder`] serves (an
 //! `#[rpc]` dispatcher, a [`Router`]), unchanged.
 //!
-//! Each `POST` body is served as one short connection over the message-level seam
+//! A body that is one request or one notification is served **directly**: parsed once, handed
+//! to the router's handler in the HTTP request's own task, and the answer, encoded once, is the
+//! response body (no connection, no task, no channel in between; a handler still running after
+//! its first poll is polled by the same task). Whatever needs a connection goes over one: a
+//! batch, a message a feature of the builder takes (`$/cancelRequest`, `$/enumerator/next`, …),
+//! an unknown notification, and every body when the builder has middleware layers. Such a body
+//! is served as one short connection over the message-level seam
 //! ([`Builder::connect_messages`]): the body is its one inbound message, its answers are the
 //! HTTP response. Under the server loop ([`HttpService::bind`],
-//! [`ServerBuilder::bind_http`](crate::server::ServerBuilder::bind_http)) a body that is a single
-//! request goes instead to a connection kept for its HTTP connection, whose requests come one at
-//! a time (no connection to start and end per request). Either way the limits, the batch
+//! [`ServerBuilder::bind_http`](crate::server::ServerBuilder::bind_http)) a single request on
+//! that path goes instead to a connection kept for its HTTP connection, whose requests come one
+//! at a time (no connection to start and end per request). Either way the limits, the batch
 //! handling and the dispatch are a connection's own:
 //!
 //! | the request | the answer |
@@ -44,8 +50,8 @@
 //! **Calls back to the client.** Plain HTTP has no way to carry a request from the server to the
 //! client: a handler's call to its peer (a generated client built from the request context,
 //! [`Handle::request`](crate::Handle::request)) fails at once with an error that says so
-//! ([`NO_CALLS_BACK`]: [`Error::ConnectionLost`](crate::Error::ConnectionLost) on a short
-//! connection, the error object `-32000` on a kept one); a notification to the client is dropped
+//! ([`NO_CALLS_BACK`]: [`Error::ConnectionLost`](crate::Error::ConnectionLost) when served
+//! directly or on a short connection, the error object `-32000` on a kept one); a notification to the client is dropped
 //! (logged at DEBUG).
 
 use std::convert::Infallible;
@@ -69,7 +75,7 @@ use super::body::{DEFAULT_BODY_READ_TIMEOUT, read_body};
 use super::guard::AllowList;
 use super::{BoxError, FullBody, Refusal};
 use crate::Builder;
-use crate::connection::DEFAULT_MAX_CONCURRENT_REQUESTS;
+use crate::connection::{DEFAULT_MAX_CONCURRENT_REQUESTS, Direct, Served};
 use crate::framing::Frame;
 use crate::handler::Router;
 
@@ -109,6 +115,9 @@ struct Inner {
     permits: Semaphore,
     max_message_size: usize,
     budget: ByteBudget,
+    /// The direct path (`connection::Direct`), made at the first request (it needs the
+    /// runtime); `None` inside when the builder has none (middleware layers).
+    direct: std::sync::OnceLock<Option<Direct>>,
 }
 
 /// The bytes of the bodies held across a service (read, not answered yet), and its limit.
@@ -287,7 +296,7 @@ impl Builder {
 
 impl HttpService {
     /// Serve what `builder` serves (its routers, `#[rpc]` dispatchers and `serve_with`
-    /// factories, its limits and profile), one short connection per `POST`.
+    /// factories, its limits and profile), each `POST` served directly or over a short connection (see the [module docs](self)).
     pub fn new(builder: Builder) -> Self {
         let max_message_size = builder.frame_limits().max_message_size;
         HttpService {
@@ -301,6 +310,7 @@ impl HttpService {
                 permits: Semaphore::new(DEFAULT_MAX_CONCURRENT_REQUESTS),
                 max_message_size,
                 budget: ByteBudget::new(DEFAULT_MAX_HELD_BYTES),
+                direct: std::sync::OnceLock::new(),
             }),
             remote_addr: None,
             kept: None,
@@ -513,6 +523,17 @@ where
     };
     let _permit =
         inner.permits.acquire().await.map_err(|_| refuse(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "closed")))?;
+    // One request or notification: parsed once, dispatched in this task, answered straight
+    // into the response (see `connection::Direct`); anything else over a connection below.
+    if inner.factory.is_none()
+        && let Some(direct) = inner.direct.get_or_init(|| inner.builder.direct(NO_CALLS_BACK))
+    {
+        match direct.serve(&bytes, inner.request_timeout).await {
+            Served::Answer(body) => return Ok(json_response(StatusCode::OK, body)),
+            Served::Done => return Ok(accepted()),
+            Served::Elsewhere => {}
+        }
+    }
     if inner.factory.is_none()
         && let Some(kept) = kept
         && let Some(id) = single_request_id(&bytes)
@@ -725,11 +746,7 @@ fn respond(answers: Option<Vec<Vec<u8>>>) -> Response<FullBody> {
             .into_response();
     };
     let body = match answers.len() {
-        0 => {
-            let mut response = Response::new(FullBody::default());
-            *response.status_mut() = StatusCode::ACCEPTED;
-            return response;
-        }
+        0 => return accepted(),
         1 => answers.pop().unwrap_or_default(),
         // One body is one message: a connection answers it with one message (a batch: one
         // array). Were there more, they are joined into an array rather than lost.
@@ -746,6 +763,18 @@ fn respond(answers: Option<Vec<Vec<u8>>>) -> Response<FullBody> {
         }
     };
     let status = if is_bad_request(&body) { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    json_response(status, body)
+}
+
+/// `202 Accepted`, no body: notifications only.
+fn accepted() -> Response<FullBody> {
+    let mut response = Response::new(FullBody::default());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+/// A JSON answer.
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response<FullBody> {
     let mut response = Response::new(FullBody::from(Bytes::from(body)));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
