@@ -82,10 +82,6 @@ impl Builder {
         // The connection's own cancellation first, as on a connection: its names are taken.
         let cancellation: Arc<dyn super::seam::Extension> =
             Arc::new(super::cancel::Cancellation::new(&self.config.cancel));
-        let seam = super::seam::Seam::new([cancellation], &self.features, &self.config.limits, &tracer);
-        // The features' wrappers, as a connection applies them (a router that panics there has
-        // no direct path: the connection path reports it).
-        let router = seam.router(self.router.clone()).ok()?;
         let reason = reason.to_owned();
         let eof_reason = Box::pin(async move { Some(reason) });
         let nothing = futures::stream::empty::<Result<Frame, FrameError>>();
@@ -97,6 +93,16 @@ impl Builder {
             Some(eof_reason),
             None,
         );
+        // The features start with the ended connection's weak handle (a feature that calls the
+        // peer finds it ended, as a handler's call back does); no permits of a connection's own
+        // (the service's are used).
+        let me = super::WeakHandle::new(Arc::downgrade(&shared));
+        let no_permits: [Arc<dyn super::seam::Extension>; 0] = [];
+        let seam =
+            super::seam::Seam::new([cancellation], no_permits, &self.features, &self.config.limits, &tracer, &me);
+        // The features' wrappers, as a connection applies them (a router that panics there has
+        // no direct path: the connection path reports it).
+        let router = seam.router(self.router.clone()).ok()?;
         let common = Common {
             dead: shared,
             tracer,
@@ -160,7 +166,7 @@ impl Direct {
                 self.common.tracer.message(Direction::Outgoing, &answer);
                 Served::Answer(answer)
             }
-            Incoming::Notification { method, params } => {
+            Incoming::Notification { method, params, trace } => {
                 if self.seam.notifications_taken(&method) {
                     return Served::Elsewhere;
                 }
@@ -173,7 +179,7 @@ impl Direct {
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let name = method.clone();
                 let started = poll_supervised(None, || {
-                    f(Notification { method, params, host: host.clone() as Arc<dyn Host>, lane: None })
+                    f(Notification { method, params, host: host.clone() as Arc<dyn Host>, lane: None, trace })
                 });
                 let Ok(mut fut) = started else {
                     tracing::error!(target: crate::LOG_TARGET, method = %self.common.tracer.quote(&name), "notification handler panicked");
