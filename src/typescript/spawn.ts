@@ -61,6 +61,34 @@ function decode(text: string): Message {
   return { jsonrpc: "2.0", id: message.id, error: refused } as Message;
 }
 
+/** The header block as almost every peer writes it. */
+const USUAL_HEADER = Buffer.from("Content-Length: ", "latin1");
+
+/**
+ * The length of a header block of `buffer[start..end]` that is `Content-Length: N` alone (N of
+ * at most 8 digits), read from the bytes; -1 for any other block (read by `contentLength`).
+ */
+function usualLength(buffer: Buffer, start: number, end: number): number {
+  const digits = end - start - USUAL_HEADER.length;
+  if (digits < 1 || digits > 8) {
+    return -1;
+  }
+  for (let i = 0; i < USUAL_HEADER.length; i++) {
+    if (buffer[start + i] !== USUAL_HEADER[i]) {
+      return -1;
+    }
+  }
+  let length = 0;
+  for (let i = start + USUAL_HEADER.length; i < end; i++) {
+    const digit = buffer[i] - 48;
+    if (digit < 0 || digit > 9) {
+      return -1;
+    }
+    length = length * 10 + digit;
+  }
+  return length > MAX_MESSAGE_SIZE ? -1 : length;
+}
+
 /** The end of a header block. */
 const HEADER_END = Buffer.from("\r\n\r\n", "latin1");
 
@@ -69,13 +97,6 @@ const REFUSED = "$/jsonrpc-duplex/refused";
 
 /** The Content-Length of a header block; an error for a block without one or with a bad one. */
 function contentLength(block: string): number {
-  // The usual block, `Content-Length: N` alone, without the general parse.
-  if (block.startsWith("Content-Length: ") && block.length <= 26) {
-    const length = Number(block.slice(16));
-    if (Number.isInteger(length) && length >= 0 && length <= MAX_MESSAGE_SIZE && /^[0-9]+$/.test(block.slice(16))) {
-      return length;
-    }
-  }
   for (const line of block.split("\r\n")) {
     const colon = line.indexOf(":");
     if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === "content-length") {
@@ -128,7 +149,8 @@ class FrameReader {
           return;
         }
         try {
-          this.bodyLength = contentLength(buffer.toString("latin1", this.start, end));
+          const usual = usualLength(buffer, this.start, end);
+          this.bodyLength = usual >= 0 ? usual : contentLength(buffer.toString("latin1", this.start, end));
         } catch (error) {
           this.fail(error instanceof Error ? error : new Error(String(error)));
           return;
@@ -268,9 +290,15 @@ function typedParamsOf(type: MessageType, args: unknown[]): { params: unknown; t
   return { params, token };
 }
 
-/** The arguments a handler is called with: the params spread as vscode-jsonrpc spreads them. */
-function handlerArgs(params: unknown): unknown[] {
-  return params === undefined ? [] : Array.isArray(params) ? params : [params];
+/** Call `handler` with `params` spread as vscode-jsonrpc spreads them (an array's items, an object whole), then `last`. */
+function callHandler(handler: Handler, params: unknown, ...last: unknown[]): unknown {
+  if (params === undefined) {
+    return handler(...last);
+  }
+  if (Array.isArray(params)) {
+    return handler(...params, ...last);
+  }
+  return handler(params, ...last);
 }
 
 /** Why a typed handler refuses `params`, if it does. */
@@ -290,11 +318,15 @@ function mismatch(type: MessageType | undefined, method: string, params: unknown
   return undefined;
 }
 
+function notificationFailed(method: string, error: unknown): void {
+  console.error(`jsonrpc-duplex: the handler of ${method} failed:`, error);
+}
+
 /**
  * vscode-jsonrpc's `MessageConnection`, on Content-Length frames over two streams, with no queue
  * between the bytes and the handlers: each frame is dispatched from the stream's `data` event
  * as it completes (a handler is called, an answer settles its call, in the order the peer sent
- * them), and each message goes out as one `write` of one string. vscode-jsonrpc's own
+ * them), and each message goes out as one `write` of one buffer. vscode-jsonrpc's own
  * connection dispatches one message per `setImmediate` and frames through its reader and
  * writer layers, which costs a round trip about half again as much as the bytes alone.
  *
@@ -543,7 +575,8 @@ class DirectConnection implements MessageConnection {
   /** One message as one frame in one write; `failed` hears of a write error, `done` of its end. */
   private send(message: object, failed: (error: Error) => void, done?: () => void): void {
     const body = JSON.stringify(message);
-    const frame = `Content-Length: ${Buffer.byteLength(body, "utf8")}\r\n\r\n${body}`;
+    // A buffer, not a string: a stream writes bytes more cheaply than it encodes a string.
+    const frame = Buffer.from(`Content-Length: ${Buffer.byteLength(body, "utf8")}\r\n\r\n${body}`, "utf8");
     this.writable.write(frame, (error?: Error | null) => {
       if (error === undefined || error === null) {
         done?.();
@@ -630,7 +663,7 @@ class DirectConnection implements MessageConnection {
     this.running.set(id, source);
     let result: unknown;
     try {
-      result = entry !== undefined ? entry.handler(...handlerArgs(params), source.token) : star?.(method, params, source.token);
+      result = entry !== undefined ? callHandler(entry.handler, params, source.token) : star?.(method, params, source.token);
     } catch (error) {
       this.answered(id, source);
       this.answer(id, method, this.failure(method, error));
@@ -700,7 +733,7 @@ class DirectConnection implements MessageConnection {
       if (handler === undefined) {
         this.unhandledProgressEmitter.fire({ token: token as string | number, value });
       } else {
-        this.notify(method, () => handler(value));
+        this.notify(method, handler, "whole", value);
       }
       return;
     }
@@ -717,24 +750,27 @@ class DirectConnection implements MessageConnection {
     const entry = this.notificationHandlers.get(method);
     const star = this.starNotification;
     if (entry !== undefined) {
-      this.notify(method, () => entry.handler(...handlerArgs(params)));
+      this.notify(method, entry.handler, "spread", params);
     } else if (star !== undefined) {
-      this.notify(method, () => star(method, params));
+      this.notify(method, star as Handler, "star", params);
     } else {
       this.unhandledNotificationEmitter.fire({ jsonrpc: "2.0", method, params } as NotificationMessage);
     }
   }
 
-  /** Run a notification handler; a failure has no answer to go to, so it is logged. */
-  private notify(method: string, run: () => unknown): void {
-    const failed = (error: unknown): void => console.error(`jsonrpc-duplex: the handler of ${method} failed:`, error);
+  /**
+   * Run a notification handler on `params`: spread (see `callHandler`), as one argument
+   * (progress), or after the method (a star handler). A failure has no answer to go to, so it is
+   * logged.
+   */
+  private notify(method: string, handler: Handler, how: "spread" | "whole" | "star", params: unknown): void {
     try {
-      const result = run();
+      const result = how === "spread" ? callHandler(handler, params) : how === "whole" ? handler(params) : handler(method, params);
       if (isThenable(result)) {
-        result.then(undefined, failed);
+        result.then(undefined, (error: unknown) => notificationFailed(method, error));
       }
     } catch (error) {
-      failed(error);
+      notificationFailed(method, error);
     }
   }
 
