@@ -416,13 +416,17 @@ async function connection(): Promise<string[]> {
   peer.send({ method: "$/progress", params: { token: "p2", value: 2 } });
   peer.send({ method: "other" });
   peer.send({ id: 999, result: "nobody asked" });
+  peer.sendText("null");
+  peer.sendText("[]");
   // A request after them: its answer means they were all dispatched, in order.
   await peer.call(9, "nothing");
   assert.deepEqual(notes, [{ a: 1 }]);
   assert.deepEqual(progress, [{ done: 1 }]);
   assert.deepEqual(unhandled, ["progress p2", "other"]);
   assert.ok(errors.some((e) => /an answer for no call waiting \(id 999\)/.test(e)), JSON.stringify(errors));
-  checks.push("notifications, progress, unhandled ones, a stray answer reported");
+  assert.ok(errors.includes("a message that is not a JSON-RPC object: null"), JSON.stringify(errors));
+  assert.ok(errors.includes("a message that is not a JSON-RPC object: []"), JSON.stringify(errors));
+  checks.push("notifications, progress, unhandled ones, a stray answer and a message that is no object reported");
 
   const source = new CancellationTokenSource();
   const slow = connection.sendRequest<string>("slow", ParameterStructures.byName, { x: 1 }, source.token);

@@ -616,6 +616,10 @@ class DirectConnection implements MessageConnection {
     if (this.state !== "listening") {
       return;
     }
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      this.errorEmitter.fire([new Error(`a message that is not a JSON-RPC object: ${JSON.stringify(message)}`), undefined, undefined]);
+      return;
+    }
     const m = message as { id?: number | string | null; method?: unknown; params?: unknown; result?: unknown; error?: unknown };
     if (typeof m.method === "string") {
       if (m.id === undefined || m.id === null) {
