@@ -29,8 +29,8 @@
 //! | `RpcStream<T>` param | an `AsyncIterable<T>` or `Iterable<T>`, pulled by the peer until the answer | an `AsyncGenerator<T>` to pull before answering |
 //!
 //! Integers are `number`s, exact up to 2^53 - 1 (`Number.MAX_SAFE_INTEGER`): vscode-jsonrpc's
-//! `JSON.parse` rounds larger ones. The connections of the spawn runtime ([`SPAWN_RUNTIME`])
-//! refuse a message that carries one instead of rounding it.
+//! `JSON.parse` rounds larger ones. The connections of the spawn runtime ([`SPAWN_RUNTIME`], a
+//! `MessageConnection` of its own) refuse a message that carries one instead of rounding it.
 //!
 //! Method and param names are the Rust names in camelCase (keywords get a trailing `_`). The
 //! generated helpers (one `$/enumerator/next` handler per connection, shared by every generated
@@ -73,10 +73,16 @@ const RUNTIME: &str = include_str!("runtime.ts");
 
 /// The spawn runtime, a TypeScript file of its own to check in beside the generated module
 /// ([`SPAWN_RUNTIME_FILE`]): `spawnCli(command, args, { transport, stderr })` starts a CLI on
-/// this crate (stdio, or TCP at the address line it prints) and returns its vscode-jsonrpc
-/// connection with `stop()`, which ends the CLI and resolves with its exit status;
-/// `connectCli(host, port)` connects to one. The CLI's stdin stays the SDK's, so it ends when the
-/// SDK's process does.
+/// this crate (stdio, or TCP at the address line it prints) and returns its connection with
+/// `stop()`, which ends the CLI and resolves with its exit status; `connectCli(host, port)`
+/// connects to one. The CLI's stdin stays the SDK's, so it ends when the SDK's process does.
+///
+/// The connection is a vscode-jsonrpc `MessageConnection` (the interface the generated module
+/// takes; a connection made with vscode-jsonrpc's own `createMessageConnection` works with the
+/// module as well) written in the runtime: each Content-Length frame is dispatched from the
+/// stream's `data` event as it completes and each message is one `write`, where vscode-jsonrpc's
+/// connection queues every message behind a `setImmediate` (about half again the cost of a call
+/// by hand on the same pipe; see the README's SDK latency table).
 ///
 /// Integers are TypeScript `number`s: exact up to 2^53 - 1. The connections `spawnCli` and
 /// `connectCli` make refuse a message carrying a larger integer rather than round it (an

@@ -82,8 +82,10 @@ class RpcCall {
     } catch (error) {
       throw rpcTyped(error, this.errors);
     } finally {
-      for (const release of this.cleanup.splice(0)) {
-        release();
+      if (this.cleanup.length > 0) {
+        for (const release of this.cleanup.splice(0)) {
+          release();
+        }
       }
     }
   }
@@ -284,7 +286,11 @@ async function rpcOfferResult<T>(
 /** Run a notification handler; a failure has no answer to go to, so it is logged. */
 function rpcNotification(method: string, run: () => void | Promise<void>): void {
   try {
-    void Promise.resolve(run()).catch((error: unknown) => console.error(`notification ${method} failed:`, error));
+    const result = run();
+    // A handler that returns nothing costs no promise.
+    if (result !== undefined) {
+      Promise.resolve(result).catch((error: unknown) => console.error(`notification ${method} failed:`, error));
+    }
   } catch (error) {
     console.error(`notification ${method} failed:`, error);
   }

@@ -9,7 +9,7 @@
 //!   golang-go, installed with `apt-get` when missing);
 //! - `examples/sdk_bridge/python/drive.py` (on plain `python3`), the Go drive program and the
 //!   TypeScript one (`ts/drive.ts`, compiled with `tsc --strict`; on the generated `bridge.ts` and
-//!   spawn runtime, vscode-jsonrpc beneath) each drive the CLI over stdio and over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
+//!   spawn runtime, whose connection is one of its own behind vscode-jsonrpc's `MessageConnection` interface) each drive the CLI over stdio and over TCP: every event of a turn before its answer, the SDK's tool called and answered, a
 //!   stream pulled, a cancel answered `-32800` within 1 s (TypeScript: from a
 //!   `CancellationTokenSource`), the typed error with its data, 64-bit integers whole (TypeScript:
 //!   exact to 2^53 - 1, an answer beyond refused), `stop()` returning the exit status;
@@ -20,7 +20,7 @@
 //!   exception, cancels (before and while a handler runs), unknown stream tokens, stray and
 //!   malformed answers, framing errors, EOF, newline framing;
 //! - the Go runtime the same way (`go/bridge/runtime_test.go`, `go test`), and the TypeScript
-//!   spawn runtime's frame reader (`ts/drive.ts --mode frames`);
+//!   spawn runtime's frame reader and connection (`ts/drive.ts --mode frames`, `--mode connection`);
 //! - `CliTransport`: its arguments, its address line, its end with stdin.
 //!
 //! Needs `python3` (>= 3.11) with `venv`, `node` (>= 18) and npm, and `go` or root for `apt-get`. Every wait is bounded.
@@ -376,6 +376,17 @@ fn typescript_spawn_runtime_reports_bad_frames_from_a_raw_peer() {
     let report = drive(Lang::TypeScript, &["--mode", "frames"]);
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["checks"].as_array().map(Vec::len), Some(7), "{report}");
+}
+
+#[test]
+fn typescript_spawn_connection_answers_a_raw_peer() {
+    // The spawn runtime's own MessageConnection against a peer written by hand on a socket:
+    // params spread as vscode-jsonrpc spreads them, its error answers, `$/cancelRequest` both
+    // ways, progress and unhandled notifications, a stray answer reported, typed RequestTypes,
+    // trace, and dispose failing the calls still waiting.
+    let report = drive(Lang::TypeScript, &["--mode", "connection"]);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(9), "{report}");
 }
 
 #[test]

@@ -519,13 +519,14 @@ fn refs(value: &Value, in_extension: bool, outside: &mut Vec<String>, inside: &m
 
 /// The generated modules under the tsconfig a new user has: the one `tsc --init` writes
 /// (TypeScript 5.9: `module: nodenext`, `verbatimModuleSyntax`, `exactOptionalPropertyTypes`,
-/// `noUncheckedIndexedAccess`), in an ES module package.
+/// `noUncheckedIndexedAccess`), in an ES module package; then the spawn runtime beside them.
 #[cfg(unix)]
 #[tokio::test]
 async fn typescript_modules_compile_under_the_tsconfig_tsc_init_writes() {
     let ts_dir = files_ts_ready();
     let dir = scratch_dir("tsc-init");
     let _ = std::fs::remove_file(dir.join("tsconfig.json"));
+    let _ = std::fs::remove_file(dir.join(jsonrpc_duplex::typescript::SPAWN_RUNTIME_FILE));
     let tsc_js = ts_dir.join("node_modules/typescript/bin/tsc");
     let init = bounded(
         "tsc --init",
@@ -544,6 +545,14 @@ async fn typescript_modules_compile_under_the_tsconfig_tsc_init_writes() {
     }
     std::fs::write(dir.join("shapes.ts"), Module::new().client::<ShapesApi>().server::<ShapesApi>().render()).unwrap();
     std::fs::copy(ts_dir.join("files.ts"), dir.join("files.ts")).unwrap();
+    tsc(&ts_dir, &dir, &["--noEmit"]).await;
+    // The spawn runtime too, with the one line a Node user adds to that tsconfig: `"types": ["node"]`
+    // (it imports `node:child_process` and `node:net`).
+    let node_types = config.replace("\"types\": []", "\"types\": [\"node\"]");
+    assert_ne!(node_types, config, "tsc --init no longer writes `\"types\": []`: {config}");
+    std::fs::write(dir.join("tsconfig.json"), node_types).unwrap();
+    std::fs::write(dir.join(jsonrpc_duplex::typescript::SPAWN_RUNTIME_FILE), jsonrpc_duplex::typescript::SPAWN_RUNTIME)
+        .unwrap();
     tsc(&ts_dir, &dir, &["--noEmit"]).await;
 }
 

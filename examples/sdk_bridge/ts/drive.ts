@@ -7,12 +7,22 @@
 // `check` prints one JSON line, {"ok":true,"checks":[..]}, and exits 0 (or {"ok":false,..} and
 // exits 1). `hang` prints {"cli_pid":N}, then {"in_call":true} once a long call is under way, and
 // waits (for a test to SIGKILL it). `frames` feeds the spawn runtime's reader bad frames from a
-// raw peer and prints {"ok":true,"checks":[..]}. `bench` prints p50 latencies (the generated client's and a hand-written one's, on `--transport`). Every wait is bounded.
+// raw peer and prints {"ok":true,"checks":[..]}; `connection` does the same with its connection's
+// requests, notifications, cancels, progress, typed calls and dispose. `bench` prints p50 latencies (the generated client's and a hand-written one's, on `--transport`). Every wait is bounded.
 
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import * as net from "node:net";
-import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
+import {
+  type CancellationToken,
+  CancellationTokenSource,
+  ParameterStructures,
+  ProgressType,
+  RequestType,
+  RequestType2,
+  ResponseError,
+  Trace,
+} from "vscode-jsonrpc/node";
 import { SessionClient, serveTools, Step, ToolFailedError, Tools, TurnEvent } from "./bridge";
 import { ADDRESS_LINE_PREFIX, connectCli, spawnCli, type Cli } from "./jsonrpc_duplex_spawn";
 
@@ -294,6 +304,173 @@ async function frames(): Promise<string[]> {
   return checks;
 }
 
+/** A peer written by hand on a socket: Content-Length frames each way, read one at a time. */
+class RawPeer {
+  private buffer = Buffer.alloc(0);
+  private readonly queue: Array<Record<string, unknown>> = [];
+  private waiting: ((message: Record<string, unknown>) => void) | undefined;
+
+  constructor(private readonly socket: net.Socket) {
+    socket.on("data", (chunk: Buffer) => {
+      this.buffer = Buffer.concat([this.buffer, chunk]);
+      for (;;) {
+        const end = this.buffer.indexOf("\r\n\r\n");
+        const length = end < 0 ? Number.NaN : Number(/content-length:\s*(\d+)/i.exec(this.buffer.subarray(0, end).toString())?.[1]);
+        if (end < 0 || this.buffer.length < end + 4 + length) {
+          return;
+        }
+        const message = JSON.parse(this.buffer.subarray(end + 4, end + 4 + length).toString()) as Record<string, unknown>;
+        this.buffer = this.buffer.subarray(end + 4 + length);
+        const waiting = this.waiting;
+        this.waiting = undefined;
+        if (waiting === undefined) {
+          this.queue.push(message);
+        } else {
+          waiting(message);
+        }
+      }
+    });
+  }
+
+  send(message: Record<string, unknown>): void {
+    this.sendText(JSON.stringify({ jsonrpc: "2.0", ...message }));
+  }
+
+  sendText(body: string): void {
+    this.socket.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  }
+
+  next(what: string): Promise<Record<string, unknown>> {
+    const queued = this.queue.shift();
+    return within(what, queued !== undefined ? Promise.resolve(queued) : new Promise((resolve) => (this.waiting = resolve)));
+  }
+
+  /** Send a request, its answer. */
+  async call(id: number, method: string, params?: unknown): Promise<Record<string, unknown>> {
+    this.send(params === undefined ? { id, method } : { id, method, params });
+    const answer = await this.next(`the answer to ${method}`);
+    assert.equal(answer.id, id, `the answer to ${method}: ${JSON.stringify(answer)}`);
+    return answer;
+  }
+}
+
+/** The spawn runtime's connection against a raw peer: what it answers, sends, and reports. */
+async function connection(): Promise<string[]> {
+  const checks: string[] = [];
+  let accepted: (socket: net.Socket) => void = () => undefined;
+  const socketAccepted = new Promise<net.Socket>((resolve) => (accepted = resolve));
+  const server = net.createServer((socket) => accepted(socket));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const connection = await connectCli("127.0.0.1", (server.address() as net.AddressInfo).port);
+  const peer = new RawPeer(await within("the connection", socketAccepted));
+  const errors: string[] = [];
+  const notes: unknown[] = [];
+  const unhandled: string[] = [];
+  const progress: unknown[] = [];
+  const traced: string[] = [];
+  connection.onError(([error]) => errors.push(error.message));
+  connection.onRequest("add", (a: number, b: number) => a + b);
+  connection.onRequest("named", (params: { who: string }) => `hello ${params.who}`);
+  connection.onRequest("nothing", () => undefined);
+  connection.onRequest("typed", () => {
+    throw new ResponseError(-32050, "a typed failure", { tool: "grep" });
+  });
+  connection.onRequest("boom", async () => {
+    throw new Error("boom");
+  });
+  connection.onRequest("wait", (token: CancellationToken) => new Promise((_, reject) => {
+    token.onCancellationRequested(() => reject(new ResponseError(-32800, "cancelled")));
+  }));
+  connection.onNotification("note", (params: unknown) => {
+    notes.push(params);
+  });
+  connection.onUnhandledNotification((message) => unhandled.push(message.method));
+  connection.onProgress(new ProgressType<unknown>(), "p1", (value) => {
+    progress.push(value);
+  });
+  connection.onUnhandledProgress((params) => unhandled.push(`progress ${String(params.token)}`));
+  connection.listen();
+  await connection.trace(Trace.Messages, { log: (message: string) => traced.push(message) });
+
+  assert.deepEqual(await peer.call(1, "add", [2, 3]), { jsonrpc: "2.0", id: 1, result: 5 });
+  assert.deepEqual((await peer.call(2, "named", { who: "you" })).result, "hello you");
+  assert.deepEqual((await peer.call(3, "nothing")).result, null);
+  checks.push("requests: params by position spread, by name whole, undefined answered null");
+  assert.deepEqual((await peer.call(4, "typed")).error, { code: -32050, message: "a typed failure", data: { tool: "grep" } });
+  assert.deepEqual((await peer.call(5, "boom")).error, { code: -32603, message: "Request boom failed with message: boom" });
+  assert.equal(((await peer.call(6, "missing")).error as { code: number }).code, -32601);
+  checks.push("errors: a ResponseError as it is, another failure -32603, no handler -32601");
+  peer.send({ id: 7, method: "wait" });
+  peer.send({ method: "$/cancelRequest", params: { id: 7 } });
+  assert.deepEqual(await peer.next("the cancelled call's answer"), { jsonrpc: "2.0", id: 7, error: { code: -32800, message: "cancelled" } });
+  checks.push("$/cancelRequest cancels the handler's token");
+  // As text: this side's own JSON would round it.
+  peer.sendText('{"jsonrpc":"2.0","id":8,"method":"add","params":[9007199254740993,1]}');
+  const big = await peer.next("the answer to a request beyond 2^53");
+  assert.equal((big.error as { code: number }).code, -32601);
+  assert.match((big.error as { message: string }).message, /9007199254740993/);
+  checks.push("a request beyond 2^53 refused, not rounded");
+
+  peer.send({ method: "note", params: { a: 1 } });
+  peer.send({ method: "$/progress", params: { token: "p1", value: { done: 1 } } });
+  peer.send({ method: "$/progress", params: { token: "p2", value: 2 } });
+  peer.send({ method: "other" });
+  peer.send({ id: 999, result: "nobody asked" });
+  peer.sendText("null");
+  peer.sendText("[]");
+  // A request after them: its answer means they were all dispatched, in order.
+  await peer.call(9, "nothing");
+  assert.deepEqual(notes, [{ a: 1 }]);
+  assert.deepEqual(progress, [{ done: 1 }]);
+  assert.deepEqual(unhandled, ["progress p2", "other"]);
+  assert.ok(errors.some((e) => /an answer for no call waiting \(id 999\)/.test(e)), JSON.stringify(errors));
+  assert.ok(errors.includes("a message that is not a JSON-RPC object: null"), JSON.stringify(errors));
+  assert.ok(errors.includes("a message that is not a JSON-RPC object: []"), JSON.stringify(errors));
+  checks.push("notifications, progress, unhandled ones, a stray answer and a message that is no object reported");
+
+  const source = new CancellationTokenSource();
+  const slow = connection.sendRequest<string>("slow", ParameterStructures.byName, { x: 1 }, source.token);
+  const request = await peer.next("the request");
+  assert.equal(request.method, "slow");
+  assert.deepEqual(request.params, { x: 1 });
+  source.cancel();
+  const cancel = await peer.next("the $/cancelRequest");
+  assert.deepEqual(cancel, { jsonrpc: "2.0", method: "$/cancelRequest", params: { id: request.id } });
+  peer.send({ id: request.id, error: { code: -32800, message: "cancelled", data: { why: "asked" } } });
+  const cancelled = await within("the cancelled call", slow.then(() => undefined, (e: unknown) => e));
+  assert.ok(cancelled instanceof ResponseError && cancelled.code === -32800, String(cancelled));
+  assert.deepEqual(cancelled.data, { why: "asked" });
+  checks.push("a cancelled token sends $/cancelRequest; an error answer rejects with its code and data");
+
+  const sum = connection.sendRequest(new RequestType2<number, number, number, void>("sum"), 1, 2);
+  const sent = await peer.next("the typed request");
+  assert.deepEqual([sent.method, sent.params], ["sum", [1, 2]]);
+  peer.send({ id: sent.id, result: 3 });
+  assert.equal(await within("sum", sum), 3);
+  const byName = connection.sendRequest(new RequestType<{ a: number }, number, void>("obj", ParameterStructures.byName), { a: 1 });
+  const named = await peer.next("the request by name");
+  assert.deepEqual([named.method, named.params], ["obj", { a: 1 }]);
+  peer.send({ id: named.id, result: 1 });
+  await within("obj", byName);
+  await connection.sendNotification("told", [1, 2]);
+  assert.deepEqual(await peer.next("the notification"), { jsonrpc: "2.0", method: "told", params: [[1, 2]] });
+  checks.push("typed RequestTypes and ParameterStructures as vscode-jsonrpc sends them");
+  assert.ok(traced.includes("Received request 'add - (1)'."), JSON.stringify(traced.slice(0, 4)));
+  assert.ok(traced.includes("Sending request 'sum - (1)'."), JSON.stringify(traced.filter((t) => t.includes("sum"))));
+  checks.push("trace");
+
+  const hanging = connection.sendRequest("never");
+  await peer.next("the request left unanswered");
+  connection.dispose();
+  const rejected = await within("the call left waiting", hanging.then(() => undefined, (e: unknown) => e));
+  assert.ok(rejected instanceof ResponseError && rejected.code === -32097, String(rejected));
+  const after = await connection.sendRequest("late").then(() => undefined, (e: unknown) => e);
+  assert.ok(after instanceof Error && /disposed/.test(after.message), String(after));
+  checks.push("dispose rejects the calls waiting, and the calls after it");
+  server.close();
+  return checks;
+}
+
 async function main(): Promise<number> {
   const [cli, ...rest] = process.argv.slice(2);
   const option = (name: string, fallback: string): string => {
@@ -310,9 +487,9 @@ async function main(): Promise<number> {
     await hang(cli, transport);
     return 0;
   }
-  if (mode === "frames") {
+  if (mode === "frames" || mode === "connection") {
     try {
-      console.log(JSON.stringify({ ok: true, checks: await frames() }));
+      console.log(JSON.stringify({ ok: true, checks: await (mode === "frames" ? frames() : connection()) }));
       return 0;
     } catch (error) {
       console.log(JSON.stringify({ ok: false, failed: String(error instanceof Error ? error.stack : error) }));
