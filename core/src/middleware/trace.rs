@@ -100,7 +100,7 @@ pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<O
     if span.is_disabled() {
         return next.run(call);
     }
-    Box::pin(InSpan { span, started: Instant::now(), state: State::Start(call, next) })
+    Box::pin(InSpan { span, started: Instant::now(), start: Some((call, next)), running: None })
 }
 
 /// The rest of the chain, run and polled inside its span (so the handler's own spans and
@@ -111,14 +111,11 @@ pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<O
 struct InSpan {
     span: tracing::Span,
     started: Instant,
-    state: State,
-}
-
-enum State {
-    Start(Call, Next),
-    Running(BoxFuture<Outcome>),
-    /// Ended (what ran was dropped inside the span, in the poll that ended it).
-    Done,
+    /// What the first poll starts.
+    start: Option<(Call, Next)>,
+    /// The rest of the chain, once started; `None` again once it has ended (dropped inside the
+    /// span, in the poll that ended it).
+    running: Option<BoxFuture<Outcome>>,
 }
 
 impl Future for InSpan {
@@ -127,16 +124,14 @@ impl Future for InSpan {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
         let this = self.get_mut();
         let _entered = this.span.enter();
-        if matches!(this.state, State::Start(..))
-            && let State::Start(call, next) = std::mem::replace(&mut this.state, State::Done)
-        {
-            this.state = State::Running(next.run(call));
+        if let Some((call, next)) = this.start.take() {
+            this.running = Some(next.run(call));
         }
-        let State::Running(running) = &mut this.state else {
+        let Some(running) = this.running.as_mut() else {
             return Poll::Ready(Err(crate::connection::Error::Protocol("polled after it ended".into())));
         };
         let Poll::Ready(outcome) = running.as_mut().poll(cx) else { return Poll::Pending };
-        this.state = State::Done;
+        this.running = None;
         this.span.record("duration_ms", this.started.elapsed().as_secs_f64() * 1000.0);
         if let Err(error) = &outcome {
             let code = error_code(error);
@@ -151,9 +146,10 @@ impl Future for InSpan {
 impl Drop for InSpan {
     fn drop(&mut self) {
         // Dropped before it ended (cancelled, the connection gone): inside the span, as it ran.
-        if !matches!(self.state, State::Done) {
+        if self.start.is_some() || self.running.is_some() {
             let _entered = self.span.enter();
-            self.state = State::Done;
+            self.start = None;
+            self.running = None;
         }
     }
 }
