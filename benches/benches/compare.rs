@@ -22,7 +22,9 @@
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
 //! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics` the layer on both ends (the
-//! layers' cost in instructions per call under callgrind).
+//! layers' cost in instructions per call under callgrind); `COMPARE_PROFILE_SCENARIO=span`
+//! makes N calls' worth of bare spans under the layer rows' registry, no connection (what the
+//! registry itself costs the tracing layer).
 //!
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
@@ -436,6 +438,10 @@ fn loadavg() -> String {
 /// `COMPARE_PROFILE_SCENARIO=idle`, scenario F with N pairs instead; `inflight`, scenario B;
 /// `notify`, scenario C.
 fn profile(rt: &Runtime, n: usize) {
+    if std::env::var("COMPARE_PROFILE_SCENARIO").as_deref() == Ok("span") {
+        bare_spans(n);
+        return;
+    }
     let who = std::env::var("COMPARE_PROFILE_WHO").unwrap_or_else(|_| "rpc".to_owned());
     let link = match std::env::var("COMPARE_PROFILE_LINK").as_deref() {
         Ok("unix") => Link::UnixPair,
@@ -498,6 +504,35 @@ fn profile(rt: &Runtime, n: usize) {
         a.allocs_per_call,
         a.bytes_per_call
     );
+}
+
+/// `COMPARE_PROFILE_SCENARIO=span`: what the `tracing` registry of the layer rows costs by
+/// itself for what `TraceLayer` asks of it per call on row A: two spans (one per end), each with
+/// the same fields, made, entered and left once, one field recorded, closed. No connection.
+fn bare_spans(n: usize) {
+    install_layer_sinks();
+    for i in 0..2 * n as u64 {
+        let span = tracing::info_span!(
+            target: jsonrpc_duplex::middleware::trace::TRACE_TARGET,
+            "rpc",
+            otel.name = "add",
+            otel.kind = "client",
+            rpc.system.name = "jsonrpc",
+            rpc.method = "add",
+            jsonrpc.protocol.version = "2.0",
+            jsonrpc.request.id = tracing::field::display(i),
+            rpc.response.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        let entered = span.enter();
+        std::hint::black_box(&entered);
+        drop(entered);
+        span.record("duration_ms", 0.5);
+        drop(std::hint::black_box(span));
+    }
+    println!("{n} calls' worth of bare spans (2 per call)");
 }
 
 /// What the layers report to: the spans of the tracing layer are recorded (a registry under it,

@@ -1,9 +1,11 @@
 //! A `tracing` span per call, in both directions, with OpenTelemetry's attribute names for
 //! JSON-RPC: exported by `tracing-opentelemetry` as a collector expects.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
-use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::names::MethodNames;
@@ -53,56 +55,103 @@ impl TraceLayer {
 }
 
 impl TraceLayer {
-    /// The span of one call, not entered yet.
+    /// The span of one call, not entered yet. A request's id is given with the span (one
+    /// call into the subscriber, not a second to record it).
     pub(crate) fn span(&self, call: &Call) -> tracing::Span {
         let method = self.names.report(call.method());
         let kind = match call.direction() {
             Direction::Incoming => "server",
             Direction::Outgoing => "client",
         };
-        let span = tracing::info_span!(
-            target: TRACE_TARGET,
-            "rpc",
-            otel.name = method,
-            otel.kind = kind,
-            rpc.system.name = "jsonrpc",
-            rpc.method = method,
-            jsonrpc.protocol.version = "2.0",
-            jsonrpc.request.id = Empty,
-            rpc.response.status_code = Empty,
-            error.type = Empty,
-            otel.status_code = Empty,
-            duration_ms = Empty,
-        );
-        if call.kind() == Kind::Request
-            && let Some(id) = call.id()
-            && !span.is_disabled()
-        {
-            span.record("jsonrpc.request.id", tracing::field::display(IdText(id)));
+        match call.id().filter(|_| call.kind() == Kind::Request) {
+            Some(id) => tracing::info_span!(
+                target: TRACE_TARGET,
+                "rpc",
+                otel.name = method,
+                otel.kind = kind,
+                rpc.system.name = "jsonrpc",
+                rpc.method = method,
+                jsonrpc.protocol.version = "2.0",
+                jsonrpc.request.id = tracing::field::display(IdText(id)),
+                rpc.response.status_code = Empty,
+                error.type = Empty,
+                otel.status_code = Empty,
+                duration_ms = Empty,
+            ),
+            None => tracing::info_span!(
+                target: TRACE_TARGET,
+                "rpc",
+                otel.name = method,
+                otel.kind = kind,
+                rpc.system.name = "jsonrpc",
+                rpc.method = method,
+                jsonrpc.protocol.version = "2.0",
+                rpc.response.status_code = Empty,
+                error.type = Empty,
+                otel.status_code = Empty,
+                duration_ms = Empty,
+            ),
         }
-        span
     }
 }
 
 /// Run the rest of the chain inside `span`, recording the answer's time and error on it.
 pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<Outcome> {
-    let started = Instant::now();
-    let running = span.in_scope(|| next.run(call));
-    Box::pin(
-        async move {
-            let outcome = running.await;
-            let span = tracing::Span::current();
-            span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
-            if let Err(error) = &outcome {
-                let code = error_code(error).to_string();
-                span.record("rpc.response.status_code", code.as_str());
-                span.record("error.type", code.as_str());
-                span.record("otel.status_code", "ERROR");
-            }
-            outcome
+    if span.is_disabled() {
+        return next.run(call);
+    }
+    Box::pin(InSpan { span, started: Instant::now(), start: Some((call, next)), running: None })
+}
+
+/// The rest of the chain, run and polled inside its span (so the handler's own spans and
+/// events, and the calls it makes, are the span's children). What `tracing::Instrument` does,
+/// without looking the span up again to record on it when done, and without entering it once
+/// more to drop what already finished: the span is entered once per poll, and the rest of the
+/// chain is started in the first (not in one entry of its own before it).
+struct InSpan {
+    span: tracing::Span,
+    started: Instant,
+    /// What the first poll starts.
+    start: Option<(Call, Next)>,
+    /// The rest of the chain, once started; `None` again once it has ended (dropped inside the
+    /// span, in the poll that ended it).
+    running: Option<BoxFuture<Outcome>>,
+}
+
+impl Future for InSpan {
+    type Output = Outcome;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        let this = self.get_mut();
+        let _entered = this.span.enter();
+        if let Some((call, next)) = this.start.take() {
+            this.running = Some(next.run(call));
         }
-        .instrument(span),
-    )
+        let Some(running) = this.running.as_mut() else {
+            return Poll::Ready(Err(crate::connection::Error::Protocol("polled after it ended".into())));
+        };
+        let Poll::Ready(outcome) = running.as_mut().poll(cx) else { return Poll::Pending };
+        this.running = None;
+        this.span.record("duration_ms", this.started.elapsed().as_secs_f64() * 1000.0);
+        if let Err(error) = &outcome {
+            let code = error_code(error);
+            this.span.record("rpc.response.status_code", tracing::field::display(code));
+            this.span.record("error.type", tracing::field::display(code));
+            this.span.record("otel.status_code", "ERROR");
+        }
+        Poll::Ready(outcome)
+    }
+}
+
+impl Drop for InSpan {
+    fn drop(&mut self) {
+        // Dropped before it ended (cancelled, the connection gone): inside the span, as it ran.
+        if self.start.is_some() || self.running.is_some() {
+            let _entered = self.span.enter();
+            self.start = None;
+            self.running = None;
+        }
+    }
 }
 
 /// The id as OpenTelemetry wants it, a string (`""` for `null`), recorded as a display value
