@@ -9,7 +9,9 @@
 //!   generate now (a stale file fails);
 //! - a node program on the generated client and vscode-jsonrpc alone talks both ways to the
 //!   Rust `files_server` over stdio (`examples/files/ts/client.ts`);
-//! - `rpc.discover` answers the document.
+//! - `rpc.discover` answers the document;
+//! - `@open-rpc/test-coverage` at its defaults judges every call to the `Order` trait served
+//!   with `bind_http` valid (`tests/interop/openrpc_coverage`), and a wrong result type invalid.
 //!
 //! Needs `node` (>= 18); `npm ci` runs once per package when `node_modules` is missing. Every
 //! wait is bounded.
