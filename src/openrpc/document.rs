@@ -41,6 +41,7 @@ pub struct Document {
     version: String,
     description: Option<String>,
     license: Option<String>,
+    servers: Vec<(String, String)>,
     services: Vec<Service>,
     schemas: Schemas,
 }
@@ -53,6 +54,7 @@ impl Document {
             version: version.into(),
             description: None,
             license: None,
+            servers: Vec::new(),
             services: Vec::new(),
             schemas: Schemas::default(),
         }
@@ -68,6 +70,26 @@ impl Document {
     /// `info.description` (by default, the doc comment of the only service, if there is one).
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+
+    /// Add a `servers` entry: where the API is served, named `name` (a URL such as
+    /// `http://127.0.0.1:8080/` for a server of `bind_http`). Tools that call the API read it:
+    /// `@open-rpc/test-coverage` sends its calls to the first one, the OpenRPC playground
+    /// offers them. Without any, the document has no `servers` (the specification then means
+    /// `localhost:8545`, which is rarely yours).
+    ///
+    /// ```
+    /// # #[cfg(feature = "openrpc")] {
+    /// use jsonrpc_duplex::openrpc::Document;
+    ///
+    /// let doc = Document::new("calc", "1.0.0").server("local", "http://127.0.0.1:8080/").to_value();
+    /// assert_eq!(doc["servers"][0]["name"], "local");
+    /// assert_eq!(doc["servers"][0]["url"], "http://127.0.0.1:8080/");
+    /// # }
+    /// ```
+    pub fn server(mut self, name: impl Into<String>, url: impl Into<String>) -> Self {
+        self.servers.push((name.into(), url.into()));
         self
     }
 
@@ -127,6 +149,7 @@ impl Document {
                 description,
                 license: self.license.as_deref().map(|name| License { name }),
             },
+            servers: self.servers.iter().map(|(name, url)| ServerObject { name, url }).collect(),
             methods: self.services.iter().flat_map(|s| s.methods.iter().map(|m| method(s, m, &definitions))).collect(),
             // Each method's tag carries its description: a `components.tags` entry beside it
             // would be a component nothing refers to (Redocly warns about those).
@@ -153,6 +176,8 @@ impl Document {
 struct Doc<'a> {
     openrpc: &'static str,
     info: Info<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    servers: Vec<ServerObject<'a>>,
     methods: Vec<MethodObject<'a>>,
     components: Components,
 }
@@ -170,6 +195,12 @@ struct Info<'a> {
 #[derive(Serialize)]
 struct License<'a> {
     name: &'a str,
+}
+
+#[derive(Serialize)]
+struct ServerObject<'a> {
+    name: &'a str,
+    url: &'a str,
 }
 
 #[derive(Serialize)]

@@ -9,7 +9,9 @@
 //!   generate now (a stale file fails);
 //! - a node program on the generated client and vscode-jsonrpc alone talks both ways to the
 //!   Rust `files_server` over stdio (`examples/files/ts/client.ts`);
-//! - `rpc.discover` answers the document.
+//! - `rpc.discover` answers the document;
+//! - `@open-rpc/test-coverage` at its defaults judges every call to the `Order` trait served
+//!   with `bind_http` valid (`tests/interop/openrpc_coverage`), and a wrong result type invalid.
 //!
 //! Needs `node` (>= 18); `npm ci` runs once per package when `node_modules` is missing. Every
 //! wait is bounded.
@@ -500,6 +502,85 @@ async fn documents_pass_redoclys_lint_at_its_defaults() {
     }
 }
 
+/// `Order`, served: at most 64 lines of the window.
+#[cfg(feature = "http")]
+struct Lines;
+
+#[cfg(feature = "http")]
+impl Order for Lines {
+    async fn window(&self, from: Option<u32>, to: u32, step: Option<u32>) -> Vec<u32> {
+        let step = step.unwrap_or(1).max(1) as usize;
+        (from.unwrap_or(0)..=to).step_by(step).take(64).collect()
+    }
+}
+
+/// Serve `dispatcher` over HTTP on loopback and run `@open-rpc/test-coverage` at its defaults
+/// (its rules, its HTTP transport, its JSON reporter; `tests/interop/openrpc_coverage/coverage.js`,
+/// which says why not its CLI) against the `Order` document, whose `servers` name the server.
+/// Answers the calls of its JSON report.
+#[cfg(feature = "http")]
+async fn test_coverage(name: &str, dispatcher: impl Into<jsonrpc_duplex::Router>) -> Vec<Value> {
+    let dir = interop::npm_ready("openrpc_coverage", &["@open-rpc/test-coverage"]);
+    let server = jsonrpc_duplex::server::ServerBuilder::new(Connection::builder().serve(dispatcher))
+        .bind_http("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let doc = Document::new("order", "1.0.0")
+        .server("loopback", format!("http://{}/", server.local_addr()))
+        .service::<OrderApi>()
+        .to_value();
+    let file = scratch_dir("test-coverage").join(format!("{name}.openrpc.json"));
+    std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let output = bounded(
+        "open-rpc-test-coverage",
+        tokio::process::Command::new("node").arg("coverage.js").arg(&file).current_dir(&dir),
+        Duration::from_secs(60),
+    )
+    .await;
+    server.shutdown(Duration::from_secs(5)).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "test-coverage failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    match serde_json::from_str::<Value>(&stdout) {
+        Ok(Value::Array(calls)) => calls,
+        other => panic!("test-coverage printed no JSON report ({other:?}):\n{stdout}"),
+    }
+}
+
+/// The OpenRPC project's `@open-rpc/test-coverage`, at its defaults, against a live server of
+/// ours over HTTP (`bind_http`): it calls every method with params faked from the document's
+/// schemas (`JsonSchemaFakerRule`, 10 calls a method; `ExamplesRule` has no examples to call)
+/// and checks each answer against the result schema with a plain `new Ajv()`. Every call is
+/// judged valid; and the check is no rubber stamp: a server whose answer has the wrong type
+/// fails every call. (The tool throws on a method without `result`, i.e. on any notification:
+/// a trait with notifications needs its `--skip`.)
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn test_coverage_judges_every_call_to_our_http_server_valid() {
+    let calls = test_coverage("order", OrderServer::new(Lines)).await;
+    assert!(!calls.is_empty(), "test-coverage made no call");
+    for call in &calls {
+        assert_eq!(call["methodName"], "order/window", "{call:#}");
+        assert_eq!(call["valid"], true, "judged invalid: {call:#}");
+        assert!(call.get("error").is_none_or(Value::is_null), "{call:#}");
+        assert!(call["result"].is_array(), "{call:#}");
+    }
+    // The same document, a server that answers a string where a list of integers is promised.
+    let wrong = jsonrpc_duplex::Router::new()
+        .method("order/window", |_: Value, _| async move { Ok::<_, ErrorObject>("not a list") });
+    let calls = test_coverage("wrong", wrong).await;
+    assert!(!calls.is_empty(), "test-coverage made no call");
+    for call in &calls {
+        assert_eq!(call["valid"], false, "a wrong result type judged valid: {call:#}");
+        assert_eq!(call["result"], "not a list", "{call:#}");
+        assert!(call["reason"].as_str().is_some_and(|r| r.contains("array")), "{call:#}");
+    }
+}
+
 /// The `$ref`s of `value`: those outside any `x-` member, and those inside one.
 fn refs(value: &Value, in_extension: bool, outside: &mut Vec<String>, inside: &mut Vec<String>) {
     match value {
@@ -541,6 +622,8 @@ async fn typescript_modules_compile_under_the_tsconfig_tsc_init_writes() {
     // vscode-jsonrpc (and @types/node) from the example's install.
     let modules = dir.join("node_modules");
     if !modules.exists() {
+        // A link left dangling (a target/ copied from another checkout) is replaced.
+        let _ = std::fs::remove_file(&modules);
         std::os::unix::fs::symlink(ts_dir.join("node_modules"), &modules).unwrap();
     }
     std::fs::write(dir.join("shapes.ts"), Module::new().client::<ShapesApi>().server::<ShapesApi>().render()).unwrap();
