@@ -182,12 +182,8 @@ pub(crate) fn example(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = std::process::Command::new(cargo);
         build.args(["build", "-p", "jsonrpc-duplex", "--example", name, "--profile", &profile]);
-        run_bounded(
-            build.current_dir(workspace_dir()),
-            &format!("building the {name} example"),
-            INSTALL,
-        )
-        .map_err(|e| format!("{e}; build it with `cargo build --example {name}`"))?;
+        run_bounded(build.current_dir(workspace_dir()), &format!("building the {name} example"), INSTALL)
+            .map_err(|e| format!("{e}; build it with `cargo build --example {name}`"))?;
         if path.is_file() { Ok(path) } else { Err(format!("the {name} example is not at {}", path.display())) }
     })
 }
