@@ -1,6 +1,7 @@
 //! Where replies are matched to calls: our outbound request ids → the waiting callers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::OnceLock;
 
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, oneshot};
@@ -20,10 +21,16 @@ const ABANDONED_MEMORY: usize = 4096;
 #[derive(Default)]
 struct Inner {
     calls: HashMap<u64, oneshot::Sender<Outcome>, IdBuild>,
-    /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules).
-    abandoned: HashSet<u64, IdBuild>,
-    abandoned_order: VecDeque<u64>,
+    /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules): made when
+    /// the first gives up, so a connection whose calls were all answered holds none of it.
+    abandoned: Option<Box<Abandoned>>,
     closed: Option<CloseReason>,
+}
+
+#[derive(Default)]
+struct Abandoned {
+    ids: HashSet<u64, IdBuild>,
+    order: VecDeque<u64>,
 }
 
 /// What became of an inbound response.
@@ -42,8 +49,11 @@ pub(crate) struct Pending {
     pub(crate) call_started: Notify,
     /// At most this many calls await answers at once (`Limits::max_pending_calls`).
     max: usize,
-    /// Signalled when a call ends while the map is full (a further call waits for that).
-    slot_freed: Notify,
+    /// Signalled when a call ends while the map is full (a further call waits for that). Made
+    /// by the first call that waits for a slot: it checks the map under the lock after making
+    /// it, and a slot is freed under the lock before the wake-up looks for it, so a wake-up that
+    /// finds none has no waiter to wake.
+    slot_freed: OnceLock<Box<Notify>>,
 }
 
 impl Pending {
@@ -52,7 +62,7 @@ impl Pending {
             inner: Mutex::new(Inner::default()),
             call_started: Notify::new(),
             max: max_pending_calls.max(1),
-            slot_freed: Notify::new(),
+            slot_freed: OnceLock::new(),
         }
     }
 
@@ -83,8 +93,9 @@ impl Pending {
     /// [`Pending::try_register`] once the map is full: wait for a slot (in a future of its own,
     /// boxed by the caller, so that a call's future stays small).
     pub(crate) async fn register_waiting(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
+        let slot_freed = self.slot_freed.get_or_init(Default::default);
         loop {
-            let freed = self.slot_freed.notified();
+            let freed = slot_freed.notified();
             tokio::pin!(freed);
             // Registered as a waiter before the check: a slot freed from here on wakes it.
             freed.as_mut().enable();
@@ -97,8 +108,10 @@ impl Pending {
 
     /// A call left the map (`len_before` entries before): wake one that waits for a slot.
     fn freed(&self, len_before: usize) {
-        if len_before >= self.max {
-            self.slot_freed.notify_one();
+        if len_before >= self.max
+            && let Some(slot_freed) = self.slot_freed.get()
+        {
+            slot_freed.notify_one();
         }
     }
 
@@ -118,7 +131,11 @@ impl Pending {
                 Err(_) => Delivery::Abandoned,
             };
         }
-        if inner.abandoned.remove(&id) { Delivery::Abandoned } else { Delivery::Unknown }
+        if inner.abandoned.as_mut().is_some_and(|a| a.ids.remove(&id)) {
+            Delivery::Abandoned
+        } else {
+            Delivery::Unknown
+        }
     }
 
     /// Whether call `id` still waits for its answer (none was read for it, it was not given up,
@@ -138,11 +155,12 @@ impl Pending {
             return false;
         }
         self.freed(len);
-        inner.abandoned.insert(id);
-        inner.abandoned_order.push_back(id);
-        while inner.abandoned_order.len() > ABANDONED_MEMORY {
-            if let Some(old) = inner.abandoned_order.pop_front() {
-                inner.abandoned.remove(&old);
+        let abandoned = inner.abandoned.get_or_insert_with(Default::default);
+        abandoned.ids.insert(id);
+        abandoned.order.push_back(id);
+        while abandoned.order.len() > ABANDONED_MEMORY {
+            if let Some(old) = abandoned.order.pop_front() {
+                abandoned.ids.remove(&old);
             }
         }
         true
@@ -164,7 +182,9 @@ impl Pending {
             }
             std::mem::take(&mut inner.calls)
         };
-        self.slot_freed.notify_waiters();
+        if let Some(slot_freed) = self.slot_freed.get() {
+            slot_freed.notify_waiters();
+        }
         for (_, tx) in calls {
             let _ = tx.send((Err(Error::ConnectionLost(reason.clone())), 0));
         }

@@ -217,3 +217,19 @@ impl crate::message::bind::Binder for Shared {
         self.seam.bind(found, target)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every connection holds one `Shared` for its whole life: what only a full budget, a full
+    /// call table or a caller that gives up needs is made on first use, not held inline (1,336
+    /// bytes when it was; the heap figure of `benches/tests/idle_memory.rs` is too noisy to
+    /// tell 160 bytes apart).
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn an_idle_connections_shared_state_holds_no_waits_inline() {
+        let size = std::mem::size_of::<super::Shared>();
+        assert!(size <= 1184, "Shared is {size} bytes");
+        assert!(std::mem::size_of::<super::Outbound>() <= 376);
+        assert!(std::mem::size_of::<super::Pending>() <= 168);
+    }
+}

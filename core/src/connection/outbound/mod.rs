@@ -23,8 +23,8 @@ mod pump;
 mod turns;
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Bytes, BytesMut};
@@ -178,10 +178,9 @@ pub(crate) struct Outbound {
     codec: Option<FrameCodec>,
     pub(crate) tracer: Tracer,
     budget_max: usize,
-    /// Senders that found no room wait here in line, first come first served.
-    turnstile: Semaphore,
-    /// Signalled when the writer takes budgeted bytes while a sender waits.
-    room: Notify,
+    /// What senders wait on when the budget is full: made by the first that waits (or by the
+    /// close), so a connection whose sends always found room holds none of it.
+    waits: OnceLock<Box<Waits>>,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
     /// Bytes of responses and cancellations queued without waiting for the budget, or taken by
@@ -191,8 +190,24 @@ pub(crate) struct Outbound {
     unbudgeted: AtomicUsize,
     /// Signalled when fewer unbudgeted bytes wait (or the queue closes).
     drained: Notify,
+}
+
+/// See [`Outbound::waits`]. Every waiter checks what it waits for under the queue lock after
+/// making these, and every change it waits for is made under that lock before the wake-up looks
+/// for them: a wake-up that finds none has no waiter to wake.
+struct Waits {
+    /// Senders that found no room wait here in line, first come first served.
+    turnstile: Semaphore,
+    /// Signalled when the writer takes budgeted bytes while a sender waits.
+    room: Notify,
     /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
     caught_up: Notify,
+}
+
+impl Waits {
+    fn new() -> Box<Self> {
+        Box::new(Waits { turnstile: Semaphore::new(1), room: Notify::new(), caught_up: Notify::new() })
+    }
 }
 
 impl Outbound {
@@ -213,17 +228,19 @@ impl Outbound {
             pump: Mutex::new(None),
             tracer,
             budget_max,
-            turnstile: Semaphore::new(1),
-            room: Notify::new(),
+            waits: OnceLock::new(),
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
-            caught_up: Notify::new(),
         }
     }
 
     fn lock(&self) -> QueueGuard<'_> {
         self.queue.lock()
+    }
+
+    fn waits(&self) -> &Waits {
+        self.waits.get_or_init(Waits::new)
     }
 
     /// Queue a notification (or progress report), waiting for room in the byte budget. The
@@ -257,7 +274,8 @@ impl Outbound {
     pub(crate) async fn send_waiting(&self, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
         let n = body.len().clamp(1, self.budget_max);
         // No room: wait in line, then (first in line) until the writer has taken enough.
-        let _turn = self.turnstile.acquire().await.map_err(|_| Closed)?;
+        let waits = self.waits();
+        let _turn = waits.turnstile.acquire().await.map_err(|_| Closed)?;
         struct Waiting<'a>(&'a Outbound);
         impl Drop for Waiting<'_> {
             fn drop(&mut self) {
@@ -267,7 +285,7 @@ impl Outbound {
         self.lock().waiting = true;
         let _waiting = Waiting(self);
         loop {
-            let room = self.room.notified();
+            let room = waits.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
             {
@@ -369,8 +387,9 @@ impl Outbound {
     /// Wait until what waits for the peer (queued, or taken by the writer and not written yet)
     /// is within the budget again, or the queue closes.
     pub(crate) async fn wait_within_budget(&self) {
+        let waits = self.waits();
         loop {
-            let caught_up = self.caught_up.notified();
+            let caught_up = waits.caught_up.notified();
             tokio::pin!(caught_up);
             caught_up.as_mut().enable();
             {
@@ -521,14 +540,19 @@ impl Outbound {
 
     /// Wake who waits for what a take freed.
     fn after_take(&self, taken: Taken) {
-        if taken.room {
-            self.room.notify_waiters();
+        if taken.room || taken.caught_up {
+            // None made yet: nobody waits (see `Waits`).
+            if let Some(waits) = self.waits.get() {
+                if taken.room {
+                    waits.room.notify_waiters();
+                }
+                if taken.caught_up {
+                    waits.caught_up.notify_waiters();
+                }
+            }
         }
         if taken.drained {
             self.drained.notify_waiters();
-        }
-        if taken.caught_up {
-            self.caught_up.notify_waiters();
         }
     }
 
@@ -562,10 +586,13 @@ impl Outbound {
     /// No new requests or notifications (answers are still written until the writer stops).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.turnstile.close();
-        self.room.notify_waiters();
+        // Made here if no sender made them (the flag is set outside the queue lock, so a waiter
+        // that made them meanwhile must be found): a later waiter finds the turnstile closed.
+        let waits = self.waits();
+        waits.turnstile.close();
+        waits.room.notify_waiters();
         self.drained.notify_waiters();
-        self.caught_up.notify_waiters();
+        waits.caught_up.notify_waiters();
     }
 
     /// The writer is gone: refuse everything and drop what is left.
