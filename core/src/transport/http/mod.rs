@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod body;
+pub(crate) mod budget;
 pub mod client;
 pub mod guard;
 pub mod serve;

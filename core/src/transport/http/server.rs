@@ -57,7 +57,6 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -72,6 +71,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::auth::{AuthHook, Authenticate, Authenticated};
 use super::body::{DEFAULT_BODY_READ_TIMEOUT, read_body};
+use super::budget::{ByteBudget, Charged, OverBudget};
 use super::guard::AllowList;
 use super::{BoxError, FullBody, Refusal};
 use crate::Builder;
@@ -114,134 +114,17 @@ struct Inner {
     request_timeout: Duration,
     permits: Semaphore,
     max_message_size: usize,
-    budget: ByteBudget,
+    budget: Arc<ByteBudget>,
     /// The direct path (`connection::Direct`), made at the first request (it needs the
     /// runtime); `None` inside when the builder has none (middleware layers).
     direct: std::sync::OnceLock<Option<Direct>>,
 }
 
-/// The bytes of the bodies held across a service (read, not answered yet), and its limit.
-#[derive(Debug)]
-struct ByteBudget {
-    limit: usize,
-    held: AtomicUsize,
-}
-
-impl ByteBudget {
-    fn new(limit: usize) -> Self {
-        ByteBudget { limit, held: AtomicUsize::new(0) }
-    }
-
-    /// Take `n` bytes if they fit (or nothing at all is held: one body always fits).
-    fn try_take(&self, n: usize) -> bool {
-        self.held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                (held == 0 || held.saturating_add(n) <= self.limit).then(|| held.saturating_add(n))
-            })
-            .is_ok()
-    }
-
-    fn give(&self, n: usize) {
-        self.held.fetch_sub(n, Ordering::AcqRel);
-    }
-}
-
-/// One body's share of the budget, given back when the request is answered.
-struct Held<'a> {
-    budget: &'a ByteBudget,
-    bytes: usize,
-}
-
-impl<'a> Held<'a> {
-    fn try_new(budget: &'a ByteBudget, bytes: usize) -> Option<Self> {
-        // (Not `then_some`: a `Held` built and dropped would give back what it never took.)
-        budget.try_take(bytes).then(|| Held { budget, bytes })
-    }
-
-    fn try_grow(&mut self, n: usize) -> bool {
-        // Grown as a body of its own would be: it fits, or nothing else is held.
-        let grown = self
-            .budget
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                (held == self.bytes || held.saturating_add(n) <= self.budget.limit).then(|| held.saturating_add(n))
-            })
-            .is_ok();
-        if grown {
-            self.bytes += n;
-        }
-        grown
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.budget.give(self.bytes);
-    }
-}
-
 /// The budget is spent: the answer at the limit (see the module docs).
-#[derive(Debug)]
-struct OverBudget {
-    limit: usize,
-}
-
-impl std::fmt::Display for OverBudget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the server holds as many request bytes as it may ({} bytes); try again shortly", self.limit)
-    }
-}
-
-impl std::error::Error for OverBudget {}
-
-impl OverBudget {
-    fn refusal(&self) -> Refusal {
-        Refusal::new(StatusCode::SERVICE_UNAVAILABLE, self.to_string())
-            .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
-            .closing()
-    }
-}
-
-/// A body of unknown length, its bytes counted against the budget as they arrive.
-struct Charged<'a, 'b, B> {
-    body: std::pin::Pin<Box<B>>,
-    held: &'a mut Held<'b>,
-}
-
-impl<B> Body for Charged<'_, '_, B>
-where
-    B: Body,
-    B::Error: Into<BoxError>,
-{
-    type Data = B::Data;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<B::Data>, BoxError>>> {
-        let this = &mut *self;
-        match this.body.as_mut().poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                let n = frame.data_ref().map_or(0, bytes::Buf::remaining);
-                if n > 0 && !this.held.try_grow(n) {
-                    return Poll::Ready(Some(Err(Box::new(OverBudget { limit: this.held.budget.limit }))));
-                }
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
+fn over_budget_refusal(limit: usize) -> Refusal {
+    Refusal::new(StatusCode::SERVICE_UNAVAILABLE, OverBudget(limit).to_string())
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+        .closing()
 }
 
 /// Plain JSON-RPC over HTTP as a `tower` service (see the [module docs](self) for every answer).
@@ -492,13 +375,13 @@ where
         .closing();
         return Err(refuse(refusal));
     }
-    let over_budget = || refuse(OverBudget { limit: inner.budget.limit }.refusal());
+    let over_budget = || refuse(over_budget_refusal(inner.budget.limit()));
     // Counted before it is read when its length is known (an over-size one is refused by
     // `read_body` without reading, and never counted), else as it arrives.
     let hint = body.size_hint();
     let (bytes, _held) = match hint.exact() {
         Some(len) if len <= inner.max_message_size as u64 => {
-            let held = Held::try_new(&inner.budget, len as usize).ok_or_else(over_budget)?;
+            let held = inner.budget.charge(len as usize).ok_or_else(over_budget)?;
             let bytes = read_body(body, inner.max_message_size, inner.body_read_timeout)
                 .await
                 .map_err(|e| refuse(e.refusal()))?;
@@ -511,8 +394,8 @@ where
             )));
         }
         None => {
-            let mut held = Held::try_new(&inner.budget, 0).ok_or_else(over_budget)?;
-            let charged = Charged { body: Box::pin(body), held: &mut held };
+            let mut held = inner.budget.charge(0).ok_or_else(over_budget)?;
+            let charged = Charged { body: Box::pin(body), charge: &mut held };
             let bytes = match read_body(charged, inner.max_message_size, inner.body_read_timeout).await {
                 Ok(bytes) => bytes,
                 Err(super::body::BodyError::Read(e)) if e.is::<OverBudget>() => return Err(over_budget()),

@@ -11,7 +11,6 @@
 //! over stdio.
 
 mod base64;
-mod budget;
 mod client;
 mod serve;
 mod server;

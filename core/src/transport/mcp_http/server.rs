@@ -17,12 +17,12 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame as BodyFrame, SizeHint};
 use serde_json::Value;
 
-use super::budget::{ByteBudget, Charge, Charged, OverBudget};
 use super::session::{Bounds, Inbound, Refused, Session, SessionSink, SseBody};
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
 use crate::framing::Frame;
 use crate::transport::http::body::{BodyError, read_body};
+use crate::transport::http::budget::{ByteBudget, Charge, Charged, OverBudget};
 use crate::transport::http::guard::AllowList;
 
 /// Default [`McpHttpServer::max_sessions`].
@@ -593,7 +593,11 @@ fn body_refusal(e: BodyError) -> Response<McpBody> {
 /// The pre-session budget is spent: `503`, `Retry-After: 1`, and the connection closed (the
 /// rest of the body is not read).
 fn over_budget(limit: usize) -> Response<McpBody> {
-    let mut refusal = rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &OverBudget(limit).to_string());
+    let message = format!(
+        "Service Unavailable: the server holds as many bytes of requests outside a session as it may \
+         ({limit} bytes); retry shortly"
+    );
+    let mut refusal = rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &message);
     refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     refusal

@@ -1,12 +1,13 @@
-//! The server-wide byte budget of the POST bodies that belong to no session yet: an
-//! `initialize`, a stateless (2026-07-28) request, a POST naming a session we do not know.
-//! A session's own POSTs are bounded by its inbound budget instead (`max_inbound`); these had
-//! only the connection bound times the body limit.
+//! A byte budget shared by the requests of one server: the bodies it holds (read, not answered
+//! yet) counted against one limit. The plain HTTP server charges every body to it
+//! (`HttpService::max_held_bytes`); the MCP server the bodies that belong to no session yet (an
+//! `initialize`, a stateless 2026-07-28 request, a POST naming a session it does not know;
+//! `McpHttpServer::max_pre_session_bytes`), a session's own being bounded by its inbound budget.
 //!
 //! A body with a declared length is charged in full before a byte of it is read; one of unknown
-//! length (chunked) as its bytes arrive. The charge is held until the POST is answered (its
-//! response head is built: the connection has taken the message). When nothing is held one body
-//! is always taken, whatever its size, so a budget below the body limit refuses nothing for ever.
+//! length (chunked) as its bytes arrive ([`Charged`]). The charge is held until the request is
+//! answered. When nothing is held one body is always taken, whatever its size, so a budget below
+//! the body limit refuses nothing for ever.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,31 +16,31 @@ use std::task::{Context, Poll};
 
 use http_body::{Body, Frame, SizeHint};
 
-use crate::transport::http::BoxError;
+use super::BoxError;
 
 /// The bytes held and their limit.
 #[derive(Debug)]
-pub(super) struct ByteBudget {
+pub(crate) struct ByteBudget {
     limit: usize,
     held: AtomicUsize,
 }
 
 impl ByteBudget {
-    pub(super) fn new(limit: usize) -> Arc<Self> {
+    pub(crate) fn new(limit: usize) -> Arc<Self> {
         Arc::new(ByteBudget { limit, held: AtomicUsize::new(0) })
     }
 
-    pub(super) fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 
     /// Bytes held now.
-    pub(super) fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
     }
 
     /// A charge of `bytes`, if they fit (or nothing is held).
-    pub(super) fn charge(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
+    pub(crate) fn charge(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
         let taken = self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
             (held == 0 || held.saturating_add(bytes) <= self.limit).then(|| held.saturating_add(bytes))
         });
@@ -50,7 +51,7 @@ impl ByteBudget {
 
 /// One body's share of the budget, given back on drop.
 #[derive(Debug)]
-pub(super) struct Charge {
+pub(crate) struct Charge {
     budget: Arc<ByteBudget>,
     bytes: usize,
 }
@@ -58,7 +59,7 @@ pub(super) struct Charge {
 impl Charge {
     /// Grow by `n` bytes if they fit, or if this charge is all that is held (one body is
     /// always taken).
-    fn grow(&mut self, n: usize) -> bool {
+    pub(crate) fn grow(&mut self, n: usize) -> bool {
         let mine = self.bytes;
         let limit = self.budget.limit;
         let grown = self.budget.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
@@ -77,27 +78,23 @@ impl Drop for Charge {
     }
 }
 
-/// The budget is spent: the body read fails with this (answered `503`, `Retry-After: 1`).
+/// The budget is spent: a charged body's read fails with this (its limit); each server answers
+/// it in its own way (`503`, `Retry-After: 1`).
 #[derive(Debug)]
-pub(super) struct OverBudget(pub(super) usize);
+pub(crate) struct OverBudget(pub(crate) usize);
 
 impl std::fmt::Display for OverBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Service Unavailable: the server holds as many bytes of requests outside a session as it may \
-             ({} bytes); retry shortly",
-            self.0
-        )
+        write!(f, "the server holds as many request bytes as it may ({} bytes); try again shortly", self.0)
     }
 }
 
 impl std::error::Error for OverBudget {}
 
 /// A body of unknown length whose bytes are charged as they arrive.
-pub(super) struct Charged<'a, B> {
-    pub(super) body: Pin<Box<B>>,
-    pub(super) charge: &'a mut Charge,
+pub(crate) struct Charged<'a, B> {
+    pub(crate) body: Pin<Box<B>>,
+    pub(crate) charge: &'a mut Charge,
 }
 
 impl<B> Body for Charged<'_, B>
