@@ -35,6 +35,7 @@ impl ByteBudget {
     }
 
     /// Bytes held now.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))] // read by `McpHttpServer::pre_session_bytes`
     pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
     }
