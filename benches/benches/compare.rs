@@ -24,7 +24,9 @@
 //! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics` the layer on both ends (the
 //! layers' cost in instructions per call under callgrind); `COMPARE_PROFILE_SCENARIO=span`
 //! makes N calls' worth of bare spans under the layer rows' registry, no connection (what the
-//! registry itself costs the tracing layer).
+//! registry itself costs the tracing layer). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
+//! subscriber under the tracing layer that enables its spans and records nothing (no span
+//! store, no field visited): the layer's own instrumentation cost, without the registry's.
 //!
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
@@ -540,10 +542,44 @@ fn bare_spans(n: usize) {
 /// nothing for the subscriber), the metrics go to metrics-util's in-memory recorder.
 fn install_layer_sinks() {
     use tracing_subscriber::layer::SubscriberExt;
+    if std::env::var("COMPARE_PROFILE_SUBSCRIBER").as_deref() == Ok("null") {
+        let _ = tracing::subscriber::set_global_default(NullSubscriber);
+        let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
+        return;
+    }
     let filter = tracing_subscriber::filter::Targets::new()
         .with_target(jsonrpc_duplex::middleware::trace::TRACE_TARGET, tracing::Level::INFO);
     let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(filter));
     let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
+}
+
+/// A subscriber that enables every span and event of the tracing layer's target and keeps
+/// nothing: every span gets the same id, entering and recording do nothing. What the tracing
+/// layer costs by itself, the subscriber's own work left out.
+struct NullSubscriber;
+
+impl tracing::Subscriber for NullSubscriber {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target() == jsonrpc_duplex::middleware::trace::TRACE_TARGET
+    }
+    fn register_callsite(&self, metadata: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        if self.enabled(metadata) {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        Some(tracing::level_filters::LevelFilter::INFO)
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// Row A without a layer, with the tracing layer and with the metrics layer, interleaved like

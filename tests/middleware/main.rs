@@ -7,6 +7,7 @@ mod support;
 
 pub mod auth;
 pub mod context;
+pub mod hooks;
 pub mod layers;
 pub mod metrics;
 #[cfg(feature = "otel")]

@@ -23,6 +23,11 @@ impl Handle {
         self.shared.peer.clone()
     }
 
+    /// [`Handle::peer_shared`], borrowed (unknown when the transport does not know).
+    pub(crate) fn peer_ref(&self) -> &PeerInfo {
+        self.shared.peer.as_deref().unwrap_or(&super::UNKNOWN_PEER)
+    }
+
     /// Where this connection's messages carry W3C trace context.
     pub(crate) fn trace_placement(&self) -> TraceContextPlacement {
         self.shared.config.trace_context

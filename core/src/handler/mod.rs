@@ -9,6 +9,7 @@ mod responder;
 mod router;
 
 pub(crate) use batch::Batch;
+pub(crate) use extensions::EMPTY as EMPTY_EXTENSIONS;
 pub use extensions::Extensions;
 pub(crate) use host::Host;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};

@@ -19,6 +19,22 @@ pub(crate) struct Stack {
     /// The placements of the [`PropagateLayer`](super::context::PropagateLayer)s among them
     /// (`None`: the profile's), so the reader keeps top-level members only for one that reads them.
     pub(crate) propagate: Vec<Option<TraceContextPlacement>>,
+    /// The same layers without the chain, when they can run so (one hook: see
+    /// [`hook`](super::hook)), used instead of it.
+    pub(crate) alone: Option<Arc<dyn Layered>>,
+}
+
+impl Stack {
+    /// `router`, answering `-32601` at the end of the layers for requests no route takes (so
+    /// that they pass the layers too: a refusal, a count).
+    pub(crate) fn with_fallback(router: Router) -> Router {
+        if router.has_fallback() {
+            return router;
+        }
+        router.fallback(|request: Request, reply: Responder| async move {
+            reply.err(ErrorObject::method_not_found(request.method()));
+        })
+    }
 }
 
 /// The rest of the chain after a layer: the layers inside it, then the handler (inbound) or the
@@ -124,7 +140,7 @@ impl End {
 /// JSON (`None`: no params member) lie in an encoded request or notification (see
 /// `message::encode`), found without allocating: the head is checked piece by piece against
 /// what the encoder writes.
-fn head_offsets(body: &[u8], id: Option<u64>) -> (Option<std::ops::Range<usize>>, Option<usize>) {
+pub(crate) fn head_offsets(body: &[u8], id: Option<u64>) -> (Option<std::ops::Range<usize>>, Option<usize>) {
     let Some((method, escaped)) = method_offsets(body, id) else { return (None, None) };
     let params = body[method.end + 1..].strip_prefix(b",\"params\":").map(|rest| body.len() - rest.len());
     ((!escaped).then_some(method), params)
@@ -234,14 +250,10 @@ impl Layered for Stack {
     }
 
     fn wrap(&self, router: Router, peer: Arc<PeerInfo>, placement: TraceContextPlacement) -> Router {
-        // Requests no route takes pass the layers too (a refusal, a count), answered at the end.
-        let router = if router.has_fallback() {
-            router
-        } else {
-            router.fallback(|request: Request, reply: Responder| async move {
-                reply.err(ErrorObject::method_not_found(request.method()));
-            })
-        };
+        if let Some(alone) = &self.alone {
+            return alone.wrap(router, peer, placement);
+        }
+        let router = Self::with_fallback(router);
         let (layers, at) = (self.layers.clone(), peer.clone());
         let router = router.map_requests(move |handler| wrap_request(layers.clone(), at.clone(), placement, handler));
         let layers = self.layers.clone();
@@ -255,6 +267,9 @@ impl Layered for Stack {
         call: EncodedCall,
         options: &'a CallOptions,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        if let Some(alone) = &self.alone {
+            return alone.call(handle, method, call, options);
+        }
         let (method_at, params_at) = head_offsets(&call.body, Some(call.id));
         let id = call.id;
         let out = Outgoing {
@@ -282,6 +297,9 @@ impl Layered for Stack {
         method: &'a str,
         body: Vec<u8>,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        if let Some(alone) = &self.alone {
+            return alone.notify(handle, method, body);
+        }
         let (method_at, params_at) = head_offsets(&body, None);
         let method = method_at.map_or_else(|| OutMethod::Owned(method.to_owned()), OutMethod::In);
         let out = Outgoing { method, id: None, body, params_at, cancellable: false };

@@ -13,7 +13,7 @@ use std::time::Instant;
 use metrics::{Counter, Gauge, Histogram, Label};
 
 use super::names::{MethodNames, OTHER};
-use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome, error_code};
+use super::{CallInfo, Hook, Kind, Outcome, error_code};
 use crate::connection::Direction;
 
 /// Every call and notification counted, by `rpc.method` (a listed name or `_OTHER`),
@@ -114,8 +114,10 @@ fn code_label(listed: &[i64], code: i64) -> String {
     if (-32768..=-32000).contains(&code) || listed.contains(&code) { code.to_string() } else { OTHER.to_owned() }
 }
 
-/// Takes a call out of the in-flight gauge however it ends (answered, dropped, cancelled).
-struct InFlight(Arc<Handles>);
+/// What [`MetricsLayer`] keeps for one call: its handles and when it started. Dropped, it takes
+/// the call out of the in-flight gauge however it ended (answered, dropped, cancelled).
+#[derive(Debug)]
+pub struct InFlight(Arc<Handles>, Instant);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -123,25 +125,23 @@ impl Drop for InFlight {
     }
 }
 
-impl Middleware for MetricsLayer {
-    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+impl Hook for MetricsLayer {
+    type State = InFlight;
+
+    fn on_request(&self, call: &CallInfo<'_>) -> InFlight {
         let handles = self.handles(call.method(), call.direction(), call.kind());
         handles.calls.increment(1);
         handles.in_flight.increment(1.0);
-        let guard = InFlight(handles);
-        let started = Instant::now();
-        let running = next.run(call);
-        Box::pin(async move {
-            let outcome = running.await;
-            let handles = &guard.0;
-            handles.duration.record(started.elapsed().as_secs_f64());
-            if let Err(error) = &outcome {
-                let mut labels = handles.labels.clone();
-                labels.push(Label::new("rpc.response.status_code", code_label(&handles.codes, error_code(error))));
-                metrics::counter!(ERRORS, labels).increment(1);
-            }
-            drop(guard);
-            outcome
-        })
+        InFlight(handles, Instant::now())
+    }
+
+    fn on_response(&self, state: InFlight, outcome: &Outcome) {
+        let handles = &state.0;
+        handles.duration.record(state.1.elapsed().as_secs_f64());
+        if let Err(error) = outcome {
+            let mut labels = handles.labels.clone();
+            labels.push(Label::new("rpc.response.status_code", code_label(&handles.codes, error_code(error))));
+            metrics::counter!(ERRORS, labels).increment(1);
+        }
     }
 }

@@ -7,6 +7,11 @@
 //! running it at all (a refusal). [`Builder::layer`] installs one; [`from_fn`] makes one from a
 //! closure.
 //!
+//! A layer that only watches is cheaper as a [`Hook`]: a synchronous
+//! [`on_request`](Hook::on_request) before each call and [`on_response`](Hook::on_response)
+//! after it, with a state of its own in between (see [`hook`]). [`trace::TraceLayer`] and
+//! `metrics::MetricsLayer` are hooks; [`Builder::layer`] installs either kind.
+//!
 //! **Order.** Layers run in the order they were added: the first added is the outermost, for
 //! inbound and outbound traffic alike. An inbound request passes every layer, then reaches its
 //! handler; a call the handler makes back to the peer (or any call or notification through a
@@ -24,7 +29,9 @@
 //! protocol's pulls, unknown notifications (dropped, logged).
 //!
 //! **Cost.** A connection without layers pays nothing for them: no allocation, no atomic
-//! operation, one branch on an `Option` per message.
+//! operation, one branch on an `Option` per message. With layers, each call pays a boxed future
+//! per middleware and pass, and one for the chain's end; a connection whose only layer is a
+//! hook pays one boxed future per call and direction, and no chain.
 //!
 //! A layer in full (a log line per call, with its time):
 //!
@@ -56,6 +63,7 @@
 
 mod chain;
 pub mod context;
+pub mod hook;
 pub mod limit;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -77,6 +85,9 @@ use crate::handler::{Extensions, Notification, Request};
 use crate::message::{ErrorObject, Id, codes};
 
 pub use self::chain::Next;
+#[doc(hidden)]
+pub use self::hook::{AsHook, AsMiddleware, Installed};
+pub use self::hook::{CallInfo, Hook, IntoLayer};
 
 /// A boxed, sendable future: what a layer returns.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -336,21 +347,17 @@ impl Builder {
     /// assert_eq!(*seen.lock().unwrap(), ["Incoming ping"]);
     /// # Ok(()) }
     /// ```
-    pub fn layer(self, layer: impl Middleware) -> Self {
+    pub fn layer<Kind>(self, layer: impl IntoLayer<Kind>) -> Self {
         let (mut layers, mut propagate): (Vec<Arc<dyn Middleware>>, _) =
             match self.layered().and_then(|l| l.as_any().downcast_ref::<chain::Stack>()) {
                 Some(stack) => (stack.layers.iter().cloned().collect(), stack.propagate.clone()),
                 None => (Vec::new(), Vec::new()),
             };
-        let any = &layer as &dyn std::any::Any;
-        if let Some(p) = any.downcast_ref::<context::PropagateLayer>() {
-            propagate.push(p.placement());
-        }
-        #[cfg(feature = "otel")]
-        if let Some(o) = any.downcast_ref::<otel::OtelLayer>() {
-            propagate.push(o.given_placement());
-        }
-        layers.push(Arc::new(layer));
-        self.set_layered(Arc::new(chain::Stack { layers: layers.into(), propagate }))
+        let installed = layer.into_layer();
+        propagate.extend(installed.propagate);
+        // A hook alone runs without the chain; with other layers, in it.
+        let alone = if layers.is_empty() { installed.alone } else { None };
+        layers.push(installed.layer);
+        self.set_layered(Arc::new(chain::Stack { layers: layers.into(), propagate, alone }))
     }
 }

@@ -109,7 +109,7 @@ pub fn remote_parent(context: &TraceContext) -> opentelemetry::Context {
 
 impl Middleware for OtelLayer {
     fn call(&self, mut call: Call, next: Next) -> BoxFuture<Outcome> {
-        let span = self.trace.span(&call);
+        let span = self.trace.span(&call.info());
         let placement = self.propagate.effective(call.placement);
         if call.is_inbound() {
             // Before the span is first entered: an entered span has started, its parent fixed.

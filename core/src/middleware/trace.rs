@@ -1,15 +1,20 @@
 //! A `tracing` span per call, in both directions, with OpenTelemetry's attribute names for
 //! JSON-RPC: exported by `tracing-opentelemetry` as a collector expects.
 
+#[cfg(feature = "otel")]
 use std::future::Future;
+#[cfg(feature = "otel")]
 use std::pin::Pin;
+#[cfg(feature = "otel")]
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use tracing::field::Empty;
 
 use super::names::MethodNames;
-use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome, error_code};
+#[cfg(feature = "otel")]
+use super::{BoxFuture, Call, Next};
+use super::{CallInfo, Hook, Kind, Outcome, error_code};
 use crate::connection::Direction;
 use crate::message::Id;
 
@@ -57,7 +62,7 @@ impl TraceLayer {
 impl TraceLayer {
     /// The span of one call, not entered yet. A request's id is given with the span (one
     /// call into the subscriber, not a second to record it).
-    pub(crate) fn span(&self, call: &Call) -> tracing::Span {
+    pub(crate) fn span(&self, call: &CallInfo<'_>) -> tracing::Span {
         let method = self.names.report(call.method());
         let kind = match call.direction() {
             Direction::Incoming => "server",
@@ -95,7 +100,9 @@ impl TraceLayer {
     }
 }
 
-/// Run the rest of the chain inside `span`, recording the answer's time and error on it.
+/// Run the rest of the chain inside `span`, recording the answer's time and error on it (for
+/// `OtelLayer`, a middleware: it writes the span's context into outbound messages).
+#[cfg(feature = "otel")]
 pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<Outcome> {
     if span.is_disabled() {
         return next.run(call);
@@ -108,6 +115,7 @@ pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<O
 /// without looking the span up again to record on it when done, and without entering it once
 /// more to drop what already finished: the span is entered once per poll, and the rest of the
 /// chain is started in the first (not in one entry of its own before it).
+#[cfg(feature = "otel")]
 struct InSpan {
     span: tracing::Span,
     started: Instant,
@@ -118,6 +126,7 @@ struct InSpan {
     running: Option<BoxFuture<Outcome>>,
 }
 
+#[cfg(feature = "otel")]
 impl Future for InSpan {
     type Output = Outcome;
 
@@ -132,17 +141,12 @@ impl Future for InSpan {
         };
         let Poll::Ready(outcome) = running.as_mut().poll(cx) else { return Poll::Pending };
         this.running = None;
-        this.span.record("duration_ms", this.started.elapsed().as_secs_f64() * 1000.0);
-        if let Err(error) = &outcome {
-            let code = error_code(error);
-            this.span.record("rpc.response.status_code", tracing::field::display(code));
-            this.span.record("error.type", tracing::field::display(code));
-            this.span.record("otel.status_code", "ERROR");
-        }
+        record_end(&this.span, this.started, &outcome);
         Poll::Ready(outcome)
     }
 }
 
+#[cfg(feature = "otel")]
 impl Drop for InSpan {
     fn drop(&mut self) {
         // Dropped before it ended (cancelled, the connection gone): inside the span, as it ran.
@@ -168,8 +172,44 @@ impl std::fmt::Display for IdText<'_> {
     }
 }
 
-impl Middleware for TraceLayer {
-    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
-        run_in(self.span(&call), call, next)
+/// What [`TraceLayer`] keeps for one call: its span (entered while the call is polled) and
+/// when it started (`None`: the span is disabled, nothing is recorded).
+#[derive(Debug)]
+pub struct InCall {
+    span: tracing::Span,
+    started: Option<Instant>,
+}
+
+impl Hook for TraceLayer {
+    type State = InCall;
+
+    fn on_request(&self, call: &CallInfo<'_>) -> InCall {
+        let span = self.span(call);
+        let started = (!span.is_disabled()).then(Instant::now);
+        InCall { span, started }
+    }
+
+    fn on_response(&self, state: InCall, outcome: &Outcome) {
+        let Some(started) = state.started else { return };
+        record_end(&state.span, started, outcome);
+    }
+
+    fn in_scope<R>(&self, state: &InCall, f: impl FnOnce() -> R) -> R {
+        if state.started.is_none() {
+            return f();
+        }
+        let _entered = state.span.enter();
+        f()
+    }
+}
+
+/// Record a call's time and error on its span.
+fn record_end(span: &tracing::Span, started: Instant, outcome: &Outcome) {
+    span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
+    if let Err(error) = outcome {
+        let code = error_code(error);
+        span.record("rpc.response.status_code", tracing::field::display(code));
+        span.record("error.type", tracing::field::display(code));
+        span.record("otel.status_code", "ERROR");
     }
 }

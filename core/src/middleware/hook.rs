@@ -1,0 +1,499 @@
+//! Hooks: layers that only watch, with a synchronous step before a call and one after it.
+//!
+//! A [`Hook`] sees each call before it runs ([`Hook::on_request`], which returns the hook's own
+//! state for this call) and its outcome after ([`Hook::on_response`], given that state back),
+//! and may run every poll of the call inside a scope of its own ([`Hook::in_scope`]: a
+//! `tracing` span entered). It cannot refuse, hold or change a call: that is what a
+//! [`Middleware`](super::Middleware) is for. In exchange it costs less: a connection whose
+//! only layer is a hook runs each call in one future (one allocation per call and direction,
+//! no chain to walk, no boxed future per layer), and the hook's state lives inside it.
+//! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
+//! are hooks. To run several hooks at the price of one, give them as a tuple: `(a, b)` is a
+//! hook running `a` outside `b`.
+//!
+//! A hook is installed with [`Builder::layer`](crate::Builder::layer), like a middleware, and
+//! takes its place in the order of the layers.
+//!
+//! A hook in full (count the calls that failed, by direction):
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use jsonrpc_duplex_core::{Connection, ErrorObject, Router, middleware::{CallInfo, Hook, Outcome}};
+//!
+//! #[derive(Default)]
+//! struct CountErrors {
+//!     inbound: AtomicU64,
+//!     outbound: AtomicU64,
+//! }
+//!
+//! impl Hook for CountErrors {
+//!     type State = bool; // inbound?
+//!     fn on_request(&self, call: &CallInfo<'_>) -> bool {
+//!         call.is_inbound()
+//!     }
+//!     fn on_response(&self, inbound: bool, outcome: &Outcome) {
+//!         if outcome.is_err() {
+//!             let counter = if inbound { &self.inbound } else { &self.outbound };
+//!             counter.fetch_add(1, Ordering::Relaxed);
+//!         }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let errors = Arc::new(CountErrors::default());
+//! let (a, b) = tokio::io::duplex(64 * 1024);
+//! // An `Arc` of a hook is a hook: keep one to read the counts.
+//! let _server = Connection::builder()
+//!     .layer(errors.clone())
+//!     .serve(Router::new().method("no", |(): (), _| async { Err::<(), _>(ErrorObject::new(7, "no")) }))
+//!     .connect_io(a);
+//! let client = Connection::builder().connect_io(b);
+//! assert!(client.handle().request::<()>("no", ()).await.is_err());
+//! while errors.inbound.load(Ordering::Relaxed) == 0 {
+//!     tokio::task::yield_now().await; // told just after the answer is written
+//! }
+//! assert_eq!(errors.outbound.load(Ordering::Relaxed), 0);
+//! # }
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use serde_json::value::RawValue;
+
+use super::chain::Stack;
+use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome};
+use crate::connection::{
+    CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
+};
+use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router};
+use crate::message::{ErrorObject, Id};
+
+/// A layer with a synchronous step before each call and one after it (see the
+/// [module docs](self)).
+pub trait Hook: Send + Sync + 'static {
+    /// What the hook keeps for one call, from [`Hook::on_request`] to [`Hook::on_response`].
+    /// Dropped without reaching `on_response` when the call's future is dropped before it ends
+    /// (an outbound call the caller gave up on, a handler cancelled as the connection closes):
+    /// give it a `Drop` for what must happen then (a gauge going down).
+    type State: Send + 'static;
+
+    /// A call or notification, in either direction, before it runs (before an inbound call's
+    /// handler; before an outbound call goes on the wire).
+    fn on_request(&self, call: &CallInfo<'_>) -> Self::State;
+
+    /// How it ended: for an inbound request, once it is answered (`Ok(None)` for a result, the
+    /// error object in `Err(Error::Remote(_))`); for an outbound call, the peer's answer; for a
+    /// notification, once handled (inbound) or queued (outbound).
+    fn on_response(&self, state: Self::State, outcome: &Outcome);
+
+    /// Run `f`, one poll of the call (the handler's, inbound), inside the hook's scope for it:
+    /// what [`TraceLayer`](super::trace::TraceLayer) enters its span with, so that what the
+    /// handler logs and the calls it makes are the span's children. By default, `f()`.
+    fn in_scope<R>(&self, state: &Self::State, f: impl FnOnce() -> R) -> R {
+        let _ = state;
+        f()
+    }
+}
+
+impl<H: Hook> Hook for Arc<H> {
+    type State = H::State;
+    fn on_request(&self, call: &CallInfo<'_>) -> H::State {
+        (**self).on_request(call)
+    }
+    fn on_response(&self, state: H::State, outcome: &Outcome) {
+        (**self).on_response(state, outcome)
+    }
+    fn in_scope<R>(&self, state: &H::State, f: impl FnOnce() -> R) -> R {
+        (**self).in_scope(state, f)
+    }
+}
+
+/// Two hooks as one: `A` outside `B` (`A` sees the call first and its outcome last), as
+/// `.layer(a).layer(b)` would order them, in one future.
+impl<A: Hook, B: Hook> Hook for (A, B) {
+    type State = (A::State, B::State);
+    fn on_request(&self, call: &CallInfo<'_>) -> Self::State {
+        let a = self.0.on_request(call);
+        (a, self.1.on_request(call))
+    }
+    fn on_response(&self, (a, b): Self::State, outcome: &Outcome) {
+        self.1.on_response(b, outcome);
+        self.0.on_response(a, outcome);
+    }
+    fn in_scope<R>(&self, (a, b): &Self::State, f: impl FnOnce() -> R) -> R {
+        self.0.in_scope(a, || self.1.in_scope(b, f))
+    }
+}
+
+/// What a [`Hook`] sees of a call: borrowed, nothing copied.
+#[derive(Clone, Copy)]
+pub struct CallInfo<'a> {
+    direction: Direction,
+    kind: Kind,
+    method: &'a str,
+    id: Option<&'a Id>,
+    peer: &'a PeerInfo,
+    params: Params<'a>,
+    extensions: &'a Extensions,
+}
+
+#[derive(Clone, Copy)]
+enum Params<'a> {
+    Raw(Option<&'a RawValue>),
+    /// An outbound message as encoded, with its id (read back on demand).
+    Encoded(&'a [u8], Option<u64>),
+}
+
+impl std::fmt::Debug for CallInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallInfo")
+            .field("direction", &self.direction)
+            .field("kind", &self.kind)
+            .field("method", &self.method)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> CallInfo<'a> {
+    /// Read from the peer ([`Direction::Incoming`]) or sent to it ([`Direction::Outgoing`]).
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+    /// Whether the peer sent it (a call to one of this side's handlers).
+    pub fn is_inbound(&self) -> bool {
+        self.direction == Direction::Incoming
+    }
+    /// A request or a notification.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+    /// The method name, as sent.
+    pub fn method(&self) -> &'a str {
+        self.method
+    }
+    /// The request's id (`None` for a notification); outbound, the id this side gave it.
+    pub fn id(&self) -> Option<&'a Id> {
+        self.id
+    }
+    /// Who the peer is (its address, its credentials, what the transport attached).
+    pub fn peer(&self) -> &'a PeerInfo {
+        self.peer
+    }
+    /// The raw params (`None` when absent). Outbound, they are read back from the encoded
+    /// message (parsed on each call: keep the result if you need it twice).
+    pub fn params(&self) -> Option<&'a RawValue> {
+        match self.params {
+            Params::Raw(params) => params,
+            Params::Encoded(body, id) => {
+                let at = super::chain::head_offsets(body, id).1?;
+                let text = std::str::from_utf8(&body[at..body.len() - 1]).ok()?;
+                serde_json::from_str::<&RawValue>(text).ok()
+            }
+        }
+    }
+    /// What the layers before this one attached to the call (empty when none did).
+    pub fn extensions(&self) -> &'a Extensions {
+        self.extensions
+    }
+}
+
+impl Call {
+    /// What a [`Hook`] sees of this call.
+    pub fn info(&self) -> CallInfo<'_> {
+        let params = match &self.body {
+            super::Body::Out(o) => Params::Encoded(&o.body, o.id.as_ref().map(|(n, _)| *n)),
+            _ => Params::Raw(self.params()),
+        };
+        CallInfo {
+            direction: self.direction,
+            kind: self.kind,
+            method: self.method(),
+            id: self.id().filter(|_| self.kind == Kind::Request),
+            peer: self.peer(),
+            params,
+            extensions: &self.extensions,
+        }
+    }
+}
+
+/// A hook among other layers: a middleware running it around the rest of the chain.
+pub(crate) struct InChain<H>(pub(crate) Arc<H>);
+
+impl<H: Hook> Middleware for InChain<H> {
+    fn call(&self, call: Call, next: Next) -> BoxFuture<Outcome> {
+        let state = self.0.on_request(&call.info());
+        let hook = self.0.clone();
+        Box::pin(async move {
+            let mut start = Some((call, next));
+            let mut running: Option<BoxFuture<Outcome>> = None;
+            let (outcome, state) = scoped(&*hook, state, move |cx| {
+                if let Some((call, next)) = start.take() {
+                    running = Some(next.run(call));
+                }
+                match running.as_mut() {
+                    Some(running) => running.as_mut().poll(cx),
+                    None => Poll::Ready(Err(Error::Protocol("polled after it ended".into()))),
+                }
+            })
+            .await;
+            hook.on_response(state, &outcome);
+            outcome
+        })
+    }
+}
+
+/// A connection whose one layer is a hook: each call runs in one future, the hook's state in it.
+pub(crate) struct Alone<H>(pub(crate) Arc<H>);
+
+/// Run `poll` inside the hook's scope until it is ready; then the output, with the state back.
+/// The state is kept by the future, not borrowed across an await: it needs `Send`, not `Sync`.
+fn scoped<'h, H: Hook, T>(
+    hook: &'h H,
+    state: H::State,
+    mut poll: impl FnMut(&mut Context<'_>) -> Poll<T> + Send + 'h,
+) -> impl Future<Output = (T, H::State)> + Send + 'h {
+    let mut state = Some(state);
+    std::future::poll_fn(move |cx| {
+        let Some(now) = state.as_ref() else { return Poll::Pending };
+        let out = std::task::ready!(hook.in_scope(now, || poll(cx)));
+        match state.take() {
+            Some(state) => Poll::Ready((out, state)),
+            None => Poll::Pending,
+        }
+    })
+}
+
+/// Poll `future` inside the hook's scope until it ends.
+async fn scoped_future<H: Hook, F: Future + Send>(hook: &H, state: H::State, future: F) -> (F::Output, H::State) {
+    let mut future = std::pin::pin!(future);
+    scoped(hook, state, move |cx| future.as_mut().poll(cx)).await
+}
+
+impl<H: Hook> Alone<H> {
+    fn wrap_request(
+        hook: Arc<H>,
+        peer: Arc<PeerInfo>,
+        handler: crate::handler::RequestFn,
+    ) -> crate::handler::RequestFn {
+        let this = Arc::new((hook, peer, handler));
+        Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
+            let info = CallInfo {
+                direction: Direction::Incoming,
+                kind: Kind::Request,
+                method: request.method(),
+                id: Some(request.id()),
+                peer: &this.1,
+                params: Params::Raw(request.params()),
+                extensions: &crate::handler::EMPTY_EXTENSIONS,
+            };
+            let state = this.0.on_request(&info);
+            let this = this.clone();
+            Box::pin(async move {
+                let (hook, handler) = (&this.0, &this.2);
+                let slot = request.slot.clone();
+                let watched = slot.watch().then(|| slot.clone());
+                let mut start = Some((request, Responder::inside_layers(slot)));
+                let mut running: Option<HandlerFuture> = None;
+                // The handler is started in the first poll, inside the scope.
+                let ((), state) = scoped(&**hook, state, move |cx| {
+                    if let Some((request, responder)) = start.take() {
+                        running = Some(handler(request, responder));
+                    }
+                    match running.as_mut() {
+                        Some(running) => running.as_mut().poll(cx),
+                        None => Poll::Ready(()),
+                    }
+                })
+                .await;
+                // The handler may have handed its responder to another task: the call is over
+                // once it is answered (most often it is already: no wait).
+                let outcome = match watched {
+                    None => Ok(None),
+                    Some(slot) => match slot.watched_answer().await {
+                        Ok(Ok(())) => Ok(None),
+                        Ok(Err(error)) => Err(Error::Remote(error)),
+                        Err(_) => Err(Error::Remote(ErrorObject::internal_error(
+                            "the handler dropped the request without answering",
+                        ))),
+                    },
+                };
+                hook.on_response(state, &outcome);
+                // Answered already, unless the handler dropped its responder.
+                match outcome {
+                    Ok(_) => responder.ok(()),
+                    Err(error) => responder.err(ErrorObject::from(error)),
+                };
+            })
+        })
+    }
+
+    fn wrap_notification(
+        hook: Arc<H>,
+        peer: Arc<PeerInfo>,
+        handler: crate::handler::NotificationFn,
+    ) -> crate::handler::NotificationFn {
+        let this = Arc::new((hook, peer, handler));
+        Arc::new(move |notification| -> HandlerFuture {
+            let info = CallInfo {
+                direction: Direction::Incoming,
+                kind: Kind::Notification,
+                method: notification.method(),
+                id: None,
+                peer: &this.1,
+                params: Params::Raw(notification.params()),
+                extensions: &crate::handler::EMPTY_EXTENSIONS,
+            };
+            let state = this.0.on_request(&info);
+            let this = this.clone();
+            Box::pin(async move {
+                let (hook, handler) = (&this.0, &this.2);
+                let mut start = Some(notification);
+                let mut running: Option<HandlerFuture> = None;
+                let ((), state) = scoped(&**hook, state, move |cx| {
+                    if let Some(notification) = start.take() {
+                        running = Some(handler(notification));
+                    }
+                    match running.as_mut() {
+                        Some(running) => running.as_mut().poll(cx),
+                        None => Poll::Ready(()),
+                    }
+                })
+                .await;
+                hook.on_response(state, &Ok(None));
+            })
+        })
+    }
+}
+
+impl<H: Hook> Layered for Alone<H> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn reads_top_level(&self, _: TraceContextPlacement) -> bool {
+        false
+    }
+
+    fn wrap(&self, router: Router, peer: Arc<PeerInfo>, _: TraceContextPlacement) -> Router {
+        let router = Stack::with_fallback(router);
+        let (hook, at) = (self.0.clone(), peer.clone());
+        let router = router.map_requests(move |handler| Self::wrap_request(hook.clone(), at.clone(), handler));
+        let hook = self.0.clone();
+        router.map_notifications(move |handler| Self::wrap_notification(hook.clone(), peer.clone(), handler))
+    }
+
+    fn call<'a>(
+        &'a self,
+        handle: &'a Handle,
+        method: &'a str,
+        call: EncodedCall,
+        options: &'a CallOptions,
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        let id = Id::from(call.id);
+        let info = CallInfo {
+            direction: Direction::Outgoing,
+            kind: Kind::Request,
+            method,
+            id: Some(&id),
+            peer: handle.peer_ref(),
+            params: Params::Encoded(&call.body, Some(call.id)),
+            extensions: &crate::handler::EMPTY_EXTENSIONS,
+        };
+        let state = self.0.on_request(&info);
+        let hook = &*self.0;
+        Box::pin(async move {
+            let (outcome, state) = scoped_future(hook, state, handle.send_call(call, options)).await;
+            let outcome = outcome.map(Some);
+            hook.on_response(state, &outcome);
+            outcome
+        })
+    }
+
+    fn notify<'a>(
+        &'a self,
+        handle: &'a Handle,
+        method: &'a str,
+        body: Vec<u8>,
+    ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
+        let info = CallInfo {
+            direction: Direction::Outgoing,
+            kind: Kind::Notification,
+            method,
+            id: None,
+            peer: handle.peer_ref(),
+            params: Params::Encoded(&body, None),
+            extensions: &crate::handler::EMPTY_EXTENSIONS,
+        };
+        let state = self.0.on_request(&info);
+        let hook = &*self.0;
+        Box::pin(async move {
+            let (outcome, state) = scoped_future(hook, state, handle.send_notification(body)).await;
+            let outcome = outcome.map(|()| None);
+            hook.on_response(state, &outcome);
+            outcome
+        })
+    }
+}
+
+#[doc(hidden)]
+pub use self::kinds::{AsHook, AsMiddleware};
+
+mod kinds {
+    /// [`IntoLayer`](super::IntoLayer)'s kind for a [`Middleware`](super::Middleware).
+    #[derive(Debug)]
+    pub enum AsMiddleware {}
+    /// [`IntoLayer`](super::IntoLayer)'s kind for a [`Hook`](super::Hook).
+    #[derive(Debug)]
+    pub enum AsHook {}
+}
+
+/// What [`Builder::layer`](crate::Builder::layer) takes: a [`Middleware`] or a [`Hook`]
+/// (`Kind` is found by the compiler; a type cannot be both).
+pub trait IntoLayer<Kind>: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_layer(self) -> Installed;
+}
+
+/// A layer ready to install (see [`IntoLayer`]).
+#[doc(hidden)]
+pub struct Installed {
+    /// The layer in the chain.
+    pub(crate) layer: Arc<dyn Middleware>,
+    /// The same as a connection's only layer, when it can run without the chain.
+    pub(crate) alone: Option<Arc<dyn Layered>>,
+    /// Its trace-context placement, when it reads or writes trace context.
+    pub(crate) propagate: Option<Option<TraceContextPlacement>>,
+}
+
+impl std::fmt::Debug for Installed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installed").finish_non_exhaustive()
+    }
+}
+
+impl<M: Middleware> IntoLayer<AsMiddleware> for M {
+    fn into_layer(self) -> Installed {
+        let any = &self as &dyn std::any::Any;
+        let mut propagate = None;
+        if let Some(p) = any.downcast_ref::<super::context::PropagateLayer>() {
+            propagate = Some(p.placement());
+        }
+        #[cfg(feature = "otel")]
+        if let Some(o) = any.downcast_ref::<super::otel::OtelLayer>() {
+            propagate = Some(o.given_placement());
+        }
+        Installed { layer: Arc::new(self), alone: None, propagate }
+    }
+}
+
+impl<H: Hook> IntoLayer<AsHook> for H {
+    fn into_layer(self) -> Installed {
+        let hook = Arc::new(self);
+        Installed { layer: Arc::new(InChain(hook.clone())), alone: Some(Arc::new(Alone(hook))), propagate: None }
+    }
+}

@@ -1,0 +1,227 @@
+//! Hooks (`middleware::Hook`, the synchronous before/after layers) over real bytes, against a
+//! peer written by hand: what a hook sees in both directions and the outcomes it is told, its
+//! place among other layers, two hooks as a tuple, its scope around the handler, a panicking
+//! hook, a handler that drops its responder.
+
+use crate::support;
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
+
+use jsonrpc_duplex::middleware::{self, CallInfo, Hook, Outcome};
+use jsonrpc_duplex::{Connection, Direction, ErrorObject, Framing, Handle, Router};
+use serde_json::json;
+
+use support::raw_peer::pair;
+use support::time::within;
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A hook that logs `name> dir method id params` before and `name< dir method: outcome` after.
+struct Logging(&'static str, Log);
+
+impl Hook for Logging {
+    type State = String;
+
+    fn on_request(&self, call: &CallInfo<'_>) -> String {
+        let dir = if call.direction() == Direction::Incoming { "in" } else { "out" };
+        let what = format!("{dir} {}", call.method());
+        let id = call.id().map_or("-".to_owned(), |id| id.to_string());
+        let params = call.params().map_or("-", |p| p.get()).to_owned();
+        self.1.lock().unwrap().push(format!("{}> {what} {id} {params}", self.0));
+        what
+    }
+
+    fn on_response(&self, what: String, outcome: &Outcome) {
+        let status = match outcome {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("error {}", middleware::error_code(e)),
+        };
+        self.1.lock().unwrap().push(format!("{}< {what}: {status}", self.0));
+    }
+}
+
+async fn wait_for(log: &Log, n: usize) {
+    within(async {
+        while log.lock().unwrap().len() < n {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+fn asking(log: &Log) -> impl Fn(Handle) -> Router + Send + Sync + 'static {
+    let log = log.clone();
+    move |peer: Handle| {
+        let log = log.clone();
+        Router::new()
+            .method("ask", move |(who,): (String,), _ctx| {
+                let (peer, log) = (peer.clone(), log.clone());
+                async move {
+                    log.lock().unwrap().push("handler".into());
+                    let name: String = peer.request("name", [&who]).await?;
+                    peer.notify("thanks", [&name]).await.map_err(ErrorObject::from)?;
+                    Ok::<_, ErrorObject>(format!("hi {name}"))
+                }
+            })
+            .method("fail", |(): (), _ctx| async { Err::<(), _>(ErrorObject::new(-32042, "no")) })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_alone_sees_both_directions_and_every_outcome() {
+    let log: Log = Arc::default();
+    let builder = Connection::builder().layer(Logging("H", log.clone())).serve_with(asking(&log));
+    let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"ask","params":["ana"]}"#).await;
+    // The handler's call back and notification reach the wire byte for byte as without layers.
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":0,"method":"name","params":["ana"]}"#);
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":"Ana"}"#).await;
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","method":"thanks","params":["Ana"]}"#);
+    assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"result":"hi Ana"}"#);
+    wait_for(&log, 7).await;
+    let answer = peer.call(r#"{"jsonrpc":"2.0","id":"f","method":"fail"}"#).await;
+    assert_eq!(answer, r#"{"jsonrpc":"2.0","id":"f","error":{"code":-32042,"message":"no"}}"#);
+    // A request no route takes passes the hook too, answered -32601 after it.
+    let answer = peer.call(r#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#).await;
+    assert!(answer.contains("-32601"), "{answer}");
+    wait_for(&log, 11).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            r#"H> in ask 1 ["ana"]"#,
+            "handler",
+            r#"H> out name 0 ["ana"]"#,
+            "H< out name: ok",
+            r#"H> out thanks - ["Ana"]"#,
+            "H< out thanks: ok",
+            "H< in ask: ok",
+            r#"H> in fail "f" -"#,
+            "H< in fail: error -32042",
+            "H> in nope 2 -",
+            "H< in nope: error -32601",
+        ]
+    );
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test]
+async fn a_hook_takes_its_place_among_middleware_and_a_tuple_runs_its_first_outside() {
+    let log: Log = Arc::default();
+    let mw = |name: &'static str, log: &Log| {
+        let log = log.clone();
+        middleware::from_fn(move |call, next| {
+            let (log, what) =
+                (log.clone(), format!("{} {}", if call.is_inbound() { "in" } else { "out" }, call.method()));
+            log.lock().unwrap().push(format!("{name}> {what}"));
+            async move {
+                let outcome = next.run(call).await;
+                log.lock().unwrap().push(format!("{name}< {what}"));
+                outcome
+            }
+        })
+    };
+    let builder = Connection::builder()
+        .layer(mw("A", &log))
+        .layer((Logging("H1", log.clone()), Logging("H2", log.clone())))
+        .layer(mw("B", &log))
+        .serve(Router::new().method("ping", |(): (), _| async { Ok::<_, ErrorObject>("pong") }));
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    let answer = peer.call(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await;
+    assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#);
+    wait_for(&log, 8).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "A> in ping",
+            "H1> in ping 1 -",
+            "H2> in ping 1 -",
+            "B> in ping",
+            "B< in ping",
+            "H2< in ping: ok",
+            "H1< in ping: ok",
+            "A< in ping"
+        ]
+    );
+}
+
+thread_local! {
+    static IN_SCOPE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A hook whose scope is a thread-local flag, set while the call is polled.
+struct Scoped;
+
+impl Hook for Scoped {
+    type State = ();
+    fn on_request(&self, _: &CallInfo<'_>) {}
+    fn on_response(&self, (): (), _: &Outcome) {}
+    fn in_scope<R>(&self, (): &(), f: impl FnOnce() -> R) -> R {
+        let before = IN_SCOPE.with(|s| s.replace(true));
+        let out = f();
+        IN_SCOPE.with(|s| s.set(before));
+        out
+    }
+}
+
+#[tokio::test]
+async fn the_handler_runs_inside_the_hooks_scope() {
+    let builder = Connection::builder().layer(Scoped).serve(Router::new().method("scoped", |(): (), _| async {
+        let inside = IN_SCOPE.with(Cell::get);
+        tokio::task::yield_now().await;
+        Ok::<_, ErrorObject>([inside, IN_SCOPE.with(Cell::get)])
+    }));
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    let answer = peer.call(r#"{"jsonrpc":"2.0","id":1,"method":"scoped"}"#).await;
+    assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":[true,true]}"#, "in scope at every poll");
+    assert!(!IN_SCOPE.with(Cell::get));
+}
+
+struct Panicky;
+
+impl Hook for Panicky {
+    type State = bool;
+    fn on_request(&self, call: &CallInfo<'_>) -> bool {
+        assert_ne!(call.method(), "early", "the hook broke early");
+        call.method() == "late"
+    }
+    fn on_response(&self, late: bool, _: &Outcome) {
+        assert!(!late, "the hook broke late");
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_hook_answers_internal_error_and_the_connection_lives() {
+    let builder = Connection::builder().layer(Panicky).serve(
+        Router::new()
+            .method("early", |(): (), _| async { Ok::<_, ErrorObject>(1) })
+            .method("late", |(): (), _| async { Ok::<_, ErrorObject>(1) })
+            .method("ok", |(): (), _| async { Ok::<_, ErrorObject>(2) }),
+    );
+    let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"early"}"#).await;
+    let (got, code, message) = peer.recv_error().await;
+    assert_eq!((got, code), (json!(1), -32603), "{message}");
+    assert!(message.contains("the hook broke early"), "{message}");
+    // After the handler answered, a panic changes no answer: the result is on the wire.
+    let answer = peer.call(r#"{"jsonrpc":"2.0","id":2,"method":"late"}"#).await;
+    assert_eq!(answer, r#"{"jsonrpc":"2.0","id":2,"result":1}"#);
+    assert_eq!(peer.call(r#"{"jsonrpc":"2.0","id":3,"method":"ok"}"#).await, r#"{"jsonrpc":"2.0","id":3,"result":2}"#);
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test]
+async fn a_handler_dropping_its_responder_under_a_hook_is_answered_and_the_hook_told() {
+    let log: Log = Arc::default();
+    let builder =
+        Connection::builder().layer(Logging("H", log.clone())).serve(Router::new().request_raw(
+            "drop",
+            |_request: jsonrpc_duplex::Request, responder: jsonrpc_duplex::Responder| async move { drop(responder) },
+        ));
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":5,"method":"drop"}"#).await;
+    let (got, code, message) = peer.recv_error().await;
+    assert_eq!((got, code), (json!(5), -32603), "{message}");
+    wait_for(&log, 2).await;
+    assert_eq!(*log.lock().unwrap(), ["H> in drop 5 -", "H< in drop: error -32603"]);
+}
