@@ -17,6 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
+use super::mirror::{Mirrored, header_value_for, mirrored_params, param_headers};
 use super::sse::SseParser;
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use crate::framing::Frame;
@@ -297,78 +298,6 @@ struct ClientShared {
     tools_lists: Mutex<std::collections::HashSet<String>>,
     /// Per tool, its arguments mirrored into headers: (header name, property path).
     tool_headers: Mutex<std::collections::HashMap<String, Vec<Mirrored>>>,
-}
-
-/// A tool argument mirrored into a header: `Mcp-Param-{name}`, and the chain of `properties`
-/// keys leading to it in the arguments.
-type Mirrored = (String, Vec<String>);
-
-/// A tool's `x-mcp-header` annotations, checked as revision 2026-07-28 says: a non-empty
-/// header token, unique (case-insensitively), on an `integer`, `string` or `boolean`
-/// property reached by `properties` keys alone. `Err` says why the tool is not usable.
-fn mirrored_params(schema: &Value) -> Result<Vec<Mirrored>, String> {
-    fn reachable(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>, Value)>) {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
-        for (key, property) in properties {
-            path.push(key.clone());
-            if let Some(name) = property.get("x-mcp-header") {
-                out.push((name.as_str().unwrap_or_default().to_owned(), path.clone(), property.clone()));
-            }
-            reachable(property, path, out);
-            path.pop();
-        }
-    }
-    fn annotations(value: &Value) -> usize {
-        match value {
-            Value::Object(map) => {
-                map.iter().map(|(k, v)| usize::from(k == "x-mcp-header" && !v.is_object()) + annotations(v)).sum()
-            }
-            Value::Array(items) => items.iter().map(annotations).sum(),
-            _ => 0,
-        }
-    }
-    let mut found = Vec::new();
-    reachable(schema, &mut Vec::new(), &mut found);
-    if found.len() != annotations(schema) {
-        return Err("an x-mcp-header is not on a property reached through `properties` alone".into());
-    }
-    let mut seen = std::collections::HashSet::new();
-    let mut mirrored = Vec::new();
-    for (name, path, property) in found {
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-        if name.is_empty() || !name.bytes().all(token) {
-            return Err(format!("x-mcp-header {name:?} is not a header name token"));
-        }
-        if !seen.insert(name.to_ascii_lowercase()) {
-            return Err(format!("x-mcp-header {name:?} is given twice"));
-        }
-        let kind = property.get("type").and_then(Value::as_str);
-        if !matches!(kind, Some("integer" | "string" | "boolean")) {
-            return Err(format!(
-                "x-mcp-header {name:?} is on a property of type {kind:?} (integer, string or boolean only)"
-            ));
-        }
-        mirrored.push((name, path));
-    }
-    Ok(mirrored)
-}
-
-/// The `Mcp-Param-*` headers of a `tools/call`: each mirrored argument present and not `null`.
-fn param_headers(mirrored: &[Mirrored], arguments: Option<&Value>) -> Vec<(String, String)> {
-    const SAFE: i64 = (1 << 53) - 1;
-    mirrored
-        .iter()
-        .filter_map(|(name, path)| {
-            let value = path.iter().try_fold(arguments?, |v, key| v.get(key))?;
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) if n.as_i64().is_some_and(|i| (-SAFE..=SAFE).contains(&i)) => n.to_string(),
-                _ => return None,
-            };
-            Some((format!("mcp-param-{}", name.to_ascii_lowercase()), text))
-        })
-        .collect()
 }
 
 /// Is `id` the id whose JSON text is `key`?
@@ -788,16 +717,6 @@ fn add_meta(message: &mut Value, config: &Stateless) {
     if let Some(info) = &config.client_info {
         meta.entry(META_CLIENT_INFO).or_insert_with(|| info.clone());
     }
-}
-
-/// A value for a mirrored header (`Mcp-Name`): as it is when it is plain visible ASCII with
-/// no space at either end, else `=?base64?…?=` (so is a plain value that looks like that).
-fn header_value_for(value: &str) -> String {
-    let visible = value.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let padded = value.starts_with(' ') || value.ends_with(' ');
-    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
-    let plain = visible && !padded && !sentinel;
-    if plain { value.to_owned() } else { format!("=?base64?{}?=", super::base64::encode(value.as_bytes())) }
 }
 
 impl ClientShared {

@@ -12,6 +12,7 @@
 
 mod base64;
 mod client;
+mod mirror;
 mod serve;
 mod server;
 mod session;

@@ -17,6 +17,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame as BodyFrame, SizeHint};
 use serde_json::Value;
 
+use super::mirror::{ToolHeaders, check_params, decode_header_value};
 use super::session::{Bounds, Inbound, Refused, Session, SessionSink, SseBody};
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
@@ -157,6 +158,9 @@ struct Inner {
     settings: Settings,
     factory: Box<Factory>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The tools' arguments mirrored into `Mcp-Param-*` headers (2026-07-28), learnt from the
+    /// `tools/list` answers sent and declared.
+    tool_headers: Arc<ToolHeaders>,
     /// Stateless (2026-07-28) requests being answered: they count against `max_sessions`.
     stateless_live: AtomicUsize,
     reaper: AtomicBool,
@@ -206,6 +210,7 @@ impl McpHttpServer {
                 },
                 factory: Box::new(factory),
                 sessions: Mutex::new(HashMap::new()),
+                tool_headers: Arc::new(ToolHeaders::default()),
                 stateless_live: AtomicUsize::new(0),
                 reaper: AtomicBool::new(false),
                 draining: AtomicBool::new(false),
@@ -314,6 +319,38 @@ impl McpHttpServer {
     /// [`max_pre_session_bytes`](McpHttpServer::max_pre_session_bytes)).
     pub fn pre_session_bytes(&self) -> usize {
         self.inner.settings.pre_session.held()
+    }
+
+    /// Declare tools whose `x-mcp-header` annotations are checked on every 2026-07-28
+    /// `tools/call` (their `Mcp-Param-*` headers against the arguments, `400` and `-32020`
+    /// `HeaderMismatch` when they differ), before any `tools/list` answer told them: give the
+    /// `tools/list` result or its `tools` array. The server also learns them from every
+    /// `tools/list` answer its handlers send (the latest definition of a name wins), so
+    /// declaring is for a server whose clients may call a tool it has not listed yet (another
+    /// instance listed it, the client cached it). A tool not declared and never listed has no
+    /// `Mcp-Param-*` checked. At most 4,096 tools are kept.
+    ///
+    /// # Panics
+    ///
+    /// If a tool's annotations break the revision's rules (not a header token, given twice,
+    /// not on an `integer`/`string`/`boolean` property reached through `properties` alone):
+    /// clients would leave that tool out.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
+    /// use jsonrpc_duplex_core::{Connection, Profile};
+    /// let server = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp())).declare_tools(&serde_json::json!([
+    ///     {"name": "execute_sql", "inputSchema": {"type": "object", "properties": {
+    ///         "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}}}
+    /// ]));
+    /// # drop(server);
+    /// ```
+    pub fn declare_tools(self, tools: &Value) -> Self {
+        let invalid = self.inner.tool_headers.learn(tools);
+        if let Some((tool, why)) = invalid.first() {
+            panic!("McpHttpServer::declare_tools: the tool {tool:?} has an invalid x-mcp-header: {why}");
+        }
+        self
     }
 
     /// Serve revision 2026-07-28 (stateless) beside the session revisions (`true`, the
@@ -670,7 +707,7 @@ type Refusal = (StatusCode, i64, String, Option<Value>);
 /// Revision 2026-07-28's checks of a POST: the version header one we serve
 /// (`UnsupportedProtocolVersion`, `-32022`), the required `_meta` fields (`-32602`), and the
 /// mirrored headers equal to the body (`HeaderMismatch`, `-32020`); all `400`.
-fn check_stateless(headers: &HeaderMap, message: &Value) -> Result<(), Refusal> {
+fn check_stateless(headers: &HeaderMap, message: &Value, tools: &ToolHeaders) -> Result<(), Refusal> {
     let mismatch = |why: String| Err((StatusCode::BAD_REQUEST, -32020, format!("Header mismatch: {why}"), None));
     let Some(version) = header_str(headers, HEADER_PROTOCOL_VERSION) else {
         return mismatch("no MCP-Protocol-Version header".into());
@@ -710,16 +747,15 @@ fn check_stateless(headers: &HeaderMap, message: &Value) -> Result<(), Refusal> 
             Some(value) => return mismatch(format!("Mcp-Name {value:?} but the body names {name:?}")),
             None => return mismatch("Mcp-Name is not a valid header value".into()),
         }
+        // The tool's arguments marked `x-mcp-header` (as we know them) against their headers.
+        if method == "tools/call"
+            && let Some(mirrored) = tools.get(name)
+        {
+            let arguments = message.get("params").and_then(|p| p.get("arguments"));
+            check_params(&mirrored, arguments, headers).or_else(mismatch)?;
+        }
     }
     Ok(())
-}
-
-/// A mirrored header's value: plain visible ASCII (and spaces, tabs), or `=?base64?…?=`.
-fn decode_header_value(raw: &[u8]) -> Option<String> {
-    if let Some(inner) = raw.strip_prefix(b"=?base64?").and_then(|r| r.strip_suffix(b"?=")) {
-        return String::from_utf8(super::base64::decode(inner)?).ok();
-    }
-    raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t').then(|| String::from_utf8_lossy(raw).into_owned())
 }
 
 /// A JSON-RPC error for the request `id`, with `data`, in a response with `status`.
@@ -1017,15 +1053,15 @@ impl Inner {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame, None).await
+                self.send(&session, id, progress, frame, None, false).await
             }
-            Posted::Request { id, progress, .. } => {
+            Posted::Request { id, method, progress, .. } => {
                 let session = match self.session_of(headers, &principal) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
                 let reserved = reserved.filter(|_| known.as_ref().is_some_and(|k| Arc::ptr_eq(k, &session)));
-                self.send(&session, id, progress, frame, reserved).await
+                self.send(&session, id, progress, frame, reserved, method == "tools/list").await
             }
             Posted::Other => {
                 let session = match self.session_of(headers, &principal) {
@@ -1052,17 +1088,17 @@ impl Inner {
         principal: Option<String>,
     ) -> Response<McpBody> {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        if let Err((status, code, why, data)) = check_stateless(headers, message) {
+        if let Err((status, code, why, data)) = check_stateless(headers, message, &self.tool_headers) {
             return rpc_error_with(status, &id, code, &why, data);
         }
         match posted {
-            Posted::Request { id, progress, .. } => {
+            Posted::Request { id, method, progress, .. } => {
                 let version = header_str(headers, HEADER_PROTOCOL_VERSION).unwrap_or_default().to_owned();
                 let session = match self.clone().start_session(principal, version, true) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame, None).await
+                self.send(&session, id, progress, frame, None, method == "tools/list").await
             }
             Posted::Other if message.get("method").is_none() => rpc_error_with(
                 StatusCode::BAD_REQUEST,
@@ -1088,12 +1124,13 @@ impl Inner {
         progress: Option<String>,
         frame: Frame,
         reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+        lists_tools: bool,
     ) -> Response<McpBody> {
         let len = match &frame {
             Frame::Message(m) => m.len(),
             _ => 1,
         };
-        let body = match session.open_post_stream(id, progress) {
+        let body = match session.open_post_stream(id, progress, lists_tools) {
             Ok(body) => body,
             Err(Refused::DuplicateId) => {
                 return rpc_error(StatusCode::BAD_REQUEST, -32600, "Invalid Request: a request with this id is open");
@@ -1148,7 +1185,16 @@ impl Inner {
             self.stateless_live.fetch_add(1, Ordering::AcqRel);
             Box::new(Slot(Arc::downgrade(&self))) as Box<dyn Send + Sync>
         });
-        let session = Arc::new(Session::new(id.clone(), principal.clone(), bounds, version, tx, stateless, slot));
+        let session = Arc::new(Session::new(
+            id.clone(),
+            principal.clone(),
+            bounds,
+            version,
+            tx,
+            stateless,
+            slot,
+            self.tool_headers.clone(),
+        ));
         let builder = (self.factory)(&SessionInfo { id: id.clone(), principal });
         let sink = SessionSink { session: Arc::downgrade(&session) };
         // The connection's taking a message releases what it held (its bytes of the budget).

@@ -20,6 +20,7 @@ use bytes::Bytes;
 use futures::Sink;
 use serde_json::Value;
 
+use super::mirror::ToolHeaders;
 use super::sse::encode_event;
 
 /// A reservation cut down to the `len` bytes its message turned out to have (the rest goes
@@ -58,6 +59,8 @@ pub(super) struct StreamState {
     /// When the stream was opened (a POST) or attached (the GET stream): the attachment's
     /// generation, counting up. The newest open stream takes what no request owns.
     opened: u64,
+    /// Its request is a `tools/list`: the answer's `x-mcp-header` annotations are learnt.
+    lists_tools: bool,
 }
 
 pub(super) struct State {
@@ -124,6 +127,8 @@ pub(super) struct Session {
     pub(super) stateless: bool,
     /// Held while the session lives (a stateless request's slot in the server's count).
     pub(super) _slot: Option<Box<dyn Send + Sync>>,
+    /// The server's knowledge of its tools' mirrored arguments, taught by `tools/list` answers.
+    tool_headers: Arc<ToolHeaders>,
 }
 
 /// Why a POST's request could not be registered.
@@ -133,6 +138,8 @@ pub(super) enum Refused {
 }
 
 impl Session {
+    // One argument a field, from the one caller (the server's `start_session`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         id: String,
         principal: Option<String>,
@@ -141,6 +148,7 @@ impl Session {
         inbound: futures::channel::mpsc::Sender<Inbound>,
         stateless: bool,
         slot: Option<Box<dyn Send + Sync>>,
+        tool_headers: Arc<ToolHeaders>,
     ) -> Self {
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, StreamState::default());
@@ -170,6 +178,7 @@ impl Session {
             connection: Mutex::new(None),
             stateless,
             _slot: slot,
+            tool_headers,
         }
     }
 
@@ -214,6 +223,7 @@ impl Session {
         self: &Arc<Self>,
         id: String,
         progress_token: Option<String>,
+        lists_tools: bool,
     ) -> Result<SseBody, Refused> {
         let mut state = self.lock();
         if state.pending_ids.contains_key(&id) {
@@ -234,6 +244,7 @@ impl Session {
                 attached: Some(generation),
                 request: Some(id.clone()),
                 opened,
+                lists_tools,
                 ..StreamState::default()
             },
         );
@@ -317,6 +328,14 @@ impl Session {
             state.version = version.to_owned();
         }
         let st = state.streams.entry(stream).or_default();
+        if is_answer
+            && st.lists_tools
+            && let Some(result) = parsed.as_ref().and_then(|m| m.get("result"))
+        {
+            for (tool, why) in self.tool_headers.learn(result) {
+                tracing::warn!(%tool, %why, "an MCP tool's x-mcp-header is invalid: clients will leave it out");
+            }
+        }
         if is_answer && stream != STANDALONE {
             st.pending = st.pending.saturating_sub(1);
             if st.pending == 0 {

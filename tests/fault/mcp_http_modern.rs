@@ -1,0 +1,199 @@
+//! MCP Streamable HTTP, revision 2026-07-28: what the server checks of `Mcp-Param-*` headers,
+//! the client's retry after a `HeaderMismatch`, multi round-trip requests carried out by the
+//! server for a handler, and the byte budget all sessions' POST bodies share. The peers are
+//! raw HTTP/1.1 on bytes (`mcp_http::Raw` for the server; a TCP listener answered by hand for
+//! the client) and our own client, on loopback, every wait bounded:
+//!
+//! - `Mcp-Param-*` (the server side): the tool's `x-mcp-header` arguments, learnt from the
+//!   `tools/list` answer it sent or declared on the server, are checked against the body:
+//!   matching headers (plain, Base64, an integer as `3.0`) pass; a missing, different,
+//!   doubled, undecodable or unexpected one is `400` with `-32020` naming the header;
+#![cfg(feature = "mcp-http")]
+
+use crate::mcp_http::{JSON_HEADERS, Raw};
+use crate::support;
+
+use jsonrpc_duplex::transport::mcp_http::{BoundMcpServer, McpHttpClient, McpHttpServer};
+use jsonrpc_duplex::{Connection, ErrorObject, Profile, Router};
+use serde_json::{Value, json};
+use support::time::within;
+
+const V: &str = "2026-07-28";
+
+fn request(id: u64, method: &str, mut params: Value) -> Vec<u8> {
+    params["_meta"] =
+        json!({"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string().into_bytes()
+}
+
+fn modern<'a>(method: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", V));
+    headers.push(("Mcp-Method", method));
+    headers.extend_from_slice(extra);
+    headers
+}
+
+async fn json_answer(raw: &mut Raw) -> (u16, Value) {
+    let head = raw.head().await;
+    let body = raw.body().await;
+    let value = serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
+    (head.status, value)
+}
+
+/// The tool whose arguments are mirrored: `region` (string), `opts.metric` (boolean), `days`
+/// (integer).
+fn weather() -> Value {
+    json!({"name": "weather", "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "opts": {"type": "object", "properties": {"metric": {"type": "boolean", "x-mcp-header": "Metric"}}},
+        "days": {"type": "integer", "x-mcp-header": "Days"},
+        "query": {"type": "string"}}}})
+}
+
+fn tools_router() -> Router {
+    Router::new()
+        .method("tools/list", |_: Value, _| async { Ok::<_, ErrorObject>(json!({"tools": [weather()]})) })
+        .method("tools/call", |params: Value, _| async move {
+            Ok::<_, ErrorObject>(json!({"content": [{"type": "text", "text": params["arguments"].to_string()}]}))
+        })
+}
+
+async fn serve_tools(configure: impl FnOnce(McpHttpServer) -> McpHttpServer) -> BoundMcpServer {
+    let server = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp()).serve(tools_router()));
+    within(configure(server).bind("127.0.0.1:0")).await.expect("bind")
+}
+
+/// A `tools/call` of `weather` with `arguments` and the extra headers: (status, answer).
+async fn call_weather(raw: &mut Raw, id: u64, arguments: Value, params: &[(&str, &str)]) -> (u16, Value) {
+    let mut headers = modern("tools/call", &[("Mcp-Name", "weather")]);
+    headers.extend_from_slice(params);
+    raw.send("POST", &headers, &request(id, "tools/call", json!({"name": "weather", "arguments": arguments}))).await;
+    json_answer(raw).await
+}
+
+fn assert_mismatch((status, answer): (u16, Value), id: u64, says: &str) {
+    assert_eq!((status, answer["error"]["code"].as_i64()), (400, Some(-32020)), "{answer}");
+    assert_eq!(answer["id"], id, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("Header mismatch: ") && message.contains(says), "{says:?} in {answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_param_headers_are_checked_against_the_body_once_the_tool_is_listed() {
+    let bound = serve_tools(|s| s).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    let args = json!({"region": "us-west1", "opts": {"metric": true}, "days": 3, "query": "q"});
+    // Before the server has told the tool's annotations, it has nothing to check them by.
+    let (status, answer) = call_weather(&mut raw, 1, args.clone(), &[]).await;
+    assert_eq!(status, 200, "an unknown tool's headers are not checked: {answer}");
+
+    raw.send("POST", &modern("tools/list", &[]), &request(2, "tools/list", json!({}))).await;
+    let (status, listed) = json_answer(&mut raw).await;
+    assert_eq!((status, listed["result"]["tools"][0]["name"].as_str()), (200, Some("weather")), "{listed}");
+
+    let all = [("Mcp-Param-Region", "us-west1"), ("Mcp-Param-Metric", "true"), ("Mcp-Param-Days", "3")];
+    let (status, answer) = call_weather(&mut raw, 3, args.clone(), &all).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], args.to_string());
+    // Header names are case-insensitive; integers compare as numbers.
+    let (status, answer) = call_weather(
+        &mut raw,
+        4,
+        args.clone(),
+        &[("mcp-param-region", "us-west1"), ("MCP-PARAM-METRIC", "true"), ("Mcp-Param-Days", "3.0")],
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Missing, different, doubled.
+    assert_mismatch(call_weather(&mut raw, 5, args.clone(), &all[1..]).await, 5, "no Mcp-Param-Region header");
+    let other = [("Mcp-Param-Region", "eu-north1"), all[1], all[2]];
+    assert_mismatch(
+        call_weather(&mut raw, 6, args.clone(), &other).await,
+        6,
+        "Mcp-Param-Region header value \"eu-north1\" does not match body value \"us-west1\"",
+    );
+    let metric = [all[0], ("Mcp-Param-Metric", "false"), all[2]];
+    assert_mismatch(call_weather(&mut raw, 7, args.clone(), &metric).await, 7, "Mcp-Param-Metric");
+    let days = [all[0], all[1], ("Mcp-Param-Days", "4")];
+    assert_mismatch(call_weather(&mut raw, 8, args.clone(), &days).await, 8, "Mcp-Param-Days");
+    let doubled = [all[0], all[0], all[1], all[2]];
+    assert_mismatch(call_weather(&mut raw, 9, args.clone(), &doubled).await, 9, "more than once");
+
+    // `null` or absent in the body: no header expected, and one given does not match it.
+    let sparse = json!({"region": "us-west1", "opts": {"metric": null}});
+    let (status, answer) = call_weather(&mut raw, 10, sparse.clone(), &[all[0]]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_mismatch(
+        call_weather(&mut raw, 11, sparse, &all[..2]).await,
+        11,
+        "no value to mirror at arguments.opts.metric",
+    );
+
+    // Encoded as the revision encodes them: Base64 in its sentinel, decoded before comparing.
+    for (id, value, coded) in [
+        (12, "Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        (13, " padded ", "=?base64?IHBhZGRlZCA=?="),
+        (14, "line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+        (15, "=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+    ] {
+        let (status, answer) =
+            call_weather(&mut raw, id, json!({"region": value}), &[("Mcp-Param-Region", coded)]).await;
+        assert_eq!(status, 200, "{value:?}: {answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], json!({"region": value}).to_string());
+    }
+    // The plain text of a value that needs encoding does not match it; neither does bad Base64
+    // or a raw byte outside visible ASCII.
+    assert_mismatch(
+        call_weather(&mut raw, 16, json!({"region": "Hello, 世界"}), &[("Mcp-Param-Region", "SGVsbG8sIOS4lueVjA==")])
+            .await,
+        16,
+        "does not match",
+    );
+    assert_mismatch(
+        call_weather(&mut raw, 17, json!({"region": "x"}), &[("Mcp-Param-Region", "=?base64?eA*?=")]).await,
+        17,
+        "not a valid header value",
+    );
+    assert_mismatch(
+        call_weather(&mut raw, 18, json!({"region": "é"}), &[("Mcp-Param-Region", "é")]).await,
+        18,
+        "not a valid header value",
+    );
+    // A header of an argument that is not mirrored is not looked at.
+    let (status, answer) =
+        call_weather(&mut raw, 19, json!({"region": "x"}), &[("Mcp-Param-Region", "x"), ("Mcp-Param-Query", "zzz")])
+            .await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_tools_are_checked_before_any_listing_and_our_client_passes() {
+    let bound = serve_tools(|s| s.declare_tools(&json!({"tools": [weather()]}))).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    assert_mismatch(call_weather(&mut raw, 1, json!({"days": 2}), &[]).await, 1, "no Mcp-Param-Days header");
+    let (status, answer) = call_weather(&mut raw, 2, json!({"days": 2}), &[("Mcp-Param-Days", "2")]).await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Our client, having listed the tools, sends what the server checks, whatever the text.
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let conn = McpHttpClient::new(&url).unwrap().stateless().connect(Connection::builder().profile(Profile::mcp()));
+    let handle = conn.handle();
+    let _: Value = within(handle.request("tools/list", json!({}))).await.expect("tools/list");
+    for region in ["us-west1", "Hello, 世界", " padded ", "=?base64?literal?=", "tab\there"] {
+        let args = json!({"region": region, "opts": {"metric": false}, "days": -7});
+        let answer: Value = within(handle.request("tools/call", json!({"name": "weather", "arguments": args})))
+            .await
+            .unwrap_or_else(|e| panic!("{region:?}: {e}"));
+        assert_eq!(answer["content"][0]["text"], args.to_string());
+    }
+    conn.close().await;
+}
+
+#[test]
+#[should_panic(expected = "the tool \"bad\" has an invalid x-mcp-header")]
+fn declaring_a_tool_with_an_invalid_annotation_panics() {
+    let bad = json!([{"name": "bad", "inputSchema": {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}}}]);
+    let _ = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp())).declare_tools(&bad);
+}
