@@ -8,6 +8,9 @@
 //!   `tools/list` answer it sent or declared on the server, are checked against the body:
 //!   matching headers (plain, Base64, an integer as `3.0`) pass; a missing, different,
 //!   doubled, undecodable or unexpected one is `400` with `-32020` naming the header;
+//! - the client after a `HeaderMismatch` (against a hand-written server): it lists the tools
+//!   again (every page) and retries the call once with the headers they say; a second
+//!   mismatch is the call's error;
 #![cfg(feature = "mcp-http")]
 
 use crate::mcp_http::{JSON_HEADERS, Raw};
@@ -17,6 +20,9 @@ use jsonrpc_duplex::transport::mcp_http::{BoundMcpServer, McpHttpClient, McpHttp
 use jsonrpc_duplex::{Connection, ErrorObject, Profile, Router};
 use serde_json::{Value, json};
 use support::time::within;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 
 const V: &str = "2026-07-28";
 
@@ -196,4 +202,107 @@ async fn declared_tools_are_checked_before_any_listing_and_our_client_passes() {
 fn declaring_a_tool_with_an_invalid_annotation_panics() {
     let bad = json!([{"name": "bad", "inputSchema": {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}}}]);
     let _ = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp())).declare_tools(&bad);
+}
+
+/// One POST read by hand: its lowercased headers and its body.
+async fn read_post(conn: &mut BufReader<tokio::net::TcpStream>) -> Option<(Vec<(String, String)>, Value)> {
+    let mut line = String::new();
+    if conn.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        conn.read_line(&mut line).await.ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (n, v) = line.split_once(':')?;
+        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    }
+    let len: usize = headers.iter().find(|(n, _)| n == "content-length")?.1.parse().ok()?;
+    let mut body = vec![0; len];
+    conn.read_exact(&mut body).await.ok()?;
+    Some((headers, serde_json::from_slice(&body).ok()?))
+}
+
+/// A hand-written 2026-07-28 server whose `weather` tool mirrors `region`, on two pages of
+/// `tools/list` (the tool on the second). A `tools/call` whose `Mcp-Param-Region` is not its
+/// region is refused with `HeaderMismatch`; with `stubborn` every call is. Tells the test
+/// each POST: (method, its `Mcp-Param-Region`).
+async fn mismatch_server(listener: TcpListener, stubborn: bool, seen: mpsc::UnboundedSender<(String, Option<String>)>) {
+    loop {
+        let Ok((socket, _)) = listener.accept().await else { return };
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            let mut conn = BufReader::new(socket);
+            while let Some((headers, body)) = read_post(&mut conn).await {
+                let method = body["method"].as_str().unwrap_or_default().to_owned();
+                let region = headers.iter().find(|(n, _)| n == "mcp-param-region").map(|(_, v)| v.clone());
+                let _ = seen.send((method.clone(), region.clone()));
+                let (status, answer) = match method.as_str() {
+                    "tools/list" if body["params"]["cursor"].is_null() => {
+                        (200, json!({"result": {"tools": [], "nextCursor": "page-2"}}))
+                    }
+                    "tools/list" => (200, json!({"result": {"tools": [weather()]}})),
+                    _ if !stubborn && region.as_deref() == body["params"]["arguments"]["region"].as_str() => {
+                        (200, json!({"result": {"content": [], "region": region}}))
+                    }
+                    _ => (400, json!({"error": {"code": -32020, "message": "Header mismatch: Mcp-Param-Region"}})),
+                };
+                let mut answer = answer;
+                answer["jsonrpc"] = json!("2.0");
+                answer["id"] = body["id"].clone();
+                let answer = answer.to_string();
+                let reason = if status == 200 { "OK" } else { "Bad Request" };
+                let response = format!(
+                    "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+                    answer.len()
+                );
+                if conn.get_mut().write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+async fn next_seen(seen: &mut mpsc::UnboundedReceiver<(String, Option<String>)>) -> (String, Option<String>) {
+    within(seen.recv()).await.expect("a POST")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_header_mismatch_the_client_lists_the_tools_and_retries_once() {
+    for stubborn in [false, true] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let server = tokio::spawn(mismatch_server(listener, stubborn, tx));
+        let conn = McpHttpClient::new(&url).unwrap().stateless().connect(Connection::builder().profile(Profile::mcp()));
+        // The call goes without the header: the client has not seen the tool listed.
+        let handle = conn.handle();
+        let call =
+            handle.request::<Value>("tools/call", json!({"name": "weather", "arguments": {"region": "us-west1"}}));
+        let answer = within(call).await;
+        let region = Some("us-west1".to_owned());
+        assert_eq!(next_seen(&mut seen).await, ("tools/call".into(), None));
+        assert_eq!(next_seen(&mut seen).await, ("tools/list".into(), None));
+        assert_eq!(next_seen(&mut seen).await, ("tools/list".into(), None), "the second page");
+        assert_eq!(next_seen(&mut seen).await, ("tools/call".into(), region.clone()), "retried with the header");
+        if stubborn {
+            let error = answer.expect_err("a second mismatch fails the call");
+            assert!(error.to_string().contains("Header mismatch"), "{error}");
+        } else {
+            assert_eq!(answer.expect("answered")["region"], "us-west1");
+            // Learnt: the next call has the header from the start.
+            let again =
+                handle.request::<Value>("tools/call", json!({"name": "weather", "arguments": {"region": "eu"}}));
+            assert_eq!(within(again).await.expect("answered")["region"], "eu");
+            assert_eq!(next_seen(&mut seen).await, ("tools/call".into(), Some("eu".into())));
+        }
+        assert!(seen.try_recv().is_err(), "nothing more was sent (stubborn: {stubborn})");
+        conn.close().await;
+        server.abort();
+    }
 }

@@ -139,7 +139,9 @@ impl McpHttpClient {
     /// their answers in `inputResponses` and the `requestState` echoed, at most
     /// [`MAX_INPUT_ROUNDS`] times; the caller gets the final answer. A tool's arguments marked
     /// `x-mcp-header` in the `tools/list` answers go into `Mcp-Param-*` headers of its calls
-    /// (a tool whose annotations break the rules is left out of the answer).
+    /// (a tool whose annotations break the rules is left out of the answer); a `tools/call`
+    /// refused with `-32020` (`HeaderMismatch`) is followed by a `tools/list` of the
+    /// transport's own (every page, up to 16) and sent once more with the headers it says.
     ///
     /// ```no_run
     /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
@@ -320,6 +322,8 @@ struct Posted {
     /// A `tools/call`'s arguments mirrored as `Mcp-Param-{name}` headers (the tool's
     /// `x-mcp-header` annotations).
     params: Vec<(String, String)>,
+    /// A `HeaderMismatch` refusal of it may be followed by a `tools/list` and one retry.
+    retry_mismatch: bool,
 }
 
 async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
@@ -347,7 +351,7 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
         if let Some((key, _)) = &request {
             lock(&shared.pending).insert(key.clone());
         }
-        let posted = Posted { request, method, name: None, params: Vec::new() };
+        let posted = Posted { request, method, name: None, params: Vec::new(), retry_mismatch: false };
         if posted.request.is_some() {
             // A request's answer may wait on ours to the server's own requests: it must not
             // hold up the messages after it.
@@ -445,7 +449,13 @@ async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
     let key = "\"jsonrpc-duplex-discover\"";
     let mut message = json!({"jsonrpc": "2.0", "id": "jsonrpc-duplex-discover", "method": "server/discover"});
     add_meta(&mut message, config);
-    let posted = Posted { request: None, method: Some("server/discover".into()), name: None, params: Vec::new() };
+    let posted = Posted {
+        request: None,
+        method: Some("server/discover".into()),
+        name: None,
+        params: Vec::new(),
+        retry_mismatch: false,
+    };
     let request = shared.post_request_as(Bytes::from(message.to_string()), &posted, Some(config));
     let response = match tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await {
         Ok(Ok(response)) => response,
@@ -567,7 +577,8 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures:
         {
             lock(&shared.tools_lists).insert(key.clone());
         }
-        let posted = Posted { request, method: Some(method), name, params };
+        let retry_mismatch = method == "tools/call";
+        let posted = Posted { request, method: Some(method), name, params, retry_mismatch };
         let body = Bytes::from(message.to_string());
         let Some((key, _)) = posted.request.clone() else {
             post(&shared, body, &posted, false).await;
@@ -893,6 +904,14 @@ fn post<'a>(
             let answer = serde_json::from_str::<Value>(&text)
                 .ok()
                 .filter(|m| m.get("error").is_some() && m.get("id").is_some_and(|i| i.is_null() || same_id(i, key)));
+            let mismatch = answer.as_ref().and_then(|a| a["error"]["code"].as_i64()) == Some(-32020);
+            if mismatch && posted.retry_mismatch {
+                // The tool's `inputSchema` may have changed: list the tools again, then send the
+                // request once more with the headers they say (2026-07-28's client behaviour).
+                tracing::info!(tool = ?posted.name, "HeaderMismatch: listing the tools again and retrying once");
+                let retry = relearn_tools(shared, &body, posted).await;
+                return post(shared, body, &retry, false).await;
+            }
             match answer {
                 Some(mut answer) => {
                     answer["id"] = id.clone();
@@ -949,6 +968,73 @@ fn post<'a>(
             }
         }
     })
+}
+
+/// Most pages of `tools/list` read after a `HeaderMismatch` (each `nextCursor` followed).
+const MAX_TOOL_PAGES: usize = 16;
+
+/// After a `HeaderMismatch` of a `tools/call`: ask `tools/list` (every page, up to
+/// [`MAX_TOOL_PAGES`]) for the transport alone, learn the tools' `x-mcp-header` annotations,
+/// and give back the call with its `Mcp-Param-*` headers made again (and no further retry).
+async fn relearn_tools(shared: &Arc<ClientShared>, body: &Bytes, posted: &Posted) -> Posted {
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let Some(config) = shared.stateless.get() else { break };
+        let id = format!("jsonrpc-duplex-tools-{}", shared.next_internal.fetch_add(1, Ordering::Relaxed));
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+        if let Some(cursor) = cursor.take() {
+            message["params"]["cursor"] = cursor;
+        }
+        add_meta(&mut message, config);
+        let list = Posted {
+            request: None,
+            method: Some("tools/list".into()),
+            name: None,
+            params: Vec::new(),
+            retry_mismatch: false,
+        };
+        let request = shared.post_request(Bytes::from(message.to_string()), &list);
+        let Some(mut answer) = own_answer(shared, request, &json!(id).to_string()).await else { break };
+        cursor = answer.get("result").and_then(|r| r.get("nextCursor")).filter(|c| !c.is_null()).cloned();
+        shared.learn_tools(&mut answer);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let message: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let arguments = message.get("params").and_then(|p| p.get("arguments"));
+    let params = posted
+        .name
+        .as_deref()
+        .and_then(|tool| lock(&shared.tool_headers).get(tool).map(|mirrored| param_headers(mirrored, arguments)))
+        .unwrap_or_default();
+    Posted { params, retry_mismatch: false, ..posted.clone() }
+}
+
+/// Send a request of the transport's own and read its answer (JSON, or the event of an SSE
+/// stream answering `key`), within [`PROBE_TIMEOUT`]; `None` if there is none.
+async fn own_answer(shared: &Arc<ClientShared>, request: Request<Full<Bytes>>, key: &str) -> Option<Value> {
+    let response = tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await.ok()?.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+    let bytes =
+        tokio::time::timeout(PROBE_TIMEOUT, read_limited(response.into_body(), shared.limit)).await.ok()?.ok()?;
+    if !sse {
+        return serde_json::from_slice(&bytes).ok();
+    }
+    let mut parser = SseParser::new(shared.limit);
+    let mut events = Vec::new();
+    let _ = parser.feed(&bytes, &mut events);
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .find(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, key)))
 }
 
 /// After a `404`: the saved `initialize` again (with an id of ours, its answer kept from the
