@@ -11,6 +11,13 @@
 //! - the client after a `HeaderMismatch` (against a hand-written server): it lists the tools
 //!   again (every page) and retries the call once with the headers they say; a second
 //!   mismatch is the call's error;
+//! - multi round-trip requests on the server: a handler's `elicitation/create`,
+//!   `sampling/createMessage`, `roots/list` become an `InputRequiredResult` (with a
+//!   `requestState` of the transport's), the retry's `inputResponses` go to the waiting
+//!   handler and its answer answers the retry (a raw peer, byte by byte, and our client); a
+//!   spent, forged or foreign `requestState` is `-32602`; an unanswered input is asked again;
+//!   an undeclared capability fails the handler's request at once; a parked request expires
+//!   (its handler cancelled, its slot back); at most 8 rounds;
 #![cfg(feature = "mcp-http")]
 
 use crate::mcp_http::{JSON_HEADERS, Raw};
@@ -305,4 +312,190 @@ async fn after_a_header_mismatch_the_client_lists_the_tools_and_retries_once() {
         conn.close().await;
         server.abort();
     }
+}
+
+/// Dropped with the handler that holds it: tells the test.
+struct OnDrop(Option<mpsc::UnboundedSender<()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn asking_router(dropped: mpsc::UnboundedSender<()>) -> Router {
+    Router::new().method("tools/call", move |params: Value, ctx: jsonrpc_duplex::RequestContext| {
+        let guard = OnDrop(Some(dropped.clone()));
+        async move {
+            let _guard = guard;
+            let peer = ctx.peer();
+            let text = match params["name"].as_str().unwrap_or_default() {
+                // Two rounds: the user, then the roots.
+                "ask" => {
+                    let who: Value = peer
+                        .request(
+                            "elicitation/create",
+                            json!({"mode": "form", "message": "name?", "requestedSchema": {"type": "object"}}),
+                        )
+                        .await
+                        .map_err(ErrorObject::internal_error)?;
+                    let roots: Value =
+                        peer.request("roots/list", json!({})).await.map_err(ErrorObject::internal_error)?;
+                    json!({"who": who, "roots": roots}).to_string()
+                }
+                // Asks until it is refused.
+                "loop" => {
+                    let mut n = 0;
+                    loop {
+                        match peer.request::<Value>("elicitation/create", json!({"message": n.to_string()})).await {
+                            Ok(_) => n += 1,
+                            Err(e) => break format!("{n} answers, then: {e}"),
+                        }
+                    }
+                }
+                "sample" => match peer.request::<Value>("sampling/createMessage", json!({"maxTokens": 1})).await {
+                    Ok(answer) => answer.to_string(),
+                    Err(e) => format!("refused: {e}"),
+                },
+                other => return Err(ErrorObject::invalid_params(format!("unknown tool {other}"))),
+            };
+            Ok(json!({"content": [{"type": "text", "text": text}]}))
+        }
+    })
+}
+
+async fn serve_asking(
+    configure: impl FnOnce(McpHttpServer) -> McpHttpServer,
+) -> (BoundMcpServer, mpsc::UnboundedReceiver<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let server =
+        McpHttpServer::new(move |_| Connection::builder().profile(Profile::mcp()).serve(asking_router(tx.clone())));
+    (within(configure(server).bind("127.0.0.1:0")).await.expect("bind"), rx)
+}
+
+/// A 2026-07-28 `tools/call` of `tool` declaring `capabilities`, with what a retry adds.
+fn ask_body(id: u64, tool: &str, capabilities: Value, retry: Option<(&str, Value)>) -> Vec<u8> {
+    let mut params = json!({"name": tool, "_meta": {"io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": capabilities}});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string().into_bytes()
+}
+
+async fn ask(raw: &mut Raw, id: u64, tool: &str, retry: Option<(&str, Value)>) -> (u16, Value) {
+    let body = ask_body(id, tool, json!({"elicitation": {}, "roots": {}}), retry);
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
+    json_answer(raw).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handlers_requests_to_the_client_become_input_required_results_and_resume() {
+    let (bound, mut dropped) = serve_asking(|s| s.max_sessions(1)).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    let (status, first) = ask(&mut raw, 1, "ask", None).await;
+    assert_eq!(status, 200, "{first}");
+    let state1 = first["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(state1.starts_with("jsonrpc-duplex-input-") && state1.len() > 40, "{first}");
+    assert_eq!(
+        first,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "requestState": state1,
+            "inputRequests": {"elicitation-1": {"method": "elicitation/create",
+                "params": {"mode": "form", "message": "name?", "requestedSchema": {"type": "object"}}}}}})
+    );
+    // The parked request holds its slot: the one the bound allows.
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", "sample")]), &ask_body(9, "sample", json!({}), None)).await;
+    assert_eq!(json_answer(&mut raw).await.0, 503, "max_sessions counts the parked request");
+
+    // The retry, answering; without an answer for an input, it is asked again.
+    let (status, again) = ask(&mut raw, 2, "ask", Some((&state1, json!({"other": {}})))).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["id"], 2);
+    assert_eq!(again["result"]["inputRequests"]["elicitation-1"]["method"], "elicitation/create", "{again}");
+    let state2 = again["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state2, state1, "a fresh state each round");
+    // A spent state, a made-up one: refused, saying why.
+    for (id, state) in [(3, state1.as_str()), (4, "jsonrpc-duplex-input-forged")] {
+        let (status, refused) = ask(&mut raw, id, "ask", Some((state, json!({})))).await;
+        assert_eq!((status, refused["error"]["code"].as_i64(), refused["id"].as_u64()), (400, Some(-32602), Some(id)));
+        assert!(refused["error"]["message"].as_str().unwrap().contains("unknown or expired"), "{refused}");
+    }
+    let who = json!({"action": "accept", "content": {"name": "octocat"}});
+    let (status, third) = ask(&mut raw, 5, "ask", Some((&state2, json!({"elicitation-1": who})))).await;
+    assert_eq!(status, 200, "{third}");
+    let state3 = third["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_eq!(third["result"]["inputRequests"], json!({"roots-2": {"method": "roots/list", "params": {}}}), "{third}");
+    let roots = json!({"roots": [{"uri": "file:///w"}]});
+    let (status, last) = ask(&mut raw, 6, "ask", Some((&state3, json!({"roots-2": roots})))).await;
+    assert_eq!(status, 200, "{last}");
+    let text = json!({"who": who, "roots": roots}).to_string();
+    assert_eq!(
+        last,
+        json!({"jsonrpc": "2.0", "id": 6, "result": {"content": [{"type": "text", "text": text}], "resultType": "complete"}})
+    );
+    within(dropped.recv()).await.expect("the handler finished");
+
+    // A state presented for another tool is spent and the request it named ends.
+    let (_, first) = ask(&mut raw, 7, "ask", None).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let body = ask_body(8, "loop", json!({"elicitation": {}}), Some((&state, json!({}))));
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", "loop")]), &body).await;
+    let (status, refused) = json_answer(&mut raw).await;
+    assert_eq!((status, refused["error"]["code"].as_i64()), (400, Some(-32602)), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("another request"), "{refused}");
+    within(dropped.recv()).await.expect("the parked handler was cancelled");
+
+    // A capability the client did not declare: the handler's request fails at once.
+    // (The ended request's slot comes back when its connection task lets go of it.)
+    let mut tries = 0;
+    let (status, answer) = loop {
+        tries += 1;
+        raw.send("POST", &modern("tools/call", &[("Mcp-Name", "sample")]), &ask_body(10, "sample", json!({}), None))
+            .await;
+        let (status, answer) = json_answer(&mut raw).await;
+        if status != 503 || tries >= 200 {
+            break (status, answer);
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(status, 200, "the slot came back: {answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("refused: ") && text.contains("\"sampling\" capability"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_request_expires_and_our_client_gets_through_the_rounds() {
+    let (bound, mut dropped) = serve_asking(|s| s.input_timeout(std::time::Duration::from_millis(300))).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    let (_, first) = ask(&mut raw, 1, "ask", None).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    within(dropped.recv()).await.expect("not retried within the input timeout: the handler is cancelled");
+    let (status, refused) = ask(&mut raw, 2, "ask", Some((&state, json!({})))).await;
+    assert_eq!((status, refused["error"]["code"].as_i64()), (400, Some(-32602)), "{refused}");
+
+    // Our client answers each round from its own handlers, and sees only the final answer.
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let handlers = Router::new()
+        .method("elicitation/create", |_: Value, _| async {
+            Ok::<_, ErrorObject>(json!({"action": "accept", "content": {"name": "o"}}))
+        })
+        .method("roots/list", |_: Value, _| async { Ok::<_, ErrorObject>(json!({"roots": []})) });
+    let conn = McpHttpClient::new(&url)
+        .unwrap()
+        .client_capabilities(json!({"elicitation": {}, "roots": {}}))
+        .connect(Connection::builder().profile(Profile::mcp()).serve(handlers));
+    let handle = conn.handle();
+    let answer: Value = within(handle.request("tools/call", json!({"name": "ask"}))).await.expect("answered");
+    assert_eq!(
+        answer["content"][0]["text"],
+        json!({"who": {"action": "accept", "content": {"name": "o"}}, "roots": {"roots": []}}).to_string()
+    );
+    // A handler that never stops asking gets 8 rounds, then its request fails.
+    let answer: Value = within(handle.request("tools/call", json!({"name": "loop"}))).await.expect("answered");
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("8 answers, then: ") && text.contains("8 times"), "{answer}");
+    conn.close().await;
 }

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -18,7 +18,9 @@ use http_body::{Body, Frame as BodyFrame, SizeHint};
 use serde_json::Value;
 
 use super::mirror::{ToolHeaders, check_params, decode_header_value};
-use super::session::{Bounds, Inbound, Refused, Session, SessionSink, SseBody};
+use super::session::{
+    Bounds, Inbound, InputContext, Parked, Refused, STATE_PREFIX, Session, SessionSink, SseBody, new_session_id,
+};
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
 use crate::framing::Frame;
@@ -45,6 +47,12 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX_INBOUND: usize = 8 * 1024 * 1024;
 /// Default [`McpHttpServer::max_pre_session_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_PRE_SESSION_BYTES: usize = 64 * 1024 * 1024;
+/// Default [`McpHttpServer::input_timeout`]: how long a 2026-07-28 request that asked the
+/// client for input waits for the retry carrying the answers.
+pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most `InputRequiredResult`s the server sends for one 2026-07-28 request (a handler's
+/// input requests past them fail).
+pub const MAX_SERVER_INPUT_ROUNDS: usize = 8;
 /// Most requests of one session open at once (each has its stream).
 pub const MAX_OPEN_REQUESTS_PER_SESSION: usize = 256;
 /// Inbound messages queued for a session's connection before a POST waits.
@@ -147,6 +155,7 @@ struct Settings {
     body_timeout: Duration,
     retry: Duration,
     max_inbound: usize,
+    input_timeout: Duration,
     /// Revision 2026-07-28 (stateless) is served beside the session revisions.
     modern: bool,
     /// The bodies of POSTs outside a session, read and not answered yet.
@@ -161,6 +170,8 @@ struct Inner {
     /// The tools' arguments mirrored into `Mcp-Param-*` headers (2026-07-28), learnt from the
     /// `tools/list` answers sent and declared.
     tool_headers: Arc<ToolHeaders>,
+    /// 2026-07-28 requests waiting for the retry with the client's input, by `requestState`.
+    parked: Arc<Parked>,
     /// Stateless (2026-07-28) requests being answered: they count against `max_sessions`.
     stateless_live: AtomicUsize,
     reaper: AtomicBool,
@@ -204,6 +215,7 @@ impl McpHttpServer {
                     body_timeout: DEFAULT_BODY_TIMEOUT,
                     retry: DEFAULT_RETRY,
                     max_inbound: DEFAULT_MAX_INBOUND,
+                    input_timeout: DEFAULT_INPUT_TIMEOUT,
                     modern: true,
                     pre_session: ByteBudget::new(DEFAULT_MAX_PRE_SESSION_BYTES),
                     authorize: None,
@@ -211,6 +223,7 @@ impl McpHttpServer {
                 factory: Box::new(factory),
                 sessions: Mutex::new(HashMap::new()),
                 tool_headers: Arc::new(ToolHeaders::default()),
+                parked: Arc::new(Mutex::new(HashMap::new())),
                 stateless_live: AtomicUsize::new(0),
                 reaper: AtomicBool::new(false),
                 draining: AtomicBool::new(false),
@@ -350,6 +363,28 @@ impl McpHttpServer {
         if let Some((tool, why)) = invalid.first() {
             panic!("McpHttpServer::declare_tools: the tool {tool:?} has an invalid x-mcp-header: {why}");
         }
+        self
+    }
+
+    /// How long a 2026-07-28 request whose handler asked the client for input waits for the
+    /// client's retry ([`DEFAULT_INPUT_TIMEOUT`]); then it ends, its handler cancelled, and a
+    /// retry naming its `requestState` gets `-32602`.
+    ///
+    /// Under 2026-07-28 a handler asks the client as it does under 2025-11-25 and over stdio
+    /// (`ctx.peer().request("elicitation/create", …)`, `sampling/createMessage`,
+    /// `roots/list`), while it answers a `tools/call`, `prompts/get` or `resources/read`: the
+    /// transport answers the HTTP request with an `InputRequiredResult` of those requests
+    /// (those made before it is sent go together) and a `requestState` of its own; the
+    /// client's retry carrying it and the `inputResponses` gets a stream of its own, the
+    /// answers go to the waiting handler, and what the handler does next answers the retry.
+    /// A request the client did not declare the capability of fails at once, as do other
+    /// methods and requests made while answering other methods. A parked request holds its
+    /// place in [`max_sessions`](McpHttpServer::max_sessions) until it ends; its outstanding
+    /// input requests are bounded by [`max_backlog`](McpHttpServer::max_backlog) in bytes and
+    /// it gets at most [`MAX_SERVER_INPUT_ROUNDS`] rounds. The retry must reach this server
+    /// (the state is the running handler): behind a load balancer, route by `requestState`.
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.settings().input_timeout = timeout;
         self
     }
 
@@ -735,12 +770,7 @@ fn check_stateless(headers: &HeaderMap, message: &Value, tools: &ToolHeaders) ->
         Some(m) => return mismatch(format!("Mcp-Method {m:?} but the body's method is {method:?}")),
         None => return mismatch("no Mcp-Method header".into()),
     }
-    let named = match method {
-        "tools/call" | "prompts/get" => message.get("params").and_then(|p| p.get("name")),
-        "resources/read" => message.get("params").and_then(|p| p.get("uri")),
-        _ => None,
-    };
-    if let Some(name) = named.and_then(Value::as_str) {
+    if let Some(name) = named(method, message) {
         let Some(header) = headers.get("mcp-name") else { return mismatch("no Mcp-Name header".into()) };
         match decode_header_value(header.as_bytes()) {
             Some(value) if value == name => {}
@@ -756,6 +786,20 @@ fn check_stateless(headers: &HeaderMap, message: &Value, tools: &ToolHeaders) ->
         }
     }
     Ok(())
+}
+
+/// The requests of 2026-07-28 that may be answered with an `InputRequiredResult`.
+const INPUT_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// What `Mcp-Name` mirrors: the `params.name` of `tools/call` and `prompts/get`, the
+/// `params.uri` of `resources/read`.
+fn named<'m>(method: &str, message: &'m Value) -> Option<&'m str> {
+    let params = message.get("params")?;
+    match method {
+        "tools/call" | "prompts/get" => params.get("name")?.as_str(),
+        "resources/read" => params.get("uri")?.as_str(),
+        _ => None,
+    }
 }
 
 /// A JSON-RPC error for the request `id`, with `data`, in a response with `status`.
@@ -777,26 +821,6 @@ fn accepts(headers: &HeaderMap, what: &str) -> bool {
         let media = item.split(';').next().unwrap_or("").trim();
         media.eq_ignore_ascii_case(what) || media == "*/*"
     })
-}
-
-/// A fresh session id: 128 random bits, hex (the OS's generator; std's hasher keys if it
-/// cannot be read).
-fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
-    if from_os.is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        for half in bytes.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-            h.write_u128(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
-            );
-            half.copy_from_slice(&h.finish().to_le_bytes());
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a POST body holds.
@@ -1091,6 +1115,12 @@ impl Inner {
         if let Err((status, code, why, data)) = check_stateless(headers, message, &self.tool_headers) {
             return rpc_error_with(status, &id, code, &why, data);
         }
+        let state = message.get("params").and_then(|p| p.get("requestState")).and_then(Value::as_str);
+        if let (Some(token), Posted::Request { method, .. }) = (state, &posted)
+            && token.starts_with(STATE_PREFIX)
+        {
+            return self.resume(message, method, token, principal).await;
+        }
         match posted {
             Posted::Request { id, method, progress, .. } => {
                 let version = header_str(headers, HEADER_PROTOCOL_VERSION).unwrap_or_default().to_owned();
@@ -1098,6 +1128,17 @@ impl Inner {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
+                if INPUT_METHODS.contains(&method.as_str()) {
+                    let ctx = InputContext {
+                        parked: Arc::downgrade(&self.parked),
+                        name: named(&method, message).map(str::to_owned),
+                        method: method.clone(),
+                        capabilities: meta_field(message, META_CLIENT_CAPABILITIES).cloned().unwrap_or(Value::Null),
+                        timeout: self.settings.input_timeout,
+                        max_rounds: MAX_SERVER_INPUT_ROUNDS,
+                    };
+                    session.enable_input(ctx, &message["id"]);
+                }
                 self.send(&session, id, progress, frame, None, method == "tools/list").await
             }
             Posted::Other if message.get("method").is_none() => rpc_error_with(
@@ -1114,6 +1155,43 @@ impl Inner {
                 full(StatusCode::ACCEPTED, "", Bytes::new())
             }
         }
+    }
+
+    /// The retry of a request parked for the client's input: its answers to the waiting
+    /// handler, and what it does next is this request's answer.
+    async fn resume(
+        self: Arc<Self>,
+        message: &Value,
+        method: &str,
+        token: &str,
+        principal: Option<String>,
+    ) -> Response<McpBody> {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let invalid = |why: &str| {
+            rpc_error_with(StatusCode::BAD_REQUEST, &id, -32602, &format!("Invalid params: requestState {why}"), None)
+        };
+        let taken = self.parked.lock().unwrap_or_else(|p| p.into_inner()).remove(token);
+        let Some(session) = taken else {
+            return invalid(
+                "is unknown or expired (it is good once, on this server, within its input timeout): \
+                 send the request again without it",
+            );
+        };
+        if session.principal != principal || !session.retries(method, named(method, message)) {
+            // Presented for another request or by another principal: it is spent.
+            session.terminate();
+            return invalid("belongs to another request");
+        }
+        let responses = message.get("params").and_then(|p| p.get("inputResponses"));
+        let Some((body, answers)) = session.resume(id.clone(), responses) else {
+            return invalid("names a request that has ended");
+        };
+        for (frame, len) in answers {
+            if session.deliver_inbound(frame, len, None).await.is_err() {
+                return invalid("names a request that has ended");
+            }
+        }
+        stateless_answer(body).await
     }
 
     /// Register a request's stream and hand the request to the session's connection.
