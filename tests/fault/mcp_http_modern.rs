@@ -18,6 +18,9 @@
 //!   spent, forged or foreign `requestState` is `-32602`; an unanswered input is asked again;
 //!   an undeclared capability fails the handler's request at once; a parked request expires
 //!   (its handler cancelled, its slot back); at most 8 rounds;
+//! - sessions whose connections take nothing: their POST bodies together stop at the
+//!   server-wide `max_session_bytes` (`503`, `Retry-After: 1`, `Connection: close` past it),
+//!   however many sessions there are, and the budget comes back when the messages are taken.
 #![cfg(feature = "mcp-http")]
 
 use crate::mcp_http::{JSON_HEADERS, Raw};
@@ -498,4 +501,100 @@ async fn a_parked_request_expires_and_our_client_gets_through_the_rounds() {
     let text = answer["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("8 answers, then: ") && text.contains("8 times"), "{answer}");
     conn.close().await;
+}
+
+/// Sessions whose connections do not take their messages (their handlers block): the POSTs
+/// to each stop at its own inbound budget, and all of them together at the server's
+/// `max_session_bytes`, past which they are refused `503` (not waiting, not read). Driven
+/// through the `tower` service on paused time, so "stopped" is exact (nothing runnable).
+#[tokio::test(start_paused = true)]
+async fn all_sessions_posted_bytes_stop_at_the_server_wide_budget() {
+    const SIZE: usize = 256 * 1024;
+    const SESSIONS: usize = 8;
+    const POSTS: usize = 24;
+    // Each stopped session holds about one body queued: eight of them want twice this.
+    const BUDGET: usize = 1024 * 1024;
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let for_sessions = gate.clone();
+    let server = McpHttpServer::new(move |_| {
+        let gate = for_sessions.clone();
+        Connection::builder().profile(Profile::mcp()).serve(
+            Router::new()
+                .method("initialize", |_: Value, _| async {
+                    Ok::<_, ErrorObject>(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "t", "version": "0"}}))
+                })
+                .notification("heavy", move |_: Value, _| {
+                    let gate = gate.clone();
+                    async move {
+                        if let Ok(permit) = gate.acquire().await {
+                            permit.forget();
+                        }
+                    }
+                }),
+        )
+    })
+    .max_inbound(1024 * 1024)
+    .max_session_bytes(BUDGET)
+    .body_timeout(std::time::Duration::from_secs(3600));
+    let post = |session: Option<&str>, body: Vec<u8>| {
+        let mut request = http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.body(axum::body::Body::from(body)).unwrap()
+    };
+    let mut sessions = Vec::new();
+    for _ in 0..SESSIONS {
+        let response = server.handle(post(None, crate::mcp_http::initialize_body_bytes())).await;
+        sessions.push(response.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+        let _ = axum::body::to_bytes(axum::body::Body::new(response.into_body()), usize::MAX).await;
+    }
+    let (tx, mut done) = mpsc::unbounded_channel();
+    for (s, session) in sessions.iter().enumerate() {
+        for i in 0..POSTS {
+            let data = "x".repeat(SIZE);
+            let body = json!({"jsonrpc": "2.0", "method": "heavy", "params": {"s": s, "i": i, "data": data}})
+                .to_string()
+                .into_bytes();
+            let (server, tx, request) = (server.clone(), tx.clone(), post(Some(session), body));
+            tokio::spawn(async move {
+                let response = server.handle(request).await;
+                let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+                let close = response.headers().get("connection").map(|v| v.to_str().unwrap().to_owned());
+                let _ = tx.send((response.status().as_u16(), retry, close));
+            });
+        }
+    }
+    drop(tx);
+    support::time::quiescent().await;
+    assert!(server.session_bytes() <= BUDGET, "{} bytes held across the sessions", server.session_bytes());
+    assert!(server.session_bytes() > BUDGET / 2, "the budget is what stopped them: {}", server.session_bytes());
+    // Answered so far: those queued (`202`) and those refused; the rest wait for their
+    // session's own budget, unread.
+    let (accepted, refused);
+    let count =
+        |(status, retry, close): (u16, Option<String>, Option<String>), counts: &mut (usize, usize)| match status {
+            202 => counts.0 += 1,
+            503 => {
+                assert_eq!((retry.as_deref(), close.as_deref()), (Some("1"), Some("close")));
+                counts.1 += 1;
+            }
+            other => panic!("status {other}"),
+        };
+    let mut counts = (0, 0);
+    while let Ok(answer) = done.try_recv() {
+        count(answer, &mut counts);
+    }
+    let refused_first = counts.1;
+    gate.add_permits(SESSIONS * POSTS);
+    while let Some(answer) = within(done.recv()).await {
+        count(answer, &mut counts);
+    }
+    (accepted, refused) = counts;
+    assert!(refused_first > 0, "past the budget POSTs are refused, not queued ({accepted} queued)");
+    assert_eq!(accepted + refused, SESSIONS * POSTS);
+    assert_eq!(server.session_bytes(), 0, "every byte given back");
 }

@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use super::mirror::{ToolHeaders, check_params, decode_header_value};
 use super::session::{
-    Bounds, Inbound, InputContext, Parked, Refused, STATE_PREFIX, Session, SessionSink, SseBody, new_session_id,
+    Bounds, Inbound, InputContext, Parked, Refused, Reserved, STATE_PREFIX, Session, SessionSink, SseBody,
+    new_session_id,
 };
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
@@ -45,6 +46,8 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default [`McpHttpServer::max_inbound`]: a session's posted bytes its connection has not
 /// taken yet.
 pub const DEFAULT_MAX_INBOUND: usize = 8 * 1024 * 1024;
+/// Default [`McpHttpServer::max_session_bytes`]: 128 MiB.
+pub const DEFAULT_MAX_SESSION_BYTES: usize = 128 * 1024 * 1024;
 /// Default [`McpHttpServer::max_pre_session_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_PRE_SESSION_BYTES: usize = 64 * 1024 * 1024;
 /// Default [`McpHttpServer::input_timeout`]: how long a 2026-07-28 request that asked the
@@ -160,6 +163,8 @@ struct Settings {
     modern: bool,
     /// The bodies of POSTs outside a session, read and not answered yet.
     pre_session: Arc<ByteBudget>,
+    /// The bodies of sessions' POSTs, read or being read, not taken by their connections yet.
+    session_bytes: Arc<ByteBudget>,
     authorize: Option<Arc<Authorize>>,
 }
 
@@ -218,6 +223,7 @@ impl McpHttpServer {
                     input_timeout: DEFAULT_INPUT_TIMEOUT,
                     modern: true,
                     pre_session: ByteBudget::new(DEFAULT_MAX_PRE_SESSION_BYTES),
+                    session_bytes: ByteBudget::new(DEFAULT_MAX_SESSION_BYTES),
                     authorize: None,
                 },
                 factory: Box::new(factory),
@@ -314,7 +320,8 @@ impl McpHttpServer {
     /// the POST is answered (a stateless request's answer, or its stream's first event). Past
     /// the budget the POST gets `503` with `Retry-After: 1` and `Connection: close`, the rest of
     /// its body unread. When nothing is held one body is always taken, whatever its size. A
-    /// session's own POSTs are bounded by its [`max_inbound`](McpHttpServer::max_inbound).
+    /// session's own POSTs are bounded by its [`max_inbound`](McpHttpServer::max_inbound) and,
+    /// all sessions together, by [`max_session_bytes`](McpHttpServer::max_session_bytes).
     ///
     /// ```
     /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
@@ -386,6 +393,32 @@ impl McpHttpServer {
     pub fn input_timeout(mut self, timeout: Duration) -> Self {
         self.settings().input_timeout = timeout;
         self
+    }
+
+    /// The bytes of sessions' POST bodies held at once across the server
+    /// ([`DEFAULT_MAX_SESSION_BYTES`]): each session's share is bounded by its
+    /// [`max_inbound`](McpHttpServer::max_inbound), and this bounds them all together. A body
+    /// with a `Content-Length` is counted in full before a byte of it is read, a chunked one
+    /// as it arrives; its bytes are held until the session's connection takes the message.
+    /// Past the budget the POST gets `503` with `Retry-After: 1` and `Connection: close`, the
+    /// rest of its body unread. When nothing is held one body is always taken.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
+    /// use jsonrpc_duplex_core::{Connection, Profile, Router};
+    /// let server = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp()).serve(Router::new()))
+    ///     .max_session_bytes(32 << 20);
+    /// assert_eq!(server.session_bytes(), 0);
+    /// ```
+    pub fn max_session_bytes(mut self, bytes: usize) -> Self {
+        self.settings().session_bytes = ByteBudget::new(bytes);
+        self
+    }
+
+    /// The bytes of sessions' POST bodies held now (see
+    /// [`max_session_bytes`](McpHttpServer::max_session_bytes)).
+    pub fn session_bytes(&self) -> usize {
+        self.inner.settings.session_bytes.held()
     }
 
     /// Serve revision 2026-07-28 (stateless) beside the session revisions (`true`, the
@@ -675,6 +708,19 @@ fn over_budget(limit: usize) -> Response<McpBody> {
     refusal
 }
 
+/// The budget all sessions' POST bodies share is spent: `503`, `Retry-After: 1`, and the
+/// connection closed (the rest of the body is not read).
+fn over_session_budget(limit: usize) -> Response<McpBody> {
+    let message = format!(
+        "Service Unavailable: the server holds as many bytes of sessions' requests as it may ({limit} bytes); \
+         retry shortly"
+    );
+    let mut refusal = rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &message);
+    refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    refusal
+}
+
 /// A JSON-RPC error (id `null`) in a response with `status`.
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<McpBody> {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
@@ -957,8 +1003,23 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let budget = &self.settings.pre_session;
-        let over = || over_budget(budget.limit());
+        self.read_charged(body, &self.settings.pre_session, over_budget).await
+    }
+
+    /// A body charged to `budget` (`over` answers when it is spent): in full before it is
+    /// read when its length is declared, else as it arrives.
+    async fn read_charged<B>(
+        &self,
+        body: B,
+        budget: &Arc<ByteBudget>,
+        over: fn(usize) -> Response<McpBody>,
+    ) -> Result<(Bytes, Charge), Response<McpBody>>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let over = || over(budget.limit());
         match body.size_hint().exact() {
             Some(len) if len <= self.settings.max_body as u64 => {
                 let charge = budget.charge(len as usize).ok_or_else(over)?;
@@ -1022,7 +1083,7 @@ impl Inner {
             let declared = header_str(headers, "content-length").and_then(|v| v.parse::<usize>().ok());
             let want = declared.unwrap_or(self.settings.max_body).min(self.settings.max_body);
             match tokio::time::timeout(self.settings.body_timeout, session.reserve(want)).await {
-                Ok(Some(permit)) => reserved = Some(permit),
+                Ok(Some(permit)) => reserved = Some(Reserved { permit, charge: None }),
                 Ok(None) => return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)"),
                 Err(_) => {
                     return rpc_error(
@@ -1035,9 +1096,14 @@ impl Inner {
         }
         // A POST outside a session holds its bytes of the server's pre-session budget until
         // it is answered.
+        // A session's POST holds its bytes of the budget all sessions share until its
+        // connection takes the message.
         let (bytes, _charge) = if known.is_some() {
-            match self.read_body(body).await {
-                Ok(bytes) => (bytes, None),
+            match self.read_charged(body, &self.settings.session_bytes, over_session_budget).await {
+                Ok((bytes, charge)) => {
+                    reserved = reserved.map(|r: Reserved| Reserved { charge: Some(charge), ..r });
+                    (bytes, None)
+                }
                 Err(refusal) => return refusal,
             }
         } else {
@@ -1046,7 +1112,7 @@ impl Inner {
                 Err(refusal) => return refusal,
             }
         };
-        let reserved = reserved.map(|permit| super::session::fit(permit, bytes.len()));
+        let reserved = reserved.map(|r| Reserved { permit: super::session::fit(r.permit, bytes.len()), ..r });
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(message) => message,
             Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}")),
@@ -1201,7 +1267,7 @@ impl Inner {
         id: String,
         progress: Option<String>,
         frame: Frame,
-        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+        reserved: Option<Reserved>,
         lists_tools: bool,
     ) -> Response<McpBody> {
         let len = match &frame {

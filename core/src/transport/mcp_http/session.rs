@@ -105,12 +105,20 @@ pub(super) struct Bounds {
 /// taken releases (the bytes it held of the session's inbound budget, or a signal).
 pub(super) type Inbound = (crate::framing::Frame, Receipt);
 
+/// What a POST to a session holds until its connection takes the message: its share of the
+/// session's inbound budget, and its bytes of the budget all sessions share.
+pub(super) struct Reserved {
+    pub(super) permit: tokio::sync::OwnedSemaphorePermit,
+    #[allow(dead_code)] // Held: given back when dropped.
+    pub(super) charge: Option<crate::transport::http::budget::Charge>,
+}
+
 /// Dropped when the connection takes its message.
 pub(super) enum Receipt {
     /// Nothing to release.
     None,
-    /// Bytes of the session's inbound budget.
-    Bytes(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit),
+    /// Bytes of the session's inbound budget (and of the server's, for all sessions).
+    Bytes(#[allow(dead_code)] Reserved),
     /// Someone waits for the connection to have read this message.
     Read(#[allow(dead_code)] futures::channel::oneshot::Sender<()>),
 }
@@ -194,14 +202,14 @@ impl Session {
         &self,
         frame: crate::framing::Frame,
         len: usize,
-        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+        reserved: Option<Reserved>,
     ) -> Result<(), ()> {
         use futures::SinkExt;
-        let permit = match reserved {
-            Some(permit) => permit,
-            None => self.reserve(len).await.ok_or(())?,
+        let reserved = match reserved {
+            Some(reserved) => reserved,
+            None => Reserved { permit: self.reserve(len).await.ok_or(())?, charge: None },
         };
-        self.inbound.clone().send((frame, Receipt::Bytes(permit))).await.map_err(|_| ())
+        self.inbound.clone().send((frame, Receipt::Bytes(reserved))).await.map_err(|_| ())
     }
 
     /// `len` bytes of the inbound budget (at most all of it: one message always fits); `None`
