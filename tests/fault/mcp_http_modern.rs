@@ -328,6 +328,9 @@ impl Drop for OnDrop {
     }
 }
 
+/// Lets the `early` tool answer (one permit).
+static EARLY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
 fn asking_router(dropped: mpsc::UnboundedSender<()>) -> Router {
     Router::new().method("tools/call", move |params: Value, ctx: jsonrpc_duplex::RequestContext| {
         let guard = OnDrop(Some(dropped.clone()));
@@ -357,6 +360,13 @@ fn asking_router(dropped: mpsc::UnboundedSender<()>) -> Router {
                             Err(e) => break format!("{n} answers, then: {e}"),
                         }
                     }
+                }
+                // Asks (from a task of its own), then answers without waiting for it.
+                "early" => {
+                    let asker = peer.clone();
+                    tokio::spawn(async move { asker.request::<Value>("elicitation/create", json!({})).await });
+                    EARLY.acquire().await.map_err(ErrorObject::internal_error)?.forget();
+                    "done without it".to_owned()
                 }
                 "sample" => match peer.request::<Value>("sampling/createMessage", json!({"maxTokens": 1})).await {
                     Ok(answer) => answer.to_string(),
@@ -393,6 +403,20 @@ async fn ask(raw: &mut Raw, id: u64, tool: &str, retry: Option<(&str, Value)>) -
     let body = ask_body(id, tool, json!({"elicitation": {}, "roots": {}}), retry);
     raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
     json_answer(raw).await
+}
+
+/// POST until the server has a slot for it (an ended request's slot comes back when its
+/// connection task lets go of it): at most 200 tries.
+async fn admitted(raw: &mut Raw, tool: &str, body: Vec<u8>) -> (u16, Value) {
+    for _ in 0..200 {
+        raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
+        let (status, answer) = json_answer(raw).await;
+        if status != 503 {
+            return (status, answer);
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("no slot came back");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -452,21 +476,27 @@ async fn a_handlers_requests_to_the_client_become_input_required_results_and_res
     within(dropped.recv()).await.expect("the parked handler was cancelled");
 
     // A capability the client did not declare: the handler's request fails at once.
-    // (The ended request's slot comes back when its connection task lets go of it.)
-    let mut tries = 0;
-    let (status, answer) = loop {
-        tries += 1;
-        raw.send("POST", &modern("tools/call", &[("Mcp-Name", "sample")]), &ask_body(10, "sample", json!({}), None))
-            .await;
-        let (status, answer) = json_answer(&mut raw).await;
-        if status != 503 || tries >= 200 {
-            break (status, answer);
-        }
-        tokio::task::yield_now().await;
-    };
+    let (status, answer) = admitted(&mut raw, "sample", ask_body(10, "sample", json!({}), None)).await;
     assert_eq!(status, 200, "the slot came back: {answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("refused: ") && text.contains("\"sampling\" capability"), "{answer}");
+    within(dropped.recv()).await.expect("the sampling handler finished");
+
+    // Answered while the client was to retry: the retry gets that answer (kept for it, or,
+    // had the retry come first, on the retry's stream: the same either way).
+    let (_, first) =
+        admitted(&mut raw, "early", ask_body(11, "early", json!({"elicitation": {}, "roots": {}}), None)).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    EARLY.add_permits(1);
+    within(dropped.recv()).await.expect("the handler answered");
+    let answered = json!({"elicitation-1": {"action": "decline"}});
+    let (status, last) = ask(&mut raw, 12, "early", Some((&state, answered))).await;
+    assert_eq!(status, 200, "{last}");
+    assert_eq!(
+        (last["id"].as_u64(), last["result"]["content"][0]["text"].as_str()),
+        (Some(12), Some("done without it"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -318,6 +318,16 @@ impl Session {
                 }
                 return;
             }
+            // The request's answer while the client is to retry (it came after the round's
+            // `InputRequiredResult`): kept for the retry.
+            if let Some(m) = state.mrtr.as_mut()
+                && m.round.is_some()
+                && msg.get("method").is_none()
+                && msg.get("id").is_some_and(|id| is_text_of(id, &m.original))
+            {
+                m.early = Some(body);
+                return;
+            }
             // The request's answer goes out under the id of the request the client sent last
             // (the retry of a multi round-trip request).
             if let Some(m) = state.mrtr.as_ref()
@@ -714,6 +724,8 @@ struct Mrtr {
     next_key: u64,
     /// The `InputRequiredResult` of this round, on the stream it answers.
     round: Option<Round>,
+    /// The request's answer, made while the client was to retry: the retry's answer.
+    early: Option<Vec<u8>>,
 }
 
 struct Round {
@@ -779,6 +791,7 @@ impl Session {
             rounds: 0,
             next_key: 0,
             round: None,
+            early: None,
         });
     }
 
@@ -893,6 +906,14 @@ impl Session {
         state.last_activity = Instant::now();
         let cursor = state.next_seq - 1;
         let body = SseBody { session: self.clone(), stream, generation, cursor, first: None, encode: false };
+        if let Some(early) = state.mrtr.as_mut().and_then(|m| m.early.take()) {
+            // Answered already: that is the retry's answer, and nothing is asked any more.
+            if let Some(m) = state.mrtr.as_mut() {
+                m.outstanding.clear();
+                m.bytes = 0;
+            }
+            self.push(&mut state, early);
+        }
         self.input_round(&mut state);
         Some((body, answers))
     }
