@@ -9,6 +9,7 @@ pub mod io;
 pub mod limits;
 pub mod load;
 pub mod mcp_http;
+pub mod mcp_http_modern;
 pub mod mcp_http_stateless;
 pub mod peer_death;
 pub mod slow_peer;

@@ -425,9 +425,10 @@ async fn the_stateless_client_sends_the_revisions_headers_and_meta_and_cancels_b
         json!({"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
                "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1.0"}})
     );
-    // Refused with a JSON-RPC error for the request: that is the call's error.
+    // Refused with a JSON-RPC error for the request: that is the call's error. (A -32020
+    // would be followed by a tools/list and a retry: mcp_http_modern.rs.)
     let error =
-        json!({"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32020, "message": "Header mismatch: test"}})
+        json!({"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32602, "message": "Invalid params: test"}})
             .to_string();
     let response = format!(
         "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{error}",
@@ -435,7 +436,7 @@ async fn the_stateless_client_sends_the_revisions_headers_and_meta_and_cancels_b
     );
     socket.get_mut().write_all(response.as_bytes()).await.unwrap();
     let failed = within(call).await.unwrap().expect_err("refused");
-    assert!(failed.to_string().contains("-32020") || failed.to_string().contains("Header mismatch: test"), "{failed}");
+    assert!(failed.to_string().contains("Invalid params: test"), "{failed}");
 
     // A call given up: its stream closes (the server sees EOF), no cancellation POST.
     let call = tokio::spawn({

@@ -17,6 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
+use super::mirror::{Mirrored, header_value_for, mirrored_params, param_headers};
 use super::sse::SseParser;
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use crate::framing::Frame;
@@ -138,7 +139,9 @@ impl McpHttpClient {
     /// their answers in `inputResponses` and the `requestState` echoed, at most
     /// [`MAX_INPUT_ROUNDS`] times; the caller gets the final answer. A tool's arguments marked
     /// `x-mcp-header` in the `tools/list` answers go into `Mcp-Param-*` headers of its calls
-    /// (a tool whose annotations break the rules is left out of the answer).
+    /// (a tool whose annotations break the rules is left out of the answer); a `tools/call`
+    /// refused with `-32020` (`HeaderMismatch`) is followed by a `tools/list` of the
+    /// transport's own (every page, up to 16) and sent once more with the headers it says.
     ///
     /// ```no_run
     /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpClient;
@@ -299,78 +302,6 @@ struct ClientShared {
     tool_headers: Mutex<std::collections::HashMap<String, Vec<Mirrored>>>,
 }
 
-/// A tool argument mirrored into a header: `Mcp-Param-{name}`, and the chain of `properties`
-/// keys leading to it in the arguments.
-type Mirrored = (String, Vec<String>);
-
-/// A tool's `x-mcp-header` annotations, checked as revision 2026-07-28 says: a non-empty
-/// header token, unique (case-insensitively), on an `integer`, `string` or `boolean`
-/// property reached by `properties` keys alone. `Err` says why the tool is not usable.
-fn mirrored_params(schema: &Value) -> Result<Vec<Mirrored>, String> {
-    fn reachable(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>, Value)>) {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
-        for (key, property) in properties {
-            path.push(key.clone());
-            if let Some(name) = property.get("x-mcp-header") {
-                out.push((name.as_str().unwrap_or_default().to_owned(), path.clone(), property.clone()));
-            }
-            reachable(property, path, out);
-            path.pop();
-        }
-    }
-    fn annotations(value: &Value) -> usize {
-        match value {
-            Value::Object(map) => {
-                map.iter().map(|(k, v)| usize::from(k == "x-mcp-header" && !v.is_object()) + annotations(v)).sum()
-            }
-            Value::Array(items) => items.iter().map(annotations).sum(),
-            _ => 0,
-        }
-    }
-    let mut found = Vec::new();
-    reachable(schema, &mut Vec::new(), &mut found);
-    if found.len() != annotations(schema) {
-        return Err("an x-mcp-header is not on a property reached through `properties` alone".into());
-    }
-    let mut seen = std::collections::HashSet::new();
-    let mut mirrored = Vec::new();
-    for (name, path, property) in found {
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-        if name.is_empty() || !name.bytes().all(token) {
-            return Err(format!("x-mcp-header {name:?} is not a header name token"));
-        }
-        if !seen.insert(name.to_ascii_lowercase()) {
-            return Err(format!("x-mcp-header {name:?} is given twice"));
-        }
-        let kind = property.get("type").and_then(Value::as_str);
-        if !matches!(kind, Some("integer" | "string" | "boolean")) {
-            return Err(format!(
-                "x-mcp-header {name:?} is on a property of type {kind:?} (integer, string or boolean only)"
-            ));
-        }
-        mirrored.push((name, path));
-    }
-    Ok(mirrored)
-}
-
-/// The `Mcp-Param-*` headers of a `tools/call`: each mirrored argument present and not `null`.
-fn param_headers(mirrored: &[Mirrored], arguments: Option<&Value>) -> Vec<(String, String)> {
-    const SAFE: i64 = (1 << 53) - 1;
-    mirrored
-        .iter()
-        .filter_map(|(name, path)| {
-            let value = path.iter().try_fold(arguments?, |v, key| v.get(key))?;
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) if n.as_i64().is_some_and(|i| (-SAFE..=SAFE).contains(&i)) => n.to_string(),
-                _ => return None,
-            };
-            Some((format!("mcp-param-{}", name.to_ascii_lowercase()), text))
-        })
-        .collect()
-}
-
 /// Is `id` the id whose JSON text is `key`?
 fn same_id(id: &Value, key: &str) -> bool {
     serde_json::to_string(id).is_ok_and(|text| text == key)
@@ -391,6 +322,8 @@ struct Posted {
     /// A `tools/call`'s arguments mirrored as `Mcp-Param-{name}` headers (the tool's
     /// `x-mcp-header` annotations).
     params: Vec<(String, String)>,
+    /// A `HeaderMismatch` refusal of it may be followed by a `tools/list` and one retry.
+    retry_mismatch: bool,
 }
 
 async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>) {
@@ -418,7 +351,7 @@ async fn worker(shared: Arc<ClientShared>, mut outbound: mpsc::Receiver<Vec<u8>>
         if let Some((key, _)) = &request {
             lock(&shared.pending).insert(key.clone());
         }
-        let posted = Posted { request, method, name: None, params: Vec::new() };
+        let posted = Posted { request, method, name: None, params: Vec::new(), retry_mismatch: false };
         if posted.request.is_some() {
             // A request's answer may wait on ours to the server's own requests: it must not
             // hold up the messages after it.
@@ -516,7 +449,13 @@ async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
     let key = "\"jsonrpc-duplex-discover\"";
     let mut message = json!({"jsonrpc": "2.0", "id": "jsonrpc-duplex-discover", "method": "server/discover"});
     add_meta(&mut message, config);
-    let posted = Posted { request: None, method: Some("server/discover".into()), name: None, params: Vec::new() };
+    let posted = Posted {
+        request: None,
+        method: Some("server/discover".into()),
+        name: None,
+        params: Vec::new(),
+        retry_mismatch: false,
+    };
     let request = shared.post_request_as(Bytes::from(message.to_string()), &posted, Some(config));
     let response = match tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await {
         Ok(Ok(response)) => response,
@@ -638,7 +577,8 @@ async fn stateless_worker(shared: Arc<ClientShared>, mut outbound: impl futures:
         {
             lock(&shared.tools_lists).insert(key.clone());
         }
-        let posted = Posted { request, method: Some(method), name, params };
+        let retry_mismatch = method == "tools/call";
+        let posted = Posted { request, method: Some(method), name, params, retry_mismatch };
         let body = Bytes::from(message.to_string());
         let Some((key, _)) = posted.request.clone() else {
             post(&shared, body, &posted, false).await;
@@ -788,16 +728,6 @@ fn add_meta(message: &mut Value, config: &Stateless) {
     if let Some(info) = &config.client_info {
         meta.entry(META_CLIENT_INFO).or_insert_with(|| info.clone());
     }
-}
-
-/// A value for a mirrored header (`Mcp-Name`): as it is when it is plain visible ASCII with
-/// no space at either end, else `=?base64?…?=` (so is a plain value that looks like that).
-fn header_value_for(value: &str) -> String {
-    let visible = value.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let padded = value.starts_with(' ') || value.ends_with(' ');
-    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
-    let plain = visible && !padded && !sentinel;
-    if plain { value.to_owned() } else { format!("=?base64?{}?=", super::base64::encode(value.as_bytes())) }
 }
 
 impl ClientShared {
@@ -974,6 +904,14 @@ fn post<'a>(
             let answer = serde_json::from_str::<Value>(&text)
                 .ok()
                 .filter(|m| m.get("error").is_some() && m.get("id").is_some_and(|i| i.is_null() || same_id(i, key)));
+            let mismatch = answer.as_ref().and_then(|a| a["error"]["code"].as_i64()) == Some(-32020);
+            if mismatch && posted.retry_mismatch {
+                // The tool's `inputSchema` may have changed: list the tools again, then send the
+                // request once more with the headers they say (2026-07-28's client behaviour).
+                tracing::info!(tool = ?posted.name, "HeaderMismatch: listing the tools again and retrying once");
+                let retry = relearn_tools(shared, &body, posted).await;
+                return post(shared, body, &retry, false).await;
+            }
             match answer {
                 Some(mut answer) => {
                     answer["id"] = id.clone();
@@ -1030,6 +968,73 @@ fn post<'a>(
             }
         }
     })
+}
+
+/// Most pages of `tools/list` read after a `HeaderMismatch` (each `nextCursor` followed).
+const MAX_TOOL_PAGES: usize = 16;
+
+/// After a `HeaderMismatch` of a `tools/call`: ask `tools/list` (every page, up to
+/// [`MAX_TOOL_PAGES`]) for the transport alone, learn the tools' `x-mcp-header` annotations,
+/// and give back the call with its `Mcp-Param-*` headers made again (and no further retry).
+async fn relearn_tools(shared: &Arc<ClientShared>, body: &Bytes, posted: &Posted) -> Posted {
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let Some(config) = shared.stateless.get() else { break };
+        let id = format!("jsonrpc-duplex-tools-{}", shared.next_internal.fetch_add(1, Ordering::Relaxed));
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+        if let Some(cursor) = cursor.take() {
+            message["params"]["cursor"] = cursor;
+        }
+        add_meta(&mut message, config);
+        let list = Posted {
+            request: None,
+            method: Some("tools/list".into()),
+            name: None,
+            params: Vec::new(),
+            retry_mismatch: false,
+        };
+        let request = shared.post_request(Bytes::from(message.to_string()), &list);
+        let Some(mut answer) = own_answer(shared, request, &json!(id).to_string()).await else { break };
+        cursor = answer.get("result").and_then(|r| r.get("nextCursor")).filter(|c| !c.is_null()).cloned();
+        shared.learn_tools(&mut answer);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let message: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let arguments = message.get("params").and_then(|p| p.get("arguments"));
+    let params = posted
+        .name
+        .as_deref()
+        .and_then(|tool| lock(&shared.tool_headers).get(tool).map(|mirrored| param_headers(mirrored, arguments)))
+        .unwrap_or_default();
+    Posted { params, retry_mismatch: false, ..posted.clone() }
+}
+
+/// Send a request of the transport's own and read its answer (JSON, or the event of an SSE
+/// stream answering `key`), within [`PROBE_TIMEOUT`]; `None` if there is none.
+async fn own_answer(shared: &Arc<ClientShared>, request: Request<Full<Bytes>>, key: &str) -> Option<Value> {
+    let response = tokio::time::timeout(PROBE_TIMEOUT, shared.http.request(request)).await.ok()?.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+    let bytes =
+        tokio::time::timeout(PROBE_TIMEOUT, read_limited(response.into_body(), shared.limit)).await.ok()?.ok()?;
+    if !sse {
+        return serde_json::from_slice(&bytes).ok();
+    }
+    let mut parser = SseParser::new(shared.limit);
+    let mut events = Vec::new();
+    let _ = parser.feed(&bytes, &mut events);
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .find(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, key)))
 }
 
 /// After a `404`: the saved `initialize` again (with an id of ours, its answer kept from the

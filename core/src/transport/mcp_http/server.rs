@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -17,7 +17,11 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame as BodyFrame, SizeHint};
 use serde_json::Value;
 
-use super::session::{Bounds, Inbound, Refused, Session, SessionSink, SseBody};
+use super::mirror::{ToolHeaders, check_params, decode_header_value};
+use super::session::{
+    Bounds, Inbound, InputContext, Parked, Refused, Reserved, STATE_PREFIX, Session, SessionSink, SseBody,
+    new_session_id,
+};
 use super::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSIONS, SUPPORTED_VERSIONS};
 use crate::Builder;
 use crate::framing::Frame;
@@ -42,8 +46,16 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default [`McpHttpServer::max_inbound`]: a session's posted bytes its connection has not
 /// taken yet.
 pub const DEFAULT_MAX_INBOUND: usize = 8 * 1024 * 1024;
+/// Default [`McpHttpServer::max_session_bytes`]: 128 MiB.
+pub const DEFAULT_MAX_SESSION_BYTES: usize = 128 * 1024 * 1024;
 /// Default [`McpHttpServer::max_pre_session_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_PRE_SESSION_BYTES: usize = 64 * 1024 * 1024;
+/// Default [`McpHttpServer::input_timeout`]: how long a 2026-07-28 request that asked the
+/// client for input waits for the retry carrying the answers.
+pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most `InputRequiredResult`s the server sends for one 2026-07-28 request (a handler's
+/// input requests past them fail).
+pub const MAX_SERVER_INPUT_ROUNDS: usize = 8;
 /// Most requests of one session open at once (each has its stream).
 pub const MAX_OPEN_REQUESTS_PER_SESSION: usize = 256;
 /// Inbound messages queued for a session's connection before a POST waits.
@@ -146,10 +158,13 @@ struct Settings {
     body_timeout: Duration,
     retry: Duration,
     max_inbound: usize,
+    input_timeout: Duration,
     /// Revision 2026-07-28 (stateless) is served beside the session revisions.
     modern: bool,
     /// The bodies of POSTs outside a session, read and not answered yet.
     pre_session: Arc<ByteBudget>,
+    /// The bodies of sessions' POSTs, read or being read, not taken by their connections yet.
+    session_bytes: Arc<ByteBudget>,
     authorize: Option<Arc<Authorize>>,
 }
 
@@ -157,6 +172,11 @@ struct Inner {
     settings: Settings,
     factory: Box<Factory>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The tools' arguments mirrored into `Mcp-Param-*` headers (2026-07-28), learnt from the
+    /// `tools/list` answers sent and declared.
+    tool_headers: Arc<ToolHeaders>,
+    /// 2026-07-28 requests waiting for the retry with the client's input, by `requestState`.
+    parked: Arc<Parked>,
     /// Stateless (2026-07-28) requests being answered: they count against `max_sessions`.
     stateless_live: AtomicUsize,
     reaper: AtomicBool,
@@ -200,12 +220,16 @@ impl McpHttpServer {
                     body_timeout: DEFAULT_BODY_TIMEOUT,
                     retry: DEFAULT_RETRY,
                     max_inbound: DEFAULT_MAX_INBOUND,
+                    input_timeout: DEFAULT_INPUT_TIMEOUT,
                     modern: true,
                     pre_session: ByteBudget::new(DEFAULT_MAX_PRE_SESSION_BYTES),
+                    session_bytes: ByteBudget::new(DEFAULT_MAX_SESSION_BYTES),
                     authorize: None,
                 },
                 factory: Box::new(factory),
                 sessions: Mutex::new(HashMap::new()),
+                tool_headers: Arc::new(ToolHeaders::default()),
+                parked: Arc::new(Mutex::new(HashMap::new())),
                 stateless_live: AtomicUsize::new(0),
                 reaper: AtomicBool::new(false),
                 draining: AtomicBool::new(false),
@@ -296,7 +320,8 @@ impl McpHttpServer {
     /// the POST is answered (a stateless request's answer, or its stream's first event). Past
     /// the budget the POST gets `503` with `Retry-After: 1` and `Connection: close`, the rest of
     /// its body unread. When nothing is held one body is always taken, whatever its size. A
-    /// session's own POSTs are bounded by its [`max_inbound`](McpHttpServer::max_inbound).
+    /// session's own POSTs are bounded by its [`max_inbound`](McpHttpServer::max_inbound) and,
+    /// all sessions together, by [`max_session_bytes`](McpHttpServer::max_session_bytes).
     ///
     /// ```
     /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
@@ -314,6 +339,86 @@ impl McpHttpServer {
     /// [`max_pre_session_bytes`](McpHttpServer::max_pre_session_bytes)).
     pub fn pre_session_bytes(&self) -> usize {
         self.inner.settings.pre_session.held()
+    }
+
+    /// Declare tools whose `x-mcp-header` annotations are checked on every 2026-07-28
+    /// `tools/call` (their `Mcp-Param-*` headers against the arguments, `400` and `-32020`
+    /// `HeaderMismatch` when they differ), before any `tools/list` answer told them: give the
+    /// `tools/list` result or its `tools` array. The server also learns them from every
+    /// `tools/list` answer its handlers send (the latest definition of a name wins), so
+    /// declaring is for a server whose clients may call a tool it has not listed yet (another
+    /// instance listed it, the client cached it). A tool not declared and never listed has no
+    /// `Mcp-Param-*` checked. At most 4,096 tools are kept.
+    ///
+    /// # Panics
+    ///
+    /// If a tool's annotations break the revision's rules (not a header token, given twice,
+    /// not on an `integer`/`string`/`boolean` property reached through `properties` alone):
+    /// clients would leave that tool out.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
+    /// use jsonrpc_duplex_core::{Connection, Profile};
+    /// let server = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp())).declare_tools(&serde_json::json!([
+    ///     {"name": "execute_sql", "inputSchema": {"type": "object", "properties": {
+    ///         "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}}}
+    /// ]));
+    /// # drop(server);
+    /// ```
+    pub fn declare_tools(self, tools: &Value) -> Self {
+        let invalid = self.inner.tool_headers.learn(tools);
+        if let Some((tool, why)) = invalid.first() {
+            panic!("McpHttpServer::declare_tools: the tool {tool:?} has an invalid x-mcp-header: {why}");
+        }
+        self
+    }
+
+    /// How long a 2026-07-28 request whose handler asked the client for input waits for the
+    /// client's retry ([`DEFAULT_INPUT_TIMEOUT`]); then it ends, its handler cancelled, and a
+    /// retry naming its `requestState` gets `-32602`.
+    ///
+    /// Under 2026-07-28 a handler asks the client as it does under 2025-11-25 and over stdio
+    /// (`ctx.peer().request("elicitation/create", …)`, `sampling/createMessage`,
+    /// `roots/list`), while it answers a `tools/call`, `prompts/get` or `resources/read`: the
+    /// transport answers the HTTP request with an `InputRequiredResult` of those requests
+    /// (those made before it is sent go together) and a `requestState` of its own; the
+    /// client's retry carrying it and the `inputResponses` gets a stream of its own, the
+    /// answers go to the waiting handler, and what the handler does next answers the retry.
+    /// A request the client did not declare the capability of fails at once, as do other
+    /// methods and requests made while answering other methods. A parked request holds its
+    /// place in [`max_sessions`](McpHttpServer::max_sessions) until it ends; its outstanding
+    /// input requests are bounded by [`max_backlog`](McpHttpServer::max_backlog) in bytes and
+    /// it gets at most [`MAX_SERVER_INPUT_ROUNDS`] rounds. The retry must reach this server
+    /// (the state is the running handler): behind a load balancer, route by `requestState`.
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.settings().input_timeout = timeout;
+        self
+    }
+
+    /// The bytes of sessions' POST bodies held at once across the server
+    /// ([`DEFAULT_MAX_SESSION_BYTES`]): each session's share is bounded by its
+    /// [`max_inbound`](McpHttpServer::max_inbound), and this bounds them all together. A body
+    /// with a `Content-Length` is counted in full before a byte of it is read, a chunked one
+    /// as it arrives; its bytes are held until the session's connection takes the message.
+    /// Past the budget the POST gets `503` with `Retry-After: 1` and `Connection: close`, the
+    /// rest of its body unread. When nothing is held one body is always taken.
+    ///
+    /// ```
+    /// use jsonrpc_duplex_core::transport::mcp_http::McpHttpServer;
+    /// use jsonrpc_duplex_core::{Connection, Profile, Router};
+    /// let server = McpHttpServer::new(|_| Connection::builder().profile(Profile::mcp()).serve(Router::new()))
+    ///     .max_session_bytes(32 << 20);
+    /// assert_eq!(server.session_bytes(), 0);
+    /// ```
+    pub fn max_session_bytes(mut self, bytes: usize) -> Self {
+        self.settings().session_bytes = ByteBudget::new(bytes);
+        self
+    }
+
+    /// The bytes of sessions' POST bodies held now (see
+    /// [`max_session_bytes`](McpHttpServer::max_session_bytes)).
+    pub fn session_bytes(&self) -> usize {
+        self.inner.settings.session_bytes.held()
     }
 
     /// Serve revision 2026-07-28 (stateless) beside the session revisions (`true`, the
@@ -603,6 +708,19 @@ fn over_budget(limit: usize) -> Response<McpBody> {
     refusal
 }
 
+/// The budget all sessions' POST bodies share is spent: `503`, `Retry-After: 1`, and the
+/// connection closed (the rest of the body is not read).
+fn over_session_budget(limit: usize) -> Response<McpBody> {
+    let message = format!(
+        "Service Unavailable: the server holds as many bytes of sessions' requests as it may ({limit} bytes); \
+         retry shortly"
+    );
+    let mut refusal = rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &message);
+    refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    refusal
+}
+
 /// A JSON-RPC error (id `null`) in a response with `status`.
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<McpBody> {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
@@ -670,7 +788,7 @@ type Refusal = (StatusCode, i64, String, Option<Value>);
 /// Revision 2026-07-28's checks of a POST: the version header one we serve
 /// (`UnsupportedProtocolVersion`, `-32022`), the required `_meta` fields (`-32602`), and the
 /// mirrored headers equal to the body (`HeaderMismatch`, `-32020`); all `400`.
-fn check_stateless(headers: &HeaderMap, message: &Value) -> Result<(), Refusal> {
+fn check_stateless(headers: &HeaderMap, message: &Value, tools: &ToolHeaders) -> Result<(), Refusal> {
     let mismatch = |why: String| Err((StatusCode::BAD_REQUEST, -32020, format!("Header mismatch: {why}"), None));
     let Some(version) = header_str(headers, HEADER_PROTOCOL_VERSION) else {
         return mismatch("no MCP-Protocol-Version header".into());
@@ -698,28 +816,36 @@ fn check_stateless(headers: &HeaderMap, message: &Value) -> Result<(), Refusal> 
         Some(m) => return mismatch(format!("Mcp-Method {m:?} but the body's method is {method:?}")),
         None => return mismatch("no Mcp-Method header".into()),
     }
-    let named = match method {
-        "tools/call" | "prompts/get" => message.get("params").and_then(|p| p.get("name")),
-        "resources/read" => message.get("params").and_then(|p| p.get("uri")),
-        _ => None,
-    };
-    if let Some(name) = named.and_then(Value::as_str) {
+    if let Some(name) = named(method, message) {
         let Some(header) = headers.get("mcp-name") else { return mismatch("no Mcp-Name header".into()) };
         match decode_header_value(header.as_bytes()) {
             Some(value) if value == name => {}
             Some(value) => return mismatch(format!("Mcp-Name {value:?} but the body names {name:?}")),
             None => return mismatch("Mcp-Name is not a valid header value".into()),
         }
+        // The tool's arguments marked `x-mcp-header` (as we know them) against their headers.
+        if method == "tools/call"
+            && let Some(mirrored) = tools.get(name)
+        {
+            let arguments = message.get("params").and_then(|p| p.get("arguments"));
+            check_params(&mirrored, arguments, headers).or_else(mismatch)?;
+        }
     }
     Ok(())
 }
 
-/// A mirrored header's value: plain visible ASCII (and spaces, tabs), or `=?base64?…?=`.
-fn decode_header_value(raw: &[u8]) -> Option<String> {
-    if let Some(inner) = raw.strip_prefix(b"=?base64?").and_then(|r| r.strip_suffix(b"?=")) {
-        return String::from_utf8(super::base64::decode(inner)?).ok();
+/// The requests of 2026-07-28 that may be answered with an `InputRequiredResult`.
+const INPUT_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// What `Mcp-Name` mirrors: the `params.name` of `tools/call` and `prompts/get`, the
+/// `params.uri` of `resources/read`.
+fn named<'m>(method: &str, message: &'m Value) -> Option<&'m str> {
+    let params = message.get("params")?;
+    match method {
+        "tools/call" | "prompts/get" => params.get("name")?.as_str(),
+        "resources/read" => params.get("uri")?.as_str(),
+        _ => None,
     }
-    raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t').then(|| String::from_utf8_lossy(raw).into_owned())
 }
 
 /// A JSON-RPC error for the request `id`, with `data`, in a response with `status`.
@@ -741,26 +867,6 @@ fn accepts(headers: &HeaderMap, what: &str) -> bool {
         let media = item.split(';').next().unwrap_or("").trim();
         media.eq_ignore_ascii_case(what) || media == "*/*"
     })
-}
-
-/// A fresh session id: 128 random bits, hex (the OS's generator; std's hasher keys if it
-/// cannot be read).
-fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
-    if from_os.is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        for half in bytes.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-            h.write_u128(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
-            );
-            half.copy_from_slice(&h.finish().to_le_bytes());
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a POST body holds.
@@ -897,8 +1003,23 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let budget = &self.settings.pre_session;
-        let over = || over_budget(budget.limit());
+        self.read_charged(body, &self.settings.pre_session, over_budget).await
+    }
+
+    /// A body charged to `budget` (`over` answers when it is spent): in full before it is
+    /// read when its length is declared, else as it arrives.
+    async fn read_charged<B>(
+        &self,
+        body: B,
+        budget: &Arc<ByteBudget>,
+        over: fn(usize) -> Response<McpBody>,
+    ) -> Result<(Bytes, Charge), Response<McpBody>>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let over = || over(budget.limit());
         match body.size_hint().exact() {
             Some(len) if len <= self.settings.max_body as u64 => {
                 let charge = budget.charge(len as usize).ok_or_else(over)?;
@@ -962,7 +1083,7 @@ impl Inner {
             let declared = header_str(headers, "content-length").and_then(|v| v.parse::<usize>().ok());
             let want = declared.unwrap_or(self.settings.max_body).min(self.settings.max_body);
             match tokio::time::timeout(self.settings.body_timeout, session.reserve(want)).await {
-                Ok(Some(permit)) => reserved = Some(permit),
+                Ok(Some(permit)) => reserved = Some(Reserved { permit, charge: None }),
                 Ok(None) => return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found (it has ended)"),
                 Err(_) => {
                     return rpc_error(
@@ -975,9 +1096,14 @@ impl Inner {
         }
         // A POST outside a session holds its bytes of the server's pre-session budget until
         // it is answered.
+        // A session's POST holds its bytes of the budget all sessions share until its
+        // connection takes the message.
         let (bytes, _charge) = if known.is_some() {
-            match self.read_body(body).await {
-                Ok(bytes) => (bytes, None),
+            match self.read_charged(body, &self.settings.session_bytes, over_session_budget).await {
+                Ok((bytes, charge)) => {
+                    reserved = reserved.map(|r: Reserved| Reserved { charge: Some(charge), ..r });
+                    (bytes, None)
+                }
                 Err(refusal) => return refusal,
             }
         } else {
@@ -986,7 +1112,7 @@ impl Inner {
                 Err(refusal) => return refusal,
             }
         };
-        let reserved = reserved.map(|permit| super::session::fit(permit, bytes.len()));
+        let reserved = reserved.map(|r| Reserved { permit: super::session::fit(r.permit, bytes.len()), ..r });
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(message) => message,
             Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}")),
@@ -1017,15 +1143,15 @@ impl Inner {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame, None).await
+                self.send(&session, id, progress, frame, None, false).await
             }
-            Posted::Request { id, progress, .. } => {
+            Posted::Request { id, method, progress, .. } => {
                 let session = match self.session_of(headers, &principal) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
                 let reserved = reserved.filter(|_| known.as_ref().is_some_and(|k| Arc::ptr_eq(k, &session)));
-                self.send(&session, id, progress, frame, reserved).await
+                self.send(&session, id, progress, frame, reserved, method == "tools/list").await
             }
             Posted::Other => {
                 let session = match self.session_of(headers, &principal) {
@@ -1052,17 +1178,34 @@ impl Inner {
         principal: Option<String>,
     ) -> Response<McpBody> {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        if let Err((status, code, why, data)) = check_stateless(headers, message) {
+        if let Err((status, code, why, data)) = check_stateless(headers, message, &self.tool_headers) {
             return rpc_error_with(status, &id, code, &why, data);
         }
+        let state = message.get("params").and_then(|p| p.get("requestState")).and_then(Value::as_str);
+        if let (Some(token), Posted::Request { method, .. }) = (state, &posted)
+            && token.starts_with(STATE_PREFIX)
+        {
+            return self.resume(message, method, token, principal).await;
+        }
         match posted {
-            Posted::Request { id, progress, .. } => {
+            Posted::Request { id, method, progress, .. } => {
                 let version = header_str(headers, HEADER_PROTOCOL_VERSION).unwrap_or_default().to_owned();
                 let session = match self.clone().start_session(principal, version, true) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 };
-                self.send(&session, id, progress, frame, None).await
+                if INPUT_METHODS.contains(&method.as_str()) {
+                    let ctx = InputContext {
+                        parked: Arc::downgrade(&self.parked),
+                        name: named(&method, message).map(str::to_owned),
+                        method: method.clone(),
+                        capabilities: meta_field(message, META_CLIENT_CAPABILITIES).cloned().unwrap_or(Value::Null),
+                        timeout: self.settings.input_timeout,
+                        max_rounds: MAX_SERVER_INPUT_ROUNDS,
+                    };
+                    session.enable_input(ctx, &message["id"]);
+                }
+                self.send(&session, id, progress, frame, None, method == "tools/list").await
             }
             Posted::Other if message.get("method").is_none() => rpc_error_with(
                 StatusCode::BAD_REQUEST,
@@ -1080,6 +1223,43 @@ impl Inner {
         }
     }
 
+    /// The retry of a request parked for the client's input: its answers to the waiting
+    /// handler, and what it does next is this request's answer.
+    async fn resume(
+        self: Arc<Self>,
+        message: &Value,
+        method: &str,
+        token: &str,
+        principal: Option<String>,
+    ) -> Response<McpBody> {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let invalid = |why: &str| {
+            rpc_error_with(StatusCode::BAD_REQUEST, &id, -32602, &format!("Invalid params: requestState {why}"), None)
+        };
+        let taken = self.parked.lock().unwrap_or_else(|p| p.into_inner()).remove(token);
+        let Some(session) = taken else {
+            return invalid(
+                "is unknown or expired (it is good once, on this server, within its input timeout): \
+                 send the request again without it",
+            );
+        };
+        if session.principal != principal || !session.retries(method, named(method, message)) {
+            // Presented for another request or by another principal: it is spent.
+            session.terminate();
+            return invalid("belongs to another request");
+        }
+        let responses = message.get("params").and_then(|p| p.get("inputResponses"));
+        let Some((body, answers)) = session.resume(id.clone(), responses) else {
+            return invalid("names a request that has ended");
+        };
+        for (frame, len) in answers {
+            if session.deliver_inbound(frame, len, None).await.is_err() {
+                return invalid("names a request that has ended");
+            }
+        }
+        stateless_answer(body).await
+    }
+
     /// Register a request's stream and hand the request to the session's connection.
     async fn send(
         &self,
@@ -1087,13 +1267,14 @@ impl Inner {
         id: String,
         progress: Option<String>,
         frame: Frame,
-        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+        reserved: Option<Reserved>,
+        lists_tools: bool,
     ) -> Response<McpBody> {
         let len = match &frame {
             Frame::Message(m) => m.len(),
             _ => 1,
         };
-        let body = match session.open_post_stream(id, progress) {
+        let body = match session.open_post_stream(id, progress, lists_tools) {
             Ok(body) => body,
             Err(Refused::DuplicateId) => {
                 return rpc_error(StatusCode::BAD_REQUEST, -32600, "Invalid Request: a request with this id is open");
@@ -1148,7 +1329,16 @@ impl Inner {
             self.stateless_live.fetch_add(1, Ordering::AcqRel);
             Box::new(Slot(Arc::downgrade(&self))) as Box<dyn Send + Sync>
         });
-        let session = Arc::new(Session::new(id.clone(), principal.clone(), bounds, version, tx, stateless, slot));
+        let session = Arc::new(Session::new(
+            id.clone(),
+            principal.clone(),
+            bounds,
+            version,
+            tx,
+            stateless,
+            slot,
+            self.tool_headers.clone(),
+        ));
         let builder = (self.factory)(&SessionInfo { id: id.clone(), principal });
         let sink = SessionSink { session: Arc::downgrade(&session) };
         // The connection's taking a message releases what it held (its bytes of the budget).

@@ -9,17 +9,19 @@
 //! the replay budget evicts them, oldest first. Per stream, delivered events are a prefix of the
 //! stream's events, so eviction looks only at each stream's front.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::Sink;
 use serde_json::Value;
 
+use super::mirror::ToolHeaders;
 use super::sse::encode_event;
 
 /// A reservation cut down to the `len` bytes its message turned out to have (the rest goes
@@ -58,6 +60,8 @@ pub(super) struct StreamState {
     /// When the stream was opened (a POST) or attached (the GET stream): the attachment's
     /// generation, counting up. The newest open stream takes what no request owns.
     opened: u64,
+    /// Its request is a `tools/list`: the answer's `x-mcp-header` annotations are learnt.
+    lists_tools: bool,
 }
 
 pub(super) struct State {
@@ -81,6 +85,9 @@ pub(super) struct State {
     draining: bool,
     /// The revision the session speaks (from the `initialize` answer, else the request).
     pub(super) version: String,
+    /// A stateless request that may ask the client for input (2026-07-28's multi round-trip
+    /// requests): what it asked and where it is.
+    mrtr: Option<Mrtr>,
 }
 
 /// Limits of one session (from the server's settings).
@@ -98,12 +105,20 @@ pub(super) struct Bounds {
 /// taken releases (the bytes it held of the session's inbound budget, or a signal).
 pub(super) type Inbound = (crate::framing::Frame, Receipt);
 
+/// What a POST to a session holds until its connection takes the message: its share of the
+/// session's inbound budget, and its bytes of the budget all sessions share.
+pub(super) struct Reserved {
+    pub(super) permit: tokio::sync::OwnedSemaphorePermit,
+    #[allow(dead_code)] // Held: given back when dropped.
+    pub(super) charge: Option<crate::transport::http::budget::Charge>,
+}
+
 /// Dropped when the connection takes its message.
 pub(super) enum Receipt {
     /// Nothing to release.
     None,
-    /// Bytes of the session's inbound budget.
-    Bytes(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit),
+    /// Bytes of the session's inbound budget (and of the server's, for all sessions).
+    Bytes(#[allow(dead_code)] Reserved),
     /// Someone waits for the connection to have read this message.
     Read(#[allow(dead_code)] futures::channel::oneshot::Sender<()>),
 }
@@ -124,6 +139,8 @@ pub(super) struct Session {
     pub(super) stateless: bool,
     /// Held while the session lives (a stateless request's slot in the server's count).
     pub(super) _slot: Option<Box<dyn Send + Sync>>,
+    /// The server's knowledge of its tools' mirrored arguments, taught by `tools/list` answers.
+    tool_headers: Arc<ToolHeaders>,
 }
 
 /// Why a POST's request could not be registered.
@@ -133,6 +150,8 @@ pub(super) enum Refused {
 }
 
 impl Session {
+    // One argument a field, from the one caller (the server's `start_session`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         id: String,
         principal: Option<String>,
@@ -141,6 +160,7 @@ impl Session {
         inbound: futures::channel::mpsc::Sender<Inbound>,
         stateless: bool,
         slot: Option<Box<dyn Send + Sync>>,
+        tool_headers: Arc<ToolHeaders>,
     ) -> Self {
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, StreamState::default());
@@ -163,6 +183,7 @@ impl Session {
                 terminated: false,
                 draining: false,
                 version,
+                mrtr: None,
             }),
             inbound,
             inbound_budget: Arc::new(tokio::sync::Semaphore::new(bounds.inbound.clamp(1, u32::MAX as usize))),
@@ -170,6 +191,7 @@ impl Session {
             connection: Mutex::new(None),
             stateless,
             _slot: slot,
+            tool_headers,
         }
     }
 
@@ -180,14 +202,14 @@ impl Session {
         &self,
         frame: crate::framing::Frame,
         len: usize,
-        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+        reserved: Option<Reserved>,
     ) -> Result<(), ()> {
         use futures::SinkExt;
-        let permit = match reserved {
-            Some(permit) => permit,
-            None => self.reserve(len).await.ok_or(())?,
+        let reserved = match reserved {
+            Some(reserved) => reserved,
+            None => Reserved { permit: self.reserve(len).await.ok_or(())?, charge: None },
         };
-        self.inbound.clone().send((frame, Receipt::Bytes(permit))).await.map_err(|_| ())
+        self.inbound.clone().send((frame, Receipt::Bytes(reserved))).await.map_err(|_| ())
     }
 
     /// `len` bytes of the inbound budget (at most all of it: one message always fits); `None`
@@ -214,6 +236,7 @@ impl Session {
         self: &Arc<Self>,
         id: String,
         progress_token: Option<String>,
+        lists_tools: bool,
     ) -> Result<SseBody, Refused> {
         let mut state = self.lock();
         if state.pending_ids.contains_key(&id) {
@@ -234,6 +257,7 @@ impl Session {
                 attached: Some(generation),
                 request: Some(id.clone()),
                 opened,
+                lists_tools,
                 ..StreamState::default()
             },
         );
@@ -279,20 +303,45 @@ impl Session {
     }
 
     /// Put an outbound message on its stream.
-    fn push(&self, state: &mut State, body: Vec<u8>) {
+    fn push(self: &Arc<Self>, state: &mut State, body: Vec<u8>) {
         let mut parsed: Option<Value> = serde_json::from_slice(&body).ok();
         let mut body = body;
         if self.stateless {
             let Some(msg) = parsed.as_mut() else { return };
-            if msg.get("method").is_some() && msg.get("id").is_some() {
-                // Revision 2026-07-28 has no server→client requests (MRTR replaces them):
-                // the handler's call fails at once, and nothing goes to the client.
-                let error = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32000,
-                    "message": "a request to the client is not possible in MCP 2026-07-28 (stateless): \
-                                return an InputRequiredResult (multi round-trip request) instead"}});
-                let frame = crate::framing::Frame::Message(bytes::BytesMut::from(error.to_string().as_bytes()));
-                let _ = self.inbound.clone().try_send((frame, Receipt::None));
+            if let (Some(method), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) {
+                // Revision 2026-07-28 has no server→client requests: an input request of a
+                // request that may have them goes to the client in an `InputRequiredResult`
+                // (its answer comes back in the retry); any other fails at once.
+                match admit_input(state, method, msg, self.bounds.backlog) {
+                    Ok(()) => self.input_round(state),
+                    Err(why) => self.fail_input(id.clone(), why),
+                }
                 return;
+            }
+            // The request's answer while the client is to retry (it came after the round's
+            // `InputRequiredResult`): kept for the retry.
+            if let Some(m) = state.mrtr.as_mut()
+                && m.round.is_some()
+                && msg.get("method").is_none()
+                && msg.get("id").is_some_and(|id| is_text_of(id, &m.original))
+            {
+                m.early = Some(body);
+                return;
+            }
+            // The request's answer goes out under the id of the request the client sent last
+            // (the retry of a multi round-trip request).
+            if let Some(m) = state.mrtr.as_ref()
+                && msg.get("method").is_none()
+                && msg.get("id").is_some_and(|id| is_text_of(id, &m.original))
+                && !is_text_of(&m.answer_id, &m.original)
+            {
+                let answer_id = m.answer_id.clone();
+                let stream = state.pending_ids.remove(&m.original);
+                msg["id"] = answer_id.clone();
+                if let Some(stream) = stream {
+                    state.pending_ids.insert(answer_id.to_string(), stream);
+                }
+                body = msg.to_string().into_bytes();
             }
             // Every result of revision 2026-07-28 says its type; a handler's plain result is
             // a complete one.
@@ -317,6 +366,14 @@ impl Session {
             state.version = version.to_owned();
         }
         let st = state.streams.entry(stream).or_default();
+        if is_answer
+            && st.lists_tools
+            && let Some(result) = parsed.as_ref().and_then(|m| m.get("result"))
+        {
+            for (tool, why) in self.tool_headers.learn(result) {
+                tracing::warn!(%tool, %why, "an MCP tool's x-mcp-header is invalid: clients will leave it out");
+            }
+        }
         if is_answer && stream != STANDALONE {
             st.pending = st.pending.saturating_sub(1);
             if st.pending == 0 {
@@ -338,7 +395,13 @@ impl Session {
                 waker.wake();
             }
         }
+        let parked = state.mrtr.as_mut().and_then(|m| Some((m.ctx.parked.clone(), m.round.take()?.token)));
         drop(state);
+        if let Some((parked, token)) = parked
+            && let Some(parked) = parked.upgrade()
+        {
+            parked.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        }
         self.inbound_budget.close();
         if let Some(conn) = self.connection.lock().unwrap_or_else(|p| p.into_inner()).take() {
             conn.handle().close();
@@ -529,8 +592,17 @@ impl Drop for SseBody {
             return;
         }
         // A stateless request's stream is its life: when it closes, the request is over.
-        // Closed before the answer: that is the client's cancellation (2026-07-28).
-        let unanswered = if done { None } else { st_request(&state, self.stream) };
+        // Closed before the answer: that is the client's cancellation (2026-07-28). Closed
+        // after an `InputRequiredResult` was read: it waits for the client's retry.
+        let round = state.mrtr.as_ref().filter(|m| m.round.as_ref().is_some_and(|r| r.stream == self.stream));
+        if round.is_some() && done {
+            return;
+        }
+        let unanswered = match round {
+            Some(m) if !done => Some(m.original.clone()),
+            _ if done => None,
+            _ => st_request(&state, self.stream),
+        };
         drop(state);
         let session = self.session.clone();
         let Some(id) = unanswered else { return session.terminate() };
@@ -590,7 +662,7 @@ impl Sink<Vec<u8>> for SessionSink {
             return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the MCP session is gone"));
         };
         let mut state = session.lock();
-        session.push(&mut state, body);
+        Session::push(&session, &mut state, body);
         Ok(())
     }
 
@@ -610,4 +682,270 @@ impl Sink<Vec<u8>> for SessionSink {
         }
         Poll::Ready(Ok(()))
     }
+}
+
+/// Is `text` the JSON text of `id`?
+fn is_text_of(id: &Value, text: &str) -> bool {
+    serde_json::to_string(id).is_ok_and(|t| t == text)
+}
+
+/// Requests waiting for their retry (2026-07-28's multi round-trip requests), by the
+/// `requestState` their `InputRequiredResult` gave.
+pub(super) type Parked = Mutex<HashMap<String, Arc<Session>>>;
+
+/// The prefix of the `requestState`s the transport makes (any other is a handler's own).
+pub(super) const STATE_PREFIX: &str = "jsonrpc-duplex-input-";
+
+/// What a stateless request that may ask the client for input needs to know.
+pub(super) struct InputContext {
+    pub(super) parked: Weak<Parked>,
+    /// The request's method and `params.name`/`params.uri`: its retry must have the same.
+    pub(super) method: String,
+    pub(super) name: Option<String>,
+    /// The client's capabilities (the request's `_meta`): only what it declared is asked.
+    pub(super) capabilities: Value,
+    /// How long a request waits for its retry.
+    pub(super) timeout: Duration,
+    /// Most `InputRequiredResult`s for one request.
+    pub(super) max_rounds: usize,
+}
+
+struct Mrtr {
+    ctx: InputContext,
+    /// The id (JSON text) of the request as the connection knows it (the client's first).
+    original: String,
+    /// The id the client's current HTTP request has (the first, or the latest retry).
+    answer_id: Value,
+    /// Input requests not answered yet: key → (the connection's request id, the request,
+    /// its bytes).
+    outstanding: BTreeMap<String, (Value, Value, usize)>,
+    bytes: usize,
+    rounds: usize,
+    next_key: u64,
+    /// The `InputRequiredResult` of this round, on the stream it answers.
+    round: Option<Round>,
+    /// The request's answer, made while the client was to retry: the retry's answer.
+    early: Option<Vec<u8>>,
+}
+
+struct Round {
+    stream: u64,
+    seq: u64,
+    token: String,
+}
+
+/// Take a handler's request to the client into the current request's input requests, or say
+/// why it cannot be asked.
+fn admit_input(state: &mut State, method: &str, msg: &Value, max_bytes: usize) -> Result<(), String> {
+    let Some(m) = state.mrtr.as_mut() else {
+        return Err(format!(
+            "a request to the client ({method}) is not possible in MCP 2026-07-28 while answering this request: \
+             only tools/call, prompts/get and resources/read may ask for input (an InputRequiredResult)"
+        ));
+    };
+    let capability = match method {
+        "elicitation/create" => "elicitation",
+        "sampling/createMessage" => "sampling",
+        "roots/list" => "roots",
+        _ => {
+            return Err(format!(
+                "{method} cannot be asked of an MCP 2026-07-28 client: only elicitation/create, \
+                 sampling/createMessage and roots/list go in an InputRequiredResult"
+            ));
+        }
+    };
+    if m.ctx.capabilities.get(capability).is_none() {
+        return Err(format!("the MCP client did not declare the {capability:?} capability: {method} cannot be asked"));
+    }
+    let mut request = serde_json::json!({ "method": method });
+    if let Some(params) = msg.get("params") {
+        request["params"] = params.clone();
+    }
+    let len = request.to_string().len();
+    if m.bytes + len > max_bytes {
+        return Err(format!("the input requests of one MCP request are over {max_bytes} bytes"));
+    }
+    m.next_key += 1;
+    m.outstanding.insert(format!("{capability}-{}", m.next_key), (msg["id"].clone(), request, len));
+    m.bytes += len;
+    Ok(())
+}
+
+fn input_required(m: &Mrtr, token: &str) -> Bytes {
+    let requests: serde_json::Map<String, Value> =
+        m.outstanding.iter().map(|(key, (_, request, _))| (key.clone(), request.clone())).collect();
+    let answer = serde_json::json!({"jsonrpc": "2.0", "id": m.answer_id, "result": {
+        "resultType": "input_required", "inputRequests": requests, "requestState": token}});
+    Bytes::from(answer.to_string())
+}
+
+impl Session {
+    /// This stateless request may ask the client for input (`id` is its JSON-RPC id).
+    pub(super) fn enable_input(&self, ctx: InputContext, id: &Value) {
+        self.lock().mrtr = Some(Mrtr {
+            ctx,
+            original: id.to_string(),
+            answer_id: id.clone(),
+            outstanding: BTreeMap::new(),
+            bytes: 0,
+            rounds: 0,
+            next_key: 0,
+            round: None,
+            early: None,
+        });
+    }
+
+    /// Fail a handler's request to the client with `why` (nothing goes to the client).
+    fn fail_input(&self, id: Value, why: String) {
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": why}});
+        let frame = crate::framing::Frame::Message(bytes::BytesMut::from(error.to_string().as_bytes()));
+        let _ = self.inbound.clone().try_send((frame, Receipt::None));
+    }
+
+    /// Answer the client's current request with an `InputRequiredResult` of what is
+    /// outstanding: a new round if its stream has no answer yet (parked under a fresh
+    /// `requestState` until the retry or the timeout), else added to the round's answer while
+    /// that is not taken. Past the most rounds, the outstanding requests fail instead.
+    fn input_round(self: &Arc<Self>, state: &mut State) {
+        let State { mrtr, streams, pending_ids, undelivered, next_seq, .. } = state;
+        let Some(m) = mrtr.as_mut() else { return };
+        if m.outstanding.is_empty() {
+            return;
+        }
+        let Some(st) = pending_ids.get(&m.original).and_then(|stream| streams.get_mut(stream).map(|st| (*stream, st)))
+        else {
+            return;
+        };
+        let (stream, st) = st;
+        if st.complete_at.is_some() {
+            if let Some(round) = m.round.as_ref().filter(|r| r.stream == stream) {
+                let bytes = input_required(m, &round.token);
+                if let Some(event) = st.events.iter_mut().find(|e| e.seq == round.seq && !e.delivered) {
+                    *undelivered = *undelivered + bytes.len() - event.bytes.len();
+                    event.bytes = bytes;
+                }
+            }
+            return;
+        }
+        if m.rounds >= m.ctx.max_rounds {
+            let failed = std::mem::take(&mut m.outstanding);
+            m.bytes = 0;
+            let why =
+                format!("the MCP client was asked for input {} times for this request, the most", m.ctx.max_rounds);
+            for (_, (id, _, _)) in failed {
+                self.fail_input(id, why.clone());
+            }
+            return;
+        }
+        m.rounds += 1;
+        let token = format!("{STATE_PREFIX}{}", new_session_id());
+        let seq = *next_seq;
+        *next_seq += 1;
+        let bytes = input_required(m, &token);
+        *undelivered += bytes.len();
+        st.pending = 0;
+        st.complete_at = Some(seq);
+        st.events.push_back(Event { seq, bytes, delivered: false });
+        if let Some(waker) = st.waker.take() {
+            waker.wake();
+        }
+        m.round = Some(Round { stream, seq, token: token.clone() });
+        if let Some(parked) = m.ctx.parked.upgrade() {
+            parked.lock().unwrap_or_else(|p| p.into_inner()).insert(token.clone(), self.clone());
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(expire(Arc::downgrade(&parked), token, m.ctx.timeout));
+            }
+        }
+    }
+
+    /// Is a retry of `method` naming `name` the request this one is?
+    pub(super) fn retries(&self, method: &str, name: Option<&str>) -> bool {
+        self.lock().mrtr.as_ref().is_some_and(|m| m.ctx.method == method && m.ctx.name.as_deref() == name)
+    }
+
+    /// The client's retry (request `id`) of a parked request: a new
+    /// stream for it (its body), and the answers in `inputResponses` to the input requests
+    /// they answer, as messages for the connection. What is still not answered is asked again
+    /// at once.
+    pub(super) fn resume(
+        self: &Arc<Self>,
+        id: Value,
+        responses: Option<&Value>,
+    ) -> Option<(SseBody, Vec<(crate::framing::Frame, usize)>)> {
+        let mut state = self.lock();
+        if state.terminated {
+            return None;
+        }
+        let m = state.mrtr.as_mut()?;
+        m.round = None;
+        m.answer_id = id;
+        let original = m.original.clone();
+        let mut answers = Vec::new();
+        for (name, result) in responses.and_then(Value::as_object).into_iter().flatten() {
+            if let Some((request_id, _, len)) = m.outstanding.remove(name) {
+                m.bytes -= len;
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": request_id, "result": result}).to_string();
+                answers.push((crate::framing::Frame::Message(bytes::BytesMut::from(answer.as_bytes())), answer.len()));
+            }
+        }
+        let stream = state.next_stream;
+        state.next_stream += 1;
+        let generation = state.next_generation;
+        state.next_generation += 1;
+        state.streams.insert(
+            stream,
+            StreamState {
+                pending: 1,
+                attached: Some(generation),
+                request: Some(original.clone()),
+                opened: generation,
+                ..StreamState::default()
+            },
+        );
+        state.pending_ids.insert(original, stream);
+        state.last_activity = Instant::now();
+        let cursor = state.next_seq - 1;
+        let body = SseBody { session: self.clone(), stream, generation, cursor, first: None, encode: false };
+        if let Some(early) = state.mrtr.as_mut().and_then(|m| m.early.take()) {
+            // Answered already: that is the retry's answer, and nothing is asked any more.
+            if let Some(m) = state.mrtr.as_mut() {
+                m.outstanding.clear();
+                m.bytes = 0;
+            }
+            self.push(&mut state, early);
+        }
+        self.input_round(&mut state);
+        Some((body, answers))
+    }
+}
+
+/// A parked request not retried within its time: it ends (its handler cancelled).
+async fn expire(parked: Weak<Parked>, token: String, after: Duration) {
+    tokio::time::sleep(after).await;
+    let Some(parked) = parked.upgrade() else { return };
+    let session = parked.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+    if let Some(session) = session {
+        tracing::debug!("an MCP request waiting for the client's input expired");
+        session.terminate();
+    }
+}
+
+/// A fresh session id: 128 random bits, hex (the OS's generator; std's hasher keys if it
+/// cannot be read).
+pub(super) fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if from_os.is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        for half in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+            h.write_u128(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+            );
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
