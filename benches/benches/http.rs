@@ -1,7 +1,8 @@
 //! JSON-RPC over HTTP/1.1 keep-alive: our server (`ServerBuilder::bind_http`) against jsonrpsee
 //! 0.26's HTTP server, in the same run, interleaved: calls/s and the server's CPU time per call.
 //!
-//! Both servers run in this process (a tokio runtime of 2 workers) and serve `add`; the load
+//! Both servers run in this process (a tokio runtime of 2 workers, on a thread of its own) and
+//! serve `add`; the load
 //! comes from this binary re-run as a client process (`--client`). A server's CPU time is that
 //! of the runtime's worker threads over the run (each thread's `schedstat`, in nanoseconds; the
 //! main thread, which starts the client processes, is left out), so it is the server's alone;
@@ -23,7 +24,9 @@
 //! `cargo bench -p jsonrpc-duplex-benches --bench http` (medians of 3; `BENCH_QUICK=1`: a
 //! hundredth of the calls, once). For a profile of one server in one scenario (callgrind, perf):
 //! `HTTP_ONLY=ours` (or `jsonrpsee`), `HTTP_SCENARIO=100` (a part of the scenario's name) and
-//! `HTTP_CALLS=N` (calls per run); `HTTP_TIMEOUTS=off` runs ours without its read timeouts.
+//! `HTTP_CALLS=N` (calls per run); `HTTP_TIMEOUTS=off` runs ours without its read timeouts;
+//! `HTTP_WORKERS=current` (or a number) puts both servers on a current-thread runtime (or that
+//! many workers).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -84,32 +87,56 @@ fn main() {
     if args.iter().any(|a| a == "--list") {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let (ours, theirs) = rt.block_on(async {
-        let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
-        // `HTTP_TIMEOUTS=off`: ours without its header and body read timeouts (what they cost;
-        // jsonrpsee's server has neither).
-        let timeouts_off = std::env::var("HTTP_TIMEOUTS").is_ok_and(|v| v == "off");
-        let builder = Server::builder().serve(router);
-        let builder = if timeouts_off { builder.message_read_timeout(None) } else { builder };
-        let ours = builder.bind_http("127.0.0.1:0").await.expect("bind ours");
-        let mut module = RpcModule::new(());
-        module
-            .register_method("add", |p, _, _| {
-                let (a, b): (i64, i64) = p.parse()?;
-                Ok::<_, ErrorObjectOwned>(a + b)
-            })
-            .expect("register");
-        let server = JServer::builder()
-            .set_config(ServerConfig::builder().http_only().max_connections(10_000).build())
-            .build("127.0.0.1:0")
-            .await
-            .expect("bind jsonrpsee");
-        let addr = server.local_addr().expect("bound");
-        (ours, (addr, server.start(module)))
+    // The servers live on a thread of their own, on a runtime it drives: `HTTP_WORKERS=current`
+    // a current-thread runtime (one thread: no workers waking each other), a number that many
+    // workers (2 by default). The main thread only starts client processes.
+    let (addrs_tx, addrs_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server_thread = std::thread::spawn(move || {
+        let rt = match std::env::var("HTTP_WORKERS").ok().as_deref() {
+            Some("current") => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+            workers => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers.and_then(|n| n.parse().ok()).unwrap_or(2))
+                .enable_all()
+                .build(),
+        }
+        .expect("runtime");
+        rt.block_on(async {
+            let router =
+                Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+            // `HTTP_TIMEOUTS=off`: ours without its header and body read timeouts (what they
+            // cost; jsonrpsee's server has neither).
+            let timeouts_off = std::env::var("HTTP_TIMEOUTS").is_ok_and(|v| v == "off");
+            let builder = Server::builder().serve(router);
+            let builder = if timeouts_off { builder.message_read_timeout(None) } else { builder };
+            let ours = builder.bind_http("127.0.0.1:0").await.expect("bind ours");
+            let mut module = RpcModule::new(());
+            module
+                .register_method("add", |p, _, _| {
+                    let (a, b): (i64, i64) = p.parse()?;
+                    Ok::<_, ErrorObjectOwned>(a + b)
+                })
+                .expect("register");
+            let server = JServer::builder()
+                .set_config(ServerConfig::builder().http_only().max_connections(10_000).build())
+                .build("127.0.0.1:0")
+                .await
+                .expect("bind jsonrpsee");
+            let theirs_addr = server.local_addr().expect("bound");
+            let theirs = server.start(module);
+            addrs_tx.send((ours.local_addr(), theirs_addr)).expect("report the addresses");
+            let _ = stop_rx.await;
+            ours.shutdown(Duration::from_secs(1)).await;
+            let _ = theirs.stop();
+        });
     });
+    let (ours_addr, theirs_addr) = addrs_rx.recv().expect("the servers started");
+    let stop = move || {
+        let _ = stop_tx.send(());
+        server_thread.join().expect("the servers' thread");
+    };
     let only = std::env::var("HTTP_ONLY").ok();
-    let servers: Vec<_> = [("ours", ours.local_addr()), ("jsonrpsee 0.26", theirs.0)]
+    let servers: Vec<_> = [("ours", ours_addr), ("jsonrpsee 0.26", theirs_addr)]
         .into_iter()
         .filter(|(name, _)| only.as_deref().is_none_or(|only| name.starts_with(only)))
         .collect();
@@ -181,10 +208,7 @@ fn main() {
         let _ = std::io::stdout().flush();
     }
     if std::env::var("HTTP_CLIENTS").is_ok_and(|v| v == "off") {
-        rt.block_on(async {
-            ours.shutdown(Duration::from_secs(1)).await;
-            let _ = theirs.1.stop();
-        });
+        stop();
         return;
     }
     // The clients: ours (`Builder::connect_http`, a `Connection` whose calls are POSTs) and
@@ -196,7 +220,7 @@ fn main() {
         "| calls in flight | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours client CPU/call | jsonrpsee client CPU/call | ours ÷ jsonrpsee | server CPU/call (ours / jsonrpsee runs) |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    let addr = ours.local_addr().to_string();
+    let addr = ours_addr.to_string();
     for (in_flight, calls) in [(1, sized(10_000)), (64, sized(50_000))] {
         let calls = calls_override.unwrap_or(calls);
         if scenario_filter.as_deref().is_some_and(|part| !format!("client {in_flight}").contains(part)) {
@@ -238,10 +262,7 @@ fn main() {
         );
         let _ = std::io::stdout().flush();
     }
-    rt.block_on(async {
-        ours.shutdown(Duration::from_secs(1)).await;
-        let _ = theirs.1.stop();
-    });
+    stop();
 }
 
 /// `calls` calls of `add` with `in_flight` at once, through the RPC client `kind`; how long
