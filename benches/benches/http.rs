@@ -1,20 +1,32 @@
 //! JSON-RPC over HTTP/1.1 keep-alive: our server (`ServerBuilder::bind_http`) against jsonrpsee
 //! 0.26's HTTP server, in the same run, interleaved: calls/s and the server's CPU time per call.
 //!
-//! Both servers run in this process (a tokio runtime of 2 workers) and serve `add`; the load
-//! comes from this binary re-run as a client process (`--client`), so that the CPU time this
-//! process spends (utime + stime from /proc/self/stat over the run) is the server's alone. The
-//! client is the same hand-written HTTP/1.1 client for both (fixed request bytes, responses
-//! parsed by `Content-Length`, each checked to be a `200` with the right result):
+//! Both servers run in this process (a tokio runtime of 2 workers, on a thread of its own) and
+//! serve `add`; the load
+//! comes from this binary re-run as a client process (`--client`). A server's CPU time is that
+//! of the runtime's worker threads over the run (each thread's `schedstat`, in nanoseconds; the
+//! main thread, which starts the client processes, is left out), so it is the server's alone;
+//! the client measures its own the same way, and the table shows it per call too (a load
+//! generator that costs about what the server does takes the cores the server needs and pulls
+//! every ratio toward 1). The client is the same hand-written HTTP/1.1 client for both, one
+//! thread on plain tokio sockets (fixed request bytes, responses parsed by status line and
+//! `Content-Length`, each checked to be a `200` with the right result):
 //!
 //! - `1 in flight`: one connection, one call at a time;
 //! - `64 in flight, pipelined`: one connection, 64 requests written ahead (HTTP/1.1 pipelining);
 //! - `64 connections`: 64 connections, one call at a time each (64 in flight);
 //! - `100 connections`: 100 connections, one call at a time each.
 //!
+//! Then the HTTP clients: ours (`Builder::connect_http`) and jsonrpsee's `HttpClient`, each run
+//! in a client process calling our server, 1 and 64 calls in flight: calls/s and the client
+//! process's CPU per call (`HTTP_CLIENTS=off` leaves them out).
+//!
 //! `cargo bench -p jsonrpc-duplex-benches --bench http` (medians of 3; `BENCH_QUICK=1`: a
 //! hundredth of the calls, once). For a profile of one server in one scenario (callgrind, perf):
-//! `HTTP_ONLY=ours` (or `jsonrpsee`) and `HTTP_SCENARIO=100` (a part of the scenario's name).
+//! `HTTP_ONLY=ours` (or `jsonrpsee`), `HTTP_SCENARIO=100` (a part of the scenario's name) and
+//! `HTTP_CALLS=N` (calls per run); `HTTP_TIMEOUTS=off` runs ours without its read timeouts;
+//! `HTTP_WORKERS=current` (or a number) puts both servers on a current-thread runtime (or that
+//! many workers).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -31,14 +43,21 @@ use tokio::net::TcpStream;
 
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#;
 
-/// CPU time of this process so far (user + system), from /proc/self/stat (clock ticks of 10 ms).
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after_comm = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after_comm.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-    // Fields 14 and 15 of the file; after the command name, 12 and 13 (0-based, from `state`).
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+/// CPU time the threads of this process other than `skip` have run so far, in nanoseconds, from
+/// each thread's `/proc/self/task/TID/schedstat` (the scheduler's own count, not 10 ms ticks).
+/// The server side skips its main thread, which only starts the client processes: what remains
+/// is the runtime's workers, the servers' own threads.
+fn threads_cpu(skip: Option<u32>) -> Duration {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let tid: Option<u32> = task.file_name().to_str().and_then(|t| t.parse().ok());
+        if tid.is_some() && tid == skip {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        total += stat.split_whitespace().next().and_then(|ns| ns.parse::<u64>().ok()).unwrap_or(0);
+    }
+    Duration::from_nanos(total)
 }
 
 fn main() {
@@ -48,38 +67,81 @@ fn main() {
         let (conns, depth, calls): (usize, usize, usize) =
             (args[i + 2].parse().unwrap(), args[i + 3].parse().unwrap(), args[i + 4].parse().unwrap());
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let cpu_before = threads_cpu(None);
         let elapsed = rt.block_on(load(addr, conns, depth, calls));
-        println!("{}", elapsed.as_secs_f64());
+        let cpu = threads_cpu(None).saturating_sub(cpu_before);
+        println!("{} {}", elapsed.as_secs_f64(), cpu.as_secs_f64());
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--rpc-client") {
+        let kind = args[i + 1].clone();
+        let url = format!("http://{}/", args[i + 2]);
+        let (in_flight, calls): (usize, usize) = (args[i + 3].parse().unwrap(), args[i + 4].parse().unwrap());
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let cpu_before = threads_cpu(None);
+        let elapsed = rt.block_on(rpc_load(&kind, &url, in_flight, calls));
+        let cpu = threads_cpu(None).saturating_sub(cpu_before);
+        println!("{} {}", elapsed.as_secs_f64(), cpu.as_secs_f64());
         return;
     }
     if args.iter().any(|a| a == "--list") {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let (ours, theirs) = rt.block_on(async {
-        let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
-        let ours = Server::builder().serve(router).bind_http("127.0.0.1:0").await.expect("bind ours");
-        let mut module = RpcModule::new(());
-        module
-            .register_method("add", |p, _, _| {
-                let (a, b): (i64, i64) = p.parse()?;
-                Ok::<_, ErrorObjectOwned>(a + b)
-            })
-            .expect("register");
-        let server = JServer::builder()
-            .set_config(ServerConfig::builder().http_only().max_connections(10_000).build())
-            .build("127.0.0.1:0")
-            .await
-            .expect("bind jsonrpsee");
-        let addr = server.local_addr().expect("bound");
-        (ours, (addr, server.start(module)))
+    // The servers live on a thread of their own, on a runtime it drives: `HTTP_WORKERS=current`
+    // a current-thread runtime (one thread: no workers waking each other), a number that many
+    // workers (2 by default). The main thread only starts client processes.
+    let (addrs_tx, addrs_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server_thread = std::thread::spawn(move || {
+        let rt = match std::env::var("HTTP_WORKERS").ok().as_deref() {
+            Some("current") => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+            workers => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers.and_then(|n| n.parse().ok()).unwrap_or(2))
+                .enable_all()
+                .build(),
+        }
+        .expect("runtime");
+        rt.block_on(async {
+            let router =
+                Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+            // `HTTP_TIMEOUTS=off`: ours without its header and body read timeouts (what they
+            // cost; jsonrpsee's server has neither).
+            let timeouts_off = std::env::var("HTTP_TIMEOUTS").is_ok_and(|v| v == "off");
+            let builder = Server::builder().serve(router);
+            let builder = if timeouts_off { builder.message_read_timeout(None) } else { builder };
+            let ours = builder.bind_http("127.0.0.1:0").await.expect("bind ours");
+            let mut module = RpcModule::new(());
+            module
+                .register_method("add", |p, _, _| {
+                    let (a, b): (i64, i64) = p.parse()?;
+                    Ok::<_, ErrorObjectOwned>(a + b)
+                })
+                .expect("register");
+            let server = JServer::builder()
+                .set_config(ServerConfig::builder().http_only().max_connections(10_000).build())
+                .build("127.0.0.1:0")
+                .await
+                .expect("bind jsonrpsee");
+            let theirs_addr = server.local_addr().expect("bound");
+            let theirs = server.start(module);
+            addrs_tx.send((ours.local_addr(), theirs_addr)).expect("report the addresses");
+            let _ = stop_rx.await;
+            ours.shutdown(Duration::from_secs(1)).await;
+            let _ = theirs.stop();
+        });
     });
+    let (ours_addr, theirs_addr) = addrs_rx.recv().expect("the servers started");
+    let stop = move || {
+        let _ = stop_tx.send(());
+        server_thread.join().expect("the servers' thread");
+    };
     let only = std::env::var("HTTP_ONLY").ok();
-    let servers: Vec<_> = [("ours", ours.local_addr()), ("jsonrpsee 0.26", theirs.0)]
+    let servers: Vec<_> = [("ours", ours_addr), ("jsonrpsee 0.26", theirs_addr)]
         .into_iter()
         .filter(|(name, _)| only.as_deref().is_none_or(|only| name.starts_with(only)))
         .collect();
     let scenario_filter = std::env::var("HTTP_SCENARIO").ok();
+    let calls_override: Option<usize> = std::env::var("HTTP_CALLS").ok().and_then(|n| n.parse().ok());
     let scenarios = [
         ("1 in flight (1 connection)", 1, 1, sized(20_000)),
         ("64 in flight, pipelined (1 connection)", 1, 64, sized(200_000)),
@@ -87,8 +149,10 @@ fn main() {
         ("100 connections, 1 in flight each", 100, 1, sized(100_000)),
     ]
     .into_iter()
+    .map(|(name, conns, depth, calls)| (name, conns, depth, calls_override.unwrap_or(calls)))
     .filter(|(name, ..)| scenario_filter.as_deref().is_none_or(|part| name.contains(part)));
     let exe = std::env::current_exe().expect("own path");
+    let main_thread = std::process::id();
     println!(
         "JSON-RPC over HTTP/1.1 keep-alive, loopback; the server in this process (2 workers), the load from a client process."
     );
@@ -98,42 +162,138 @@ fn main() {
         if quick() { " QUICK: figures meaningless." } else { "" }
     );
     println!(
-        "| scenario | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours server CPU/call | jsonrpsee server CPU/call |"
+        "| scenario | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours server CPU/call | jsonrpsee server CPU/call | ours ÷ jsonrpsee | client CPU/call (ours / jsonrpsee runs) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (name, conns, depth, calls) in scenarios {
         let mut rates = vec![Vec::new(); servers.len()];
         let mut cpus = vec![Vec::new(); servers.len()];
+        let mut client_cpus = vec![Vec::new(); servers.len()];
         for _ in 0..reps(3) {
             for (i, (_, addr)) in servers.iter().enumerate() {
-                let cpu_before = cpu_time();
+                let cpu_before = threads_cpu(Some(main_thread));
                 let out = Command::new(&exe)
                     .args(["--client", &addr.to_string(), &conns.to_string(), &depth.to_string(), &calls.to_string()])
                     .output()
                     .expect("run the client");
-                let cpu = cpu_time().saturating_sub(cpu_before);
+                let cpu = threads_cpu(Some(main_thread)).saturating_sub(cpu_before);
                 assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
-                let secs: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("seconds");
+                let said = String::from_utf8_lossy(&out.stdout);
+                let mut said = said.split_whitespace().map(|f| f.parse::<f64>().expect("seconds"));
+                let (secs, client_secs) = (said.next().expect("elapsed"), said.next().expect("client CPU"));
                 rates[i].push(calls as f64 / secs);
                 cpus[i].push(cpu.as_secs_f64() * 1e6 / calls as f64);
+                client_cpus[i].push(client_secs * 1e6 / calls as f64);
             }
         }
         let rate: Vec<f64> = rates.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
         let cpu: Vec<f64> = cpus.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
+        let client: Vec<f64> = client_cpus.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
         if let [rate0, rate1] = rate[..]
             && let [cpu0, cpu1] = cpu[..]
+            && let [client0, client1] = client[..]
         {
-            println!("| {name} | {rate0:.0} | {rate1:.0} | {:.2} | {cpu0:.1} µs | {cpu1:.1} µs |", rate0 / rate1);
+            println!(
+                "| {name} | {rate0:.0} | {rate1:.0} | {:.2} | {cpu0:.2} µs | {cpu1:.2} µs | {:.2} | {client0:.2} / {client1:.2} µs |",
+                rate0 / rate1,
+                cpu0 / cpu1
+            );
         } else {
             // One server (HTTP_ONLY): its figures alone.
-            println!("| {name} | {} | {:.0} calls/s | {:.1} µs |", servers[0].0, rate[0], cpu[0]);
+            println!(
+                "| {name} | {} | {:.0} calls/s | {:.2} µs server CPU/call | {:.2} µs client CPU/call |",
+                servers[0].0, rate[0], cpu[0], client[0]
+            );
         }
         let _ = std::io::stdout().flush();
     }
-    rt.block_on(async {
-        ours.shutdown(Duration::from_secs(1)).await;
-        let _ = theirs.1.stop();
-    });
+    if std::env::var("HTTP_CLIENTS").is_ok_and(|v| v == "off") {
+        stop();
+        return;
+    }
+    // The clients: ours (`Builder::connect_http`, a `Connection` whose calls are POSTs) and
+    // jsonrpsee's `HttpClient`, each in a client process of its own calling our server.
+    println!(
+        "\nThe HTTP clients, calling our server: ours (`Connection::builder().connect_http`) and jsonrpsee 0.26's `HttpClient`, each in a client process (1 thread); CPU per call of the client process and of the server.\n"
+    );
+    println!(
+        "| calls in flight | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours client CPU/call | jsonrpsee client CPU/call | ours ÷ jsonrpsee | server CPU/call (ours / jsonrpsee runs) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let addr = ours_addr.to_string();
+    for (in_flight, calls) in [(1, sized(10_000)), (64, sized(50_000))] {
+        let calls = calls_override.unwrap_or(calls);
+        if scenario_filter.as_deref().is_some_and(|part| !format!("client {in_flight}").contains(part)) {
+            continue;
+        }
+        let mut figures = vec![(Vec::new(), Vec::new(), Vec::new()); 2];
+        for _ in 0..reps(3) {
+            for (kind, figures) in ["ours", "jsonrpsee"].into_iter().zip(figures.iter_mut()) {
+                let cpu_before = threads_cpu(Some(main_thread));
+                let out = Command::new(&exe)
+                    .args(["--rpc-client", kind, &addr, &in_flight.to_string(), &calls.to_string()])
+                    .output()
+                    .expect("run the client");
+                let cpu = threads_cpu(Some(main_thread)).saturating_sub(cpu_before);
+                assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+                let said = String::from_utf8_lossy(&out.stdout);
+                let mut said = said.split_whitespace().map(|f| f.parse::<f64>().expect("seconds"));
+                let (secs, client_secs) = (said.next().expect("elapsed"), said.next().expect("client CPU"));
+                figures.0.push(calls as f64 / secs);
+                figures.1.push(client_secs * 1e6 / calls as f64);
+                figures.2.push(cpu.as_secs_f64() * 1e6 / calls as f64);
+            }
+        }
+        let [ours_fig, theirs_fig] = [0, 1].map(|i| {
+            let (rate, client, server) = figures[i].clone();
+            use jsonrpc_duplex_benches::harness::median;
+            (median(rate), median(client), median(server))
+        });
+        println!(
+            "| {in_flight} | {:.0} | {:.0} | {:.2} | {:.2} µs | {:.2} µs | {:.2} | {:.2} / {:.2} µs |",
+            ours_fig.0,
+            theirs_fig.0,
+            ours_fig.0 / theirs_fig.0,
+            ours_fig.1,
+            theirs_fig.1,
+            ours_fig.1 / theirs_fig.1,
+            ours_fig.2,
+            theirs_fig.2
+        );
+        let _ = std::io::stdout().flush();
+    }
+    stop();
+}
+
+/// `calls` calls of `add` with `in_flight` at once, through the RPC client `kind`; how long
+/// they took (each answer checked).
+async fn rpc_load(kind: &str, url: &str, in_flight: usize, calls: usize) -> Duration {
+    use futures::StreamExt;
+    use jsonrpsee::core::client::ClientT;
+    let started;
+    if kind == "ours" {
+        let client = jsonrpc_duplex::Connection::builder().connect_http(url).expect("url");
+        let handle = client.handle();
+        // One call first: the connection is made before the clock starts, as for jsonrpsee.
+        assert_eq!(handle.request::<i64>("add", (1, 2)).await.expect("call"), 3);
+        started = Instant::now();
+        futures::stream::iter(0..calls)
+            .map(|_| handle.request::<i64>("add", (1, 2)))
+            .buffer_unordered(in_flight)
+            .for_each(|sum| async move { assert_eq!(sum.expect("call"), 3) })
+            .await;
+    } else {
+        let client = jsonrpsee_http_client::HttpClientBuilder::default().build(url).expect("url");
+        let call = || client.request::<i64, _>("add", jsonrpsee::rpc_params![1, 2]);
+        assert_eq!(call().await.expect("call"), 3);
+        started = Instant::now();
+        futures::stream::iter(0..calls)
+            .map(|_| call())
+            .buffer_unordered(in_flight)
+            .for_each(|sum| async move { assert_eq!(sum.expect("call"), 3) })
+            .await;
+    }
+    started.elapsed()
 }
 
 /// `conns` connections, each keeping `depth` requests in flight, `calls` in all; how long it took.

@@ -106,12 +106,15 @@ impl AllowList {
         let Some(host) = host else {
             return Err(Refusal::new(StatusCode::FORBIDDEN, "the request names no host (no Host header)"));
         };
-        let host = host.to_ascii_lowercase();
-        let (name, _port) = split_port(&host);
-        let listed = LOOPBACK.contains(&name) || self.hosts.iter().any(|h| *h == host || *h == name);
+        // Compared without case and without a lowered copy (the listed names are lowered
+        // already): this runs for every request.
+        let (name, _port) = split_port(host);
+        let listed = LOOPBACK.iter().any(|l| l.eq_ignore_ascii_case(name))
+            || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name));
         if listed {
             Ok(())
         } else {
+            let host = host.to_ascii_lowercase();
             Err(Refusal::new(
                 StatusCode::FORBIDDEN,
                 format!("the host {host:?} is not allowed (only loopback names and the server's allow-list are)"),

@@ -251,6 +251,9 @@ fn connection_builder(config: &ServeConfig) -> auto::Builder<TokioExecutor> {
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout)
         .keep_alive(config.keep_alive);
+    // (Not hyper's `pipeline_flush`: it would answer pipelined requests with one write instead
+    // of one each, but it lifts the bound on the write buffer (`can_buffer` is always true), so
+    // a peer that pipelines and never reads would make us hold every answer.)
     builder.http2().timer(TokioTimer::new());
     if config.http2 { builder } else { builder.http1_only() }
 }

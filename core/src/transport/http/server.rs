@@ -333,7 +333,14 @@ where
 }
 
 fn is_json(parts: &Parts) -> bool {
-    let Some(value) = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+    let Some(value) = parts.headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    // What clients send, compared at once; anything else (parameters, case) the long way.
+    if value.as_bytes() == b"application/json" {
+        return true;
+    }
+    let Ok(value) = value.to_str() else {
         return false;
     };
     let essence = value.split(';').next().unwrap_or("").trim();
