@@ -1,5 +1,8 @@
 //! What the Python, Go and TypeScript generators share: one walk over the services' typed errors
-//! that names a class for each, and the word-by-word `PascalCase` of Python and Go names.
+//! that names a class for each, the word-by-word `PascalCase` of Python and Go names, and (in
+//! [`types`]) the walk over schemas that gives Python and Go their types.
+
+pub(crate) mod types;
 
 use std::collections::BTreeMap;
 

@@ -2,11 +2,12 @@
 //! [`Decl`]s (a struct per object, merged for a union of objects, a string type with constants
 //! for a string enum, a named type for anything else), which then render as Go.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-const REF_PREFIX: &str = "#/components/schemas/";
+pub(super) use crate::sdk_ir::types::string_literal;
+use crate::sdk_ir::types::{Lang, description, is_plain_object};
 
 /// A Go type expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,124 +120,77 @@ impl Decl {
     }
 }
 
-/// Turns schemas into [`GoTy`]s, declaring definitions and the objects they hoist.
-pub(super) struct Types<'a> {
-    definitions: &'a BTreeMap<String, Value>,
-    pub(super) decls: Vec<Decl>,
-    taken: BTreeSet<String>,
-}
+/// The Go side of the walk over schemas the Python generator shares.
+#[derive(Debug)]
+pub(super) struct Go;
 
-impl<'a> Types<'a> {
-    pub(super) fn new(definitions: &'a BTreeMap<String, Value>, reserved: &[String]) -> Self {
-        let mut taken: BTreeSet<String> = reserved.iter().cloned().collect();
-        taken.extend(definitions.keys().map(|d| type_name(d)));
-        let mut types = Types { definitions, decls: Vec::new(), taken };
-        for (name, schema) in definitions {
-            let go = type_name(name);
-            let decl = types.declaration(&go, schema);
-            types.decls.push(decl);
-        }
-        types
+/// Turns schemas into [`GoTy`]s, declaring definitions and the objects they hoist.
+pub(super) type Types<'a> = crate::sdk_ir::types::Types<'a, Go>;
+
+impl Lang for Go {
+    type Ty = GoTy;
+    type Decl = Decl;
+    type Field = Field;
+
+    fn type_name(definition: &str) -> String {
+        type_name(definition)
     }
 
-    fn declaration(&mut self, name: &str, schema: &Value) -> Decl {
+    fn any() -> GoTy {
+        GoTy::Any
+    }
+
+    fn named(name: String) -> GoTy {
+        GoTy::Named(name)
+    }
+
+    fn map(value: GoTy) -> GoTy {
+        GoTy::Map(Box::new(value))
+    }
+
+    fn field(key: &str, ty: GoTy, required: bool, docs: &str) -> Field {
+        Field {
+            name: pascal(key),
+            key: key.to_owned(),
+            ty: if required { ty } else { ty.optional() },
+            omitempty: !required,
+            docs: docs.to_owned(),
+        }
+    }
+
+    fn record(name: String, docs: String, fields: Vec<Field>) -> Decl {
+        Decl::Struct { name, docs, fields }
+    }
+
+    fn declaration(types: &mut Types<'_>, name: &str, schema: &Value) -> Decl {
         let docs = description(schema).to_owned();
         let object = schema.as_object();
         if let Some(values) = object.and_then(string_enum) {
             return Decl::StringEnum { name: name.to_owned(), docs, values };
         }
         if let Some(variants) = object.and_then(object_variants) {
-            return Decl::Struct { name: name.to_owned(), docs, fields: self.merged(&variants, name) };
+            return Decl::Struct { name: name.to_owned(), docs, fields: merged(types, &variants, name) };
         }
         match object {
-            Some(o) if is_plain_object(o) => Decl::Struct { name: name.to_owned(), docs, fields: self.fields(o, name) },
-            _ => Decl::Named { name: name.to_owned(), docs, ty: self.ty(schema, name) },
-        }
-    }
-
-    fn fields(&mut self, object: &Map<String, Value>, owner: &str) -> Vec<Field> {
-        let required: Vec<&str> = object
-            .get("required")
-            .and_then(Value::as_array)
-            .map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
-        let Some(properties) = object.get("properties").and_then(Value::as_object) else { return Vec::new() };
-        properties
-            .iter()
-            .map(|(key, schema)| {
-                let mut ty = self.ty(schema, &format!("{owner}{}", pascal(key)));
-                let required = required.contains(&key.as_str());
-                if !required {
-                    ty = ty.optional();
-                }
-                Field {
-                    name: pascal(key),
-                    key: key.clone(),
-                    ty,
-                    omitempty: !required,
-                    docs: description(schema).to_owned(),
-                }
-            })
-            .collect()
-    }
-
-    /// The fields of every variant of a union of objects, in one struct: a field every variant
-    /// has with one type stays as it is; the others become optional; a key with two types is `any`.
-    fn merged(&mut self, variants: &[&Map<String, Value>], owner: &str) -> Vec<Field> {
-        let mut out: Vec<Field> = Vec::new();
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for v in variants {
-            for f in self.fields(v, owner) {
-                *counts.entry(f.key.clone()).or_default() += 1;
-                match out.iter_mut().find(|known| known.key == f.key) {
-                    Some(known) if known.ty != f.ty => known.ty = GoTy::Any,
-                    Some(_) => {}
-                    None => out.push(f),
-                }
+            Some(o) if is_plain_object(o) => {
+                Decl::Struct { name: name.to_owned(), docs, fields: types.fields(o, name) }
             }
+            _ => Decl::Named { name: name.to_owned(), docs, ty: types.ty(schema, name) },
         }
-        for f in &mut out {
-            if counts.get(&f.key).copied().unwrap_or(0) < variants.len() && !f.omitempty {
-                f.ty = f.ty.clone().optional();
-                f.omitempty = true;
-            }
-        }
-        out
     }
 
-    fn fresh(&mut self, hint: &str) -> String {
-        let base = type_name(hint);
-        let mut name = base.clone();
-        let mut n = 2;
-        while self.taken.contains(&name) {
-            name = format!("{base}{n}");
-            n += 1;
-        }
-        self.taken.insert(name.clone());
-        name
-    }
-
-    pub(super) fn ty(&mut self, schema: &Value, hint: &str) -> GoTy {
-        let Some(object) = schema.as_object() else { return GoTy::Any };
-        if let Some(r) = object.get("$ref").and_then(Value::as_str) {
-            return match r.strip_prefix(REF_PREFIX) {
-                Some(name) if self.definitions.contains_key(name) => GoTy::Named(type_name(name)),
-                _ => GoTy::Any,
-            };
-        }
+    fn ty(types: &mut Types<'_>, object: &Map<String, Value>, hint: &str) -> GoTy {
         if let Some(all) = object.get("allOf").and_then(Value::as_array) {
             return match all.as_slice() {
-                [one] => self.ty(one, hint),
+                [one] => types.ty(one, hint),
                 _ => GoTy::Any,
             };
         }
         if string_enum(object).is_some() || object_variants(object).is_some() {
-            let name = self.fresh(hint);
-            let decl = self.declaration(&name, schema);
-            self.decls.push(decl);
-            return GoTy::Named(name);
+            return types.hoist(&Value::Object(object.clone()), hint);
         }
         // `[T, null]`, or `anyOf: [T, {type: null}]` (an `Option` schemars writes).
-        let types: Vec<&str> = match object.get("type") {
+        let kinds: Vec<&str> = match object.get("type") {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
             Some(_) => return GoTy::Any,
@@ -248,45 +202,52 @@ impl<'a> Types<'a> {
                     let non_null: Vec<&Value> =
                         alternatives.iter().filter(|a| a.get("type") != Some(&Value::from("null"))).collect();
                     if non_null.len() == 1 && alternatives.len() == 2 {
-                        return self.ty(non_null[0], hint).optional();
+                        return types.ty(non_null[0], hint).optional();
                     }
                 }
                 return GoTy::Any;
             }
         };
-        let nullable = types.contains(&"null");
-        let non_null: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+        let nullable = kinds.contains(&"null");
+        let non_null: Vec<&str> = kinds.into_iter().filter(|t| *t != "null").collect();
         let base = match non_null.as_slice() {
             ["string"] => GoTy::Str,
             ["boolean"] => GoTy::Bool,
             ["number"] => GoTy::Float,
             ["integer"] => GoTy::Int(int_type(object.get("format").and_then(Value::as_str))),
             ["array"] => match object.get("items") {
-                Some(items) if items.is_object() => GoTy::Slice(Box::new(self.ty(items, &format!("{hint}Item")))),
+                Some(items) if items.is_object() => GoTy::Slice(Box::new(types.ty(items, &format!("{hint}Item")))),
                 _ => GoTy::Slice(Box::new(GoTy::Any)),
             },
-            ["object"] => self.object(object, hint),
+            ["object"] => types.object(object, hint),
             _ => GoTy::Any,
         };
         if nullable { base.optional() } else { base }
     }
+}
 
-    fn object(&mut self, object: &Map<String, Value>, hint: &str) -> GoTy {
-        if object.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty()) {
-            return match object.get("additionalProperties") {
-                Some(value @ Value::Object(_)) => {
-                    let value = value.clone();
-                    GoTy::Map(Box::new(self.ty(&value, &format!("{hint}Value"))))
-                }
-                _ => GoTy::Map(Box::new(GoTy::Any)),
-            };
+/// The fields of every variant of a union of objects, in one struct: a field every variant
+/// has with one type stays as it is; the others become optional; a key with two types is `any`.
+fn merged(types: &mut Types<'_>, variants: &[&Map<String, Value>], owner: &str) -> Vec<Field> {
+    let mut out: Vec<Field> = Vec::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for v in variants {
+        for f in types.fields(v, owner) {
+            *counts.entry(f.key.clone()).or_default() += 1;
+            match out.iter_mut().find(|known| known.key == f.key) {
+                Some(known) if known.ty != f.ty => known.ty = GoTy::Any,
+                Some(_) => {}
+                None => out.push(f),
+            }
         }
-        let name = self.fresh(hint);
-        let fields = self.fields(object, &name);
-        let docs = object.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-        self.decls.push(Decl::Struct { name: name.clone(), docs, fields });
-        GoTy::Named(name)
     }
+    for f in &mut out {
+        if counts.get(&f.key).copied().unwrap_or(0) < variants.len() && !f.omitempty {
+            f.ty = f.ty.clone().optional();
+            f.omitempty = true;
+        }
+    }
+    out
 }
 
 fn int_type(format: Option<&str>) -> &'static str {
@@ -326,16 +287,6 @@ fn object_variants(object: &Map<String, Value>) -> Option<Vec<&Map<String, Value
     }
     let variants = object.get("oneOf").or_else(|| object.get("anyOf")).and_then(Value::as_array)?;
     variants.iter().map(|v| v.as_object().filter(|o| is_plain_object(o))).collect()
-}
-
-fn is_plain_object(object: &Map<String, Value>) -> bool {
-    object.get("type") == Some(&Value::String("object".into()))
-        && object.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
-        && !["$ref", "allOf", "anyOf", "oneOf", "enum", "const"].iter().any(|k| object.contains_key(*k))
-}
-
-fn description(schema: &Value) -> &str {
-    schema.get("description").and_then(Value::as_str).unwrap_or_default()
 }
 
 /// An exported Go name for a definition.
@@ -397,10 +348,6 @@ pub(super) fn param_name(name: &str) -> String {
         out.push('_');
     }
     out
-}
-
-pub(super) fn string_literal(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 /// A doc comment that starts with the declared name (what `go doc` expects).

@@ -2,12 +2,10 @@
 //! become [`Ty`] expressions and [`Decl`] declarations (a `TypedDict` per object, a type alias per
 //! anything else, inline objects hoisted under names of their own), which then render as text.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use serde_json::{Map, Value};
 
-/// Where `$ref`s point: `#/components/schemas/Name`.
-const REF_PREFIX: &str = "#/components/schemas/";
+pub(super) use crate::sdk_ir::types::string_literal;
+use crate::sdk_ir::types::{Lang, description, is_plain_object};
 
 /// Python's keywords and the soft keywords and names a generated module must not take.
 const RESERVED: &[&str] = &[
@@ -154,80 +152,57 @@ impl Decl {
     }
 }
 
-/// Turns schemas into [`Ty`]s, declaring the definitions and the objects they hoist.
-pub(super) struct Types<'a> {
-    definitions: &'a BTreeMap<String, Value>,
-    pub(super) decls: Vec<Decl>,
-    taken: BTreeSet<String>,
-}
+/// The Python side of the walk over schemas the Go generator shares.
+#[derive(Debug)]
+pub(super) struct Python;
 
-impl<'a> Types<'a> {
-    /// Every definition declared (in name order), with the names `reserved` kept free.
-    pub(super) fn new(definitions: &'a BTreeMap<String, Value>, reserved: &[String]) -> Self {
-        let mut taken: BTreeSet<String> = reserved.iter().cloned().collect();
-        taken.extend(definitions.keys().map(|d| type_name(d)));
-        let mut types = Types { definitions, decls: Vec::new(), taken };
-        for (name, schema) in definitions {
-            let py = type_name(name);
-            let decl = types.declaration(&py, schema);
-            types.decls.push(decl);
-        }
-        types
+/// Turns schemas into [`Ty`]s, declaring the definitions and the objects they hoist.
+pub(super) type Types<'a> = crate::sdk_ir::types::Types<'a, Python>;
+
+impl Lang for Python {
+    type Ty = Ty;
+    type Decl = Decl;
+    type Field = Field;
+
+    fn type_name(definition: &str) -> String {
+        type_name(definition)
     }
 
-    fn declaration(&mut self, name: &str, schema: &Value) -> Decl {
+    fn any() -> Ty {
+        Ty::Any
+    }
+
+    fn named(name: String) -> Ty {
+        Ty::Named(name)
+    }
+
+    fn map(value: Ty) -> Ty {
+        Ty::Dict(Box::new(value))
+    }
+
+    fn field(key: &str, ty: Ty, required: bool, docs: &str) -> Field {
+        Field { key: key.to_owned(), ty, required, docs: docs.to_owned() }
+    }
+
+    fn record(name: String, docs: String, fields: Vec<Field>) -> Decl {
+        Decl::TypedDict { name, docs, fields }
+    }
+
+    fn declaration(types: &mut Types<'_>, name: &str, schema: &Value) -> Decl {
         let docs = description(schema).to_owned();
         match schema.as_object() {
             Some(object) if is_plain_object(object) => {
-                Decl::TypedDict { name: name.to_owned(), docs, fields: self.fields(object, name) }
+                Decl::TypedDict { name: name.to_owned(), docs, fields: types.fields(object, name) }
             }
-            _ => Decl::Alias { name: name.to_owned(), docs, ty: self.ty(schema, name) },
+            _ => Decl::Alias { name: name.to_owned(), docs, ty: types.ty(schema, name) },
         }
     }
 
-    fn fields(&mut self, object: &Map<String, Value>, owner: &str) -> Vec<Field> {
-        let required: Vec<&str> = object
-            .get("required")
-            .and_then(Value::as_array)
-            .map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
-        let Some(properties) = object.get("properties").and_then(Value::as_object) else { return Vec::new() };
-        properties
-            .iter()
-            .map(|(key, schema)| Field {
-                key: key.clone(),
-                ty: self.ty(schema, &format!("{owner}{}", pascal(key))),
-                required: required.contains(&key.as_str()),
-                docs: description(schema).to_owned(),
-            })
-            .collect()
+    fn not_an_object(schema: &Value) -> Ty {
+        if schema == &Value::Bool(false) { Ty::None } else { Ty::Any }
     }
 
-    /// A fresh declaration name from `hint`.
-    fn fresh(&mut self, hint: &str) -> String {
-        let base = type_name(hint);
-        let mut name = base.clone();
-        let mut n = 2;
-        while self.taken.contains(&name) {
-            name = format!("{base}{n}");
-            n += 1;
-        }
-        self.taken.insert(name.clone());
-        name
-    }
-
-    /// The type of `schema`; an inline object with members is declared as `hint`.
-    pub(super) fn ty(&mut self, schema: &Value, hint: &str) -> Ty {
-        let object = match schema {
-            Value::Object(o) => o,
-            Value::Bool(false) => return Ty::None,
-            _ => return Ty::Any,
-        };
-        if let Some(r) = object.get("$ref").and_then(Value::as_str) {
-            return match r.strip_prefix(REF_PREFIX) {
-                Some(name) if self.definitions.contains_key(name) => Ty::Named(type_name(name)),
-                _ => Ty::Any,
-            };
-        }
+    fn ty(types: &mut Types<'_>, object: &Map<String, Value>, hint: &str) -> Ty {
         if let Some(c) = object.get("const") {
             return literal(c);
         }
@@ -235,7 +210,7 @@ impl<'a> Types<'a> {
             return Ty::union(values.iter().map(literal).collect());
         }
         let mut parts = Vec::new();
-        if let Some(base) = self.typed(object, hint) {
+        if let Some(base) = typed(types, object, hint) {
             parts.push(base);
         }
         for key in ["oneOf", "anyOf"] {
@@ -245,7 +220,7 @@ impl<'a> Types<'a> {
                     .enumerate()
                     .map(|(i, v)| {
                         let name = format!("{hint}{}", variant_name(v).unwrap_or_else(|| (i + 1).to_string()));
-                        self.ty(v, &name)
+                        types.ty(v, &name)
                     })
                     .collect();
                 parts.push(Ty::union(variants));
@@ -254,7 +229,7 @@ impl<'a> Types<'a> {
         if let Some(all) = object.get("allOf").and_then(Value::as_array) {
             // One member is a `$ref` with a description beside it; an intersection has no Python type.
             match all.as_slice() {
-                [one] => parts.push(self.ty(one, hint)),
+                [one] => parts.push(types.ty(one, hint)),
                 _ => parts.push(Ty::Any),
             }
         }
@@ -265,74 +240,41 @@ impl<'a> Types<'a> {
             _ => Ty::Any,
         }
     }
+}
 
-    fn typed(&mut self, object: &Map<String, Value>, hint: &str) -> Option<Ty> {
-        let types: Vec<&str> = match object.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ if object.contains_key("properties") => vec!["object"],
-            _ => return None,
-        };
-        let each: Vec<Ty> = types
-            .iter()
-            .map(|t| match *t {
-                "string" => Ty::Str,
-                "integer" => Ty::Int,
-                "number" => Ty::Float,
-                "boolean" => Ty::Bool,
-                "null" => Ty::None,
-                "array" => match object.get("items") {
-                    Some(Value::Array(tuple)) => Ty::Tuple(
-                        tuple.iter().enumerate().map(|(i, s)| self.ty(s, &format!("{hint}{}", i + 1))).collect(),
-                    ),
-                    Some(items) => Ty::List(Box::new(self.ty(items, &format!("{hint}Item")))),
-                    None => Ty::List(Box::new(Ty::Any)),
-                },
-                "object" => self.object(object, hint),
-                _ => Ty::Any,
-            })
-            .collect();
-        Some(Ty::union(each))
-    }
-
-    fn object(&mut self, object: &Map<String, Value>, hint: &str) -> Ty {
-        let has_members = object.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
-        if !has_members {
-            return match object.get("additionalProperties") {
-                Some(Value::Bool(false)) => Ty::Dict(Box::new(Ty::Any)),
-                Some(Value::Object(_)) => {
-                    let value = object.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
-                    Ty::Dict(Box::new(self.ty(&value, &format!("{hint}Value"))))
+fn typed(types: &mut Types<'_>, object: &Map<String, Value>, hint: &str) -> Option<Ty> {
+    let kinds: Vec<&str> = match object.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ if object.contains_key("properties") => vec!["object"],
+        _ => return None,
+    };
+    let each: Vec<Ty> = kinds
+        .iter()
+        .map(|t| match *t {
+            "string" => Ty::Str,
+            "integer" => Ty::Int,
+            "number" => Ty::Float,
+            "boolean" => Ty::Bool,
+            "null" => Ty::None,
+            "array" => match object.get("items") {
+                Some(Value::Array(tuple)) => {
+                    Ty::Tuple(tuple.iter().enumerate().map(|(i, s)| types.ty(s, &format!("{hint}{}", i + 1))).collect())
                 }
-                _ => Ty::Dict(Box::new(Ty::Any)),
-            };
-        }
-        let name = self.fresh(hint);
-        let fields = self.fields(object, &name);
-        self.decls.push(Decl::TypedDict { name: name.clone(), docs: description_of(object).to_owned(), fields });
-        Ty::Named(name)
-    }
+                Some(items) => Ty::List(Box::new(types.ty(items, &format!("{hint}Item")))),
+                None => Ty::List(Box::new(Ty::Any)),
+            },
+            "object" => types.object(object, hint),
+            _ => Ty::Any,
+        })
+        .collect();
+    Some(Ty::union(each))
 }
 
 /// The name a variant's tag gives it: the `const` string of one of its properties.
 fn variant_name(schema: &Value) -> Option<String> {
     let properties = schema.get("properties")?.as_object()?;
     properties.values().find_map(|p| p.get("const").and_then(Value::as_str)).map(pascal)
-}
-
-/// An object with members and nothing that makes it a union.
-fn is_plain_object(object: &Map<String, Value>) -> bool {
-    object.get("type") == Some(&Value::String("object".into()))
-        && object.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
-        && !["$ref", "allOf", "anyOf", "oneOf", "enum", "const"].iter().any(|k| object.contains_key(*k))
-}
-
-fn description(schema: &Value) -> &str {
-    schema.get("description").and_then(Value::as_str).unwrap_or_default()
-}
-
-fn description_of(object: &Map<String, Value>) -> &str {
-    object.get("description").and_then(Value::as_str).unwrap_or_default()
 }
 
 fn literal(value: &Value) -> Ty {
@@ -386,11 +328,6 @@ fn is_identifier(key: &str) -> bool {
         && !RESERVED[..35].contains(&key)
 }
 
-/// A Python string literal (JSON's spelling, which Python reads the same for what JSON escapes).
-pub(super) fn string_literal(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
-}
-
 /// A docstring at `indent`, or nothing for empty text.
 pub(super) fn docstring(text: &str, indent: &str) -> String {
     let text = text.trim();
@@ -419,6 +356,8 @@ pub(super) fn docstring(text: &str, indent: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use serde_json::json;
 
     use super::*;

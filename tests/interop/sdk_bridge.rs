@@ -364,7 +364,7 @@ fn python_runtime_answers_bad_input_from_a_raw_peer() {
         let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
             .unwrap_or_else(|e| panic!("{stdout:?} ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)));
         assert_eq!(report["ok"], true, "{reader:?}: {report}\n{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(report["checks"].as_array().map(Vec::len), Some(11), "{report}");
+        assert_eq!(report["checks"].as_array().map(Vec::len), Some(12), "{report}");
     }
 }
 

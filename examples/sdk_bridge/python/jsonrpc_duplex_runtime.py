@@ -362,12 +362,16 @@ class Peer:
         self._closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._reader_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
-        # With a PushReader: the messages not handled yet, in order, and whether the task that
-        # handles them waits for more (only then may an answer go to its caller at once).
+        # With a PushReader: the messages not handled yet, in order. An answer goes to its
+        # caller at once, with the count of messages queued before it; the caller returns once
+        # that many are handled (`_queued`, `_handled`; callers still waiting in `_waiting`).
         self._push = reader if isinstance(reader, PushReader) else None
         self._inbox: collections.deque[Any] = collections.deque()
-        self._inbox_ready = asyncio.Event()
-        self._idle = False
+        # What the inbox's task waits on when it has nothing to do (a bare future: cheaper than an Event).
+        self._wakeup: asyncio.Future[None] | None = None
+        self._queued = 0
+        self._handled = 0
+        self._waiting: list[tuple[int, asyncio.Future[None]]] = []
         self._ended: str | None = None
         self._paused = False
 
@@ -415,6 +419,9 @@ class Peer:
                 future.set_exception(ConnectionClosed(reason))
         self._pending.clear()
         self._progress.clear()
+        # Answers already received are returned (the messages before them will not be handled).
+        self._handled = self._queued
+        self._release()
         for task in self._running.values():
             task.cancel()
         self._running.clear()
@@ -457,7 +464,10 @@ class Peer:
         remove = cancel._on_cancel(lambda: self._send_cancel(request_id)) if cancel is not None else None
         try:
             await self._send(message)
-            answer = await future
+            answer, after = await future
+            if after > self._handled:
+                # What came before the answer (a turn's notifications, say) is handled first.
+                await self._handled_to(after)
         except asyncio.CancelledError:
             if request_id in self._pending:
                 self._send_cancel(request_id)
@@ -559,8 +569,9 @@ class Peer:
         asyncio.get_running_loop().create_task(self._send_quietly(message))
 
     def _feed(self, data: bytes) -> None:
-        """Bytes from the PushReader: an answer with nothing queued before it goes to its
-        caller now; anything else waits its turn in the inbox."""
+        """Bytes from the PushReader: an answer goes to its caller now (which returns once
+        what came before it is handled: it wakes in the same turn of the event loop as the
+        task that handles those); anything else waits its turn in the inbox."""
         if self._ended is not None or self._closed.done():
             return
         try:
@@ -568,21 +579,27 @@ class Peer:
         except ValueError as e:
             self._feed_end(ValueError(str(e)))
             return
+        inbox = self._inbox
         for body in bodies:
-            if self._idle and not self._inbox and body[:1] == b"{":
+            if body[:1] == b"{":
                 try:
                     message = json.loads(body)
                 except (ValueError, UnicodeDecodeError):
-                    message = None
-                if isinstance(message, dict) and "method" not in message:
-                    self._dispatch_answer(message)
-                    continue
-                if message is not None:
-                    self._inbox.append(message)
-                    continue
-            self._inbox.append(body)
-        if self._inbox:
-            self._inbox_ready.set()
+                    # The inbox's task answers it with the parse error, in its turn.
+                    message = body
+                else:
+                    if isinstance(message, dict) and "method" not in message:
+                        if inbox:
+                            # The inbox's task is woken first, so that it runs before the caller.
+                            self._wake()
+                        self._dispatch_answer(message, self._queued)
+                        continue
+                inbox.append(message)
+            else:
+                inbox.append(body)
+            self._queued += 1
+        if inbox:
+            self._wake()
             if len(self._inbox) > MAX_QUEUED_MESSAGES and not self._paused and self._push is not None:
                 transport = self._push.read_transport
                 if isinstance(transport, asyncio.ReadTransport):
@@ -602,14 +619,24 @@ class Peer:
                 self._ended = "the peer closed the connection"
             except ValueError as e:
                 self._ended = f"a framing error: {e}"
-        self._inbox_ready.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._wakeup
+        if waiter is not None:
+            self._wakeup = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def _inbox_loop(self) -> None:
         """What `_read_loop` does, on the messages a PushReader's bytes made."""
         request: dict[str, Any] | None = None
+        inbox = self._inbox
+        notifications = self._notifications
+        own = self._own_methods
         try:
             while request is None:
-                while not self._inbox:
+                while not inbox:
                     if self._ended is not None:
                         self._finish(self._ended)
                         return
@@ -618,13 +645,24 @@ class Peer:
                         if isinstance(transport, asyncio.ReadTransport):
                             transport.resume_reading()
                         self._paused = False
-                    self._inbox_ready.clear()
-                    self._idle = True
-                    try:
-                        await self._inbox_ready.wait()
-                    finally:
-                        self._idle = False
-                request = await self._handle(self._inbox.popleft())
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._wakeup = waiter
+                    await waiter
+                item = inbox.popleft()
+                method = item.get("method") if type(item) is dict else None
+                if type(method) is str and "id" not in item and method not in own:
+                    # The usual message: a notification of the services' (what `_handle` does).
+                    handler = notifications.get(method)
+                    if handler is not None:
+                        try:
+                            await handler(item.get("params"))
+                        except Exception as e:  # noqa: BLE001 - a notification has no answer to carry the failure
+                            print(f"notification {method} failed: {e!r}", file=sys.stderr)
+                else:
+                    request = await self._handle(item)
+                self._handled += 1
+                if self._waiting:
+                    self._release()
         except BaseException:
             self._finish("closed by this side")
             raise
@@ -719,11 +757,31 @@ class Peer:
             return
         self._dispatch_answer(message)
 
-    def _dispatch_answer(self, message: dict[str, Any]) -> None:
+    def _dispatch_answer(self, message: dict[str, Any], after: int = 0) -> None:
+        """Hand an answer to its caller, who returns it once `after` messages are handled."""
         request_id = message.get("id")
-        future = self._pending.get(request_id) if isinstance(request_id, int) else None
+        future = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
         if future is not None and not future.done():
-            future.set_result(message)
+            future.set_result((message, after))
+
+    async def _handled_to(self, count: int) -> None:
+        """Wait until the inbox's task has handled `count` messages (or the connection ended)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((count, waiter))
+        await waiter
+
+    def _release(self) -> None:
+        """Wake the callers whose answers wait for no more than what is handled now."""
+        handled = self._handled
+        waiting: list[tuple[int, asyncio.Future[None]]] = []
+        for count, waiter in self._waiting:
+            if waiter.done():
+                continue
+            if count <= handled:
+                waiter.set_result(None)
+            else:
+                waiting.append((count, waiter))
+        self._waiting = waiting
 
     async def _on_notification(self, method: str, params: Any) -> None:
         if method not in self._own_methods:

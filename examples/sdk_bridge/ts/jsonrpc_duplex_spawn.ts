@@ -382,6 +382,14 @@ class DirectConnection implements MessageConnection {
     writable.on("error", (error: Error) => {
       this.writeErrors += 1;
       this.errorEmitter.fire([error, undefined, this.writeErrors]);
+      // A request or an answer is written without a callback of its own (one per write costs
+      // a round trip about a tenth): a failed write fails every call still waiting.
+      const pending = this.pending;
+      this.pending = new Map();
+      for (const call of pending.values()) {
+        call.cancel?.dispose();
+        call.reject(new ResponseError(ErrorCodes.MessageWriteError, error.message));
+      }
     });
     writable.on("close", () => this.closed());
   }
@@ -427,12 +435,8 @@ class DirectConnection implements MessageConnection {
       const call: Pending = { method, resolve, reject, cancel: undefined };
       this.pending.set(id, call);
       this.traceMessage("Sending request", method, id, params);
-      this.send({ jsonrpc: "2.0", id, method, params }, (error) => {
-        if (this.pending.get(id) === call) {
-          this.settle(id, call);
-          reject(new ResponseError(ErrorCodes.MessageWriteError, error.message));
-        }
-      });
+      // A failed write rejects the call from the stream's `error` event.
+      this.send({ jsonrpc: "2.0", id, method, params });
       if (token !== undefined) {
         if (token.isCancellationRequested) {
           this.cancel(id);
@@ -455,7 +459,7 @@ class DirectConnection implements MessageConnection {
       return Promise.reject(error);
     }
     this.traceMessage("Sending notification", method, undefined, params);
-    return new Promise((resolve, reject) => this.send({ jsonrpc: "2.0", method, params }, reject, resolve));
+    return new Promise((resolve, reject) => this.send({ jsonrpc: "2.0", method, params }, { failed: reject, done: resolve }));
   }
 
   onRequest(type: unknown, handler?: unknown): Disposable {
@@ -574,18 +578,26 @@ class DirectConnection implements MessageConnection {
       : new ConnectionError(ConnectionErrors.Closed, "Connection is closed.");
   }
 
-  /** One message as one frame in one write; `failed` hears of a write error, `done` of its end. */
-  private send(message: object, failed: (error: Error) => void, done?: () => void): void {
+  /**
+   * One message as one frame in one write. With `settle`, its `done` hears of the write's end and
+   * `failed` of its error (a notification's promise); without, a write error reaches `onError`
+   * and the waiting calls from the stream's `error` event.
+   */
+  private send(message: object, settle?: { failed: (error: Error) => void; done: () => void }): void {
     const body = JSON.stringify(message);
     // A buffer, not a string: a stream writes bytes more cheaply than it encodes a string.
     const frame = Buffer.from(`Content-Length: ${Buffer.byteLength(body, "utf8")}\r\n\r\n${body}`, "utf8");
+    if (settle === undefined) {
+      this.writable.write(frame);
+      return;
+    }
     this.writable.write(frame, (error?: Error | null) => {
       if (error === undefined || error === null) {
-        done?.();
+        settle.done();
       } else {
         this.writeErrors += 1;
         this.errorEmitter.fire([error, message as Message, this.writeErrors]);
-        failed(error);
+        settle.failed(error);
       }
     });
   }
@@ -593,7 +605,7 @@ class DirectConnection implements MessageConnection {
   private cancel(id: number): void {
     if (this.pending.has(id) && this.state === "listening") {
       this.traceMessage("Sending notification", "$/cancelRequest", undefined, { id });
-      this.send({ jsonrpc: "2.0", method: "$/cancelRequest", params: { id } }, () => undefined);
+      this.send({ jsonrpc: "2.0", method: "$/cancelRequest", params: { id } });
     }
   }
 
@@ -720,7 +732,7 @@ class DirectConnection implements MessageConnection {
       message.result = value === undefined ? null : value;
     }
     this.traceMessage("Sending response", method, id, message.error ?? message.result);
-    this.send(message, () => undefined);
+    this.send(message);
   }
 
   private notification(method: string, params: unknown): void {

@@ -83,6 +83,84 @@ async def closed_with(peer: rt.Peer, call: asyncio.Future[Any]) -> str:
     raise AssertionError("a pending call did not fail when the connection closed")
 
 
+def frame(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+async def answers_behind_notifications() -> str:
+    """Notifications that arrive before an answer are handled before its call returns, each
+    on a task (one may suspend, and use `asyncio.timeout`), in order; a caller cancelled while
+    its answer waits behind them sends no cancel; and with a PushReader, the answer behind a
+    handler that does not suspend reaches its caller in the same turn of the event loop."""
+    peer, raw = await pair()
+    log: list[str] = []
+
+    async def note(params: Any) -> None:
+        assert asyncio.current_task() is not None, "a notification handler runs outside a task"
+        log.append(f"{params['n']} start")
+        if params.get("slow"):
+            async with asyncio.timeout(STEP):
+                for _ in range(3):
+                    await asyncio.sleep(0)
+        log.append(f"{params['n']} end")
+
+    peer.on_notification("note", note)
+    call = asyncio.ensure_future(peer.request("echo", ["x"]))
+    request = await raw.read()
+    await raw.send_bytes(
+        frame({"jsonrpc": "2.0", "method": "note", "params": {"n": 1, "slow": True}})
+        + frame({"jsonrpc": "2.0", "method": "note", "params": {"n": 2}})
+        + frame({"jsonrpc": "2.0", "id": request["id"], "result": "x"})
+    )
+    assert await asyncio.wait_for(call, STEP) == "x"
+    assert log == ["1 start", "1 end", "2 start", "2 end"], log
+
+    # Cancelled while its answer waits behind a slow handler: the call was answered, so no
+    # cancel goes out (the next message the peer reads is the next request). On asyncio's own
+    # reader the answer is not read yet while the handler runs, so a cancel goes out then.
+    log.clear()
+    call = asyncio.ensure_future(peer.request("echo", ["y"]))
+    request = await raw.read()
+    await raw.send_bytes(
+        frame({"jsonrpc": "2.0", "method": "note", "params": {"n": 3, "slow": True}})
+        + frame({"jsonrpc": "2.0", "id": request["id"], "result": "y"})
+    )
+    while log != ["3 start"]:
+        await asyncio.wait_for(asyncio.sleep(0), STEP)
+    call.cancel()
+    try:
+        await asyncio.wait_for(call, STEP)
+        raise AssertionError("a cancelled call returned")
+    except asyncio.CancelledError:
+        pass
+    after = asyncio.ensure_future(peer.request("echo", ["z"]))
+    message = await raw.read()
+    if STREAMS and message.get("method") == "$/cancelRequest":
+        message = await raw.read()
+    assert message.get("method") == "echo", message
+    await raw.send({"jsonrpc": "2.0", "id": message["id"], "result": "z"})
+    assert await asyncio.wait_for(after, STEP) == "z"
+    assert log == ["3 start", "3 end"], log
+    if STREAMS:
+        return "notifications before an answer are handled, in order and on a task, before its call returns"
+
+    # The transport's callback, by hand: one turn of the loop runs the handler, then the caller.
+    push = peer._push
+    assert push is not None
+    log.clear()
+    call = asyncio.ensure_future(peer.request("echo", ["w"]))
+    request = await raw.read()
+    push.feed_data(
+        frame({"jsonrpc": "2.0", "method": "note", "params": {"n": 4}})
+        + frame({"jsonrpc": "2.0", "id": request["id"], "result": "w"})
+    )
+    await asyncio.sleep(0)
+    assert log == ["4 start", "4 end"], log
+    assert call.done() and call.result() == "w", "the answer reached its caller a turn of the loop later"
+    return "notifications before an answer are handled, in order and on a task, before its call returns (the same turn of the loop)"
+
+
 async def main() -> list[str]:
     checks: list[str] = []
 
@@ -136,6 +214,8 @@ async def main() -> list[str]:
     except rt.RpcError as e:
         assert e.code == -32603 and "integer code" in e.message, e
     checks.append("an answer to an id we never sent is ignored; a malformed error is a clear RpcError")
+
+    checks.append(await answers_behind_notifications())
 
     call = asyncio.ensure_future(peer.request("echo", ["x"]))
     await raw.read()
