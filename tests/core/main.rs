@@ -27,5 +27,6 @@ pub mod ordering;
 pub mod profiles;
 pub mod settle;
 pub mod stdio_exit;
+pub mod stdio_tty;
 pub mod user_code;
 pub mod user_feature;

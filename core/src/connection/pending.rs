@@ -1,13 +1,13 @@
 //! Where replies are matched to calls: our outbound request ids → the waiting callers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::OnceLock;
 
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, oneshot};
 
 use super::{CloseReason, Error};
 use crate::message::ErrorObject;
+use crate::sync::lazy::{self, OnceBox};
 use crate::sync::{Mutex, MutexGuard};
 use crate::util::hash::IdBuild;
 
@@ -16,13 +16,28 @@ use crate::util::hash::IdBuild;
 pub(crate) type Outcome = (Result<Box<RawValue>, Error>, u64);
 
 /// How many abandoned ids are remembered so that their late answers are absorbed quietly.
+#[cfg(not(jsonrpc_duplex_loom))]
 const ABANDONED_MEMORY: usize = 4096;
+/// Two under loom, so that a model goes past the bound in a few steps.
+#[cfg(jsonrpc_duplex_loom)]
+const ABANDONED_MEMORY: usize = 2;
 
 #[derive(Default)]
 struct Inner {
     calls: HashMap<u64, oneshot::Sender<Outcome>, IdBuild>,
     /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules): made when
     /// the first gives up, so a connection whose calls were all answered holds none of it.
+    ///
+    /// | state | event (all under the table's lock) | next |
+    /// |---|---|---|
+    /// | `None` | [`Pending::abandon`] of a waiting call | made, holding its id |
+    /// | `None` | [`Pending::complete`] of an id not waiting | `None` (the answer is `Unknown`) |
+    /// | made | `abandon` of a waiting call | its id added last; the oldest forgotten past [`ABANDONED_MEMORY`] |
+    /// | made | `complete` of a remembered id | the id forgotten (the answer is `Abandoned`) |
+    ///
+    /// Never more than [`ABANDONED_MEMORY`] ids, in bytes about 16 each plus the set's slack
+    /// (`loom_pending_the_abandoned_ids_memory_stays_bounded`). Once made it stays made: a
+    /// connection whose callers give up keeps its memory for late answers.
     abandoned: Option<Box<Abandoned>>,
     closed: Option<CloseReason>,
 }
@@ -53,7 +68,19 @@ pub(crate) struct Pending {
     /// by the first call that waits for a slot: it checks the map under the lock after making
     /// it, and a slot is freed under the lock before the wake-up looks for it, so a wake-up that
     /// finds none has no waiter to wake.
-    slot_freed: OnceLock<Box<Notify>>,
+    ///
+    /// | state | event | next |
+    /// |---|---|---|
+    /// | not made | a call finds the map full ([`Pending::register_waiting`]): makes it (or finds the one a racing call made) | made |
+    /// | not made | a call ends ([`Pending::complete`], [`Pending::abandon`]) or the table closes: looks, finds none | not made (nobody waits: a waiter checks after making it) |
+    /// | made | a waiter registers (`enable`), then checks the map under the lock | it has a slot, or waits |
+    /// | made | a call ends while the map was full (the slot freed under the lock, then `notify_one`) | one waiter woken: it checks again |
+    /// | made | the table closes (`notify_waiters`) | every waiter woken: it finds the table closed |
+    ///
+    /// The waiter's order (make, register, check under the lock) is what makes a look that
+    /// finds nothing safe: checked by the `loom_pending_*slot*` models, which fail if the
+    /// check after making it is left out.
+    slot_freed: OnceBox<lazy::Notify>,
 }
 
 impl Pending {
@@ -62,7 +89,7 @@ impl Pending {
             inner: Mutex::new(Inner::default()),
             call_started: Notify::new(),
             max: max_pending_calls.max(1),
-            slot_freed: OnceLock::new(),
+            slot_freed: OnceBox::new(),
         }
     }
 
@@ -166,6 +193,16 @@ impl Pending {
         true
     }
 
+    /// The abandoned ids remembered (`None`: never made), and their order of abandoning.
+    #[cfg(all(test, jsonrpc_duplex_loom))]
+    fn abandoned_memory(&self) -> Option<(Vec<u64>, Vec<u64>)> {
+        let inner = self.lock();
+        let a = inner.abandoned.as_ref()?;
+        let mut ids: Vec<u64> = a.ids.iter().copied().collect();
+        ids.sort();
+        Some((ids, a.order.iter().copied().collect()))
+    }
+
     /// Take a waiting call's sender as the reader does when it reads the call's answer, without
     /// sending yet: the window between the two, held open for a test.
     #[cfg(test)]
@@ -193,9 +230,12 @@ impl Pending {
 
 /// The table's races, every interleaving of its lock (the `loom_` models, `scripts/loom.sh`):
 /// an answer against the caller giving up, the connection's end against an answer and a new
-/// call on a full table. The answers travel in tokio's `oneshot` and the slot waits in tokio's
-/// `Notify`, which loom does not explore (their own tests cover them); what is checked is that
-/// the table hands each call exactly one outcome and never holds more calls than its limit.
+/// call on a full table, a waiter for a slot making `slot_freed` as a slot is freed, two waiters
+/// racing to make it, and the abandoned ids' memory under callers giving up. The answers travel
+/// in tokio's `oneshot`, which loom does not explore (its own tests cover it); the slot's wake-up
+/// is `crate::sync::lazy`'s loom version of `Notify`. What is checked is that the table hands
+/// each call exactly one outcome, never holds more calls than its limit, never loses a slot's
+/// wake-up, and remembers at most its bound of abandoned ids.
 #[cfg(all(test, jsonrpc_duplex_loom))]
 mod loom_tests {
     use std::sync::Arc;
@@ -268,6 +308,106 @@ mod loom_tests {
                 Some(Ok(mut rx1)) => {
                     assert!(matches!(rx1.try_recv(), Ok((Err(Error::ConnectionLost(_)), _))));
                 }
+            }
+            assert_eq!(pending.len(), 0);
+        });
+    }
+
+    /// A caller waits for a slot while the reader's answer frees the only one: the waiter makes
+    /// `slot_freed` while the answer looks for it (before or after). It always gets the slot.
+    #[test]
+    fn loom_pending_a_slot_waiter_makes_the_wakeup_as_an_answer_frees_the_slot() {
+        loom::model(|| {
+            let pending = Arc::new(Pending::new(1));
+            let mut rx0 = pending.try_register(0).unwrap().unwrap();
+            let reader = {
+                let pending = pending.clone();
+                loom::thread::spawn(move || pending.complete(0, answer(), 0))
+            };
+            let rx1 = loom::future::block_on(pending.register_waiting(1)).expect("a slot");
+            assert_eq!(reader.join().unwrap(), Delivery::Delivered);
+            assert!(rx0.try_recv().is_ok(), "call 0 answered");
+            assert!(pending.is_waiting(1));
+            assert_eq!(pending.len(), 1);
+            drop(rx1);
+        });
+    }
+
+    /// Two callers wait for the one slot and race to make `slot_freed`; each, once registered,
+    /// is answered, which frees the slot for the other. Both get it, one at a time.
+    #[test]
+    fn loom_pending_two_slot_waiters_race_to_make_the_wakeup() {
+        loom::model(|| {
+            let pending = Arc::new(Pending::new(1));
+            let _rx0 = pending.try_register(0).unwrap().unwrap();
+            let waiters: Vec<_> = [1, 2]
+                .into_iter()
+                .map(|id| {
+                    let pending = pending.clone();
+                    loom::thread::spawn(move || {
+                        let rx = loom::future::block_on(pending.register_waiting(id)).expect("a slot");
+                        assert!(pending.len() <= 1, "more calls than the limit");
+                        assert_eq!(pending.complete(id, answer(), 0), Delivery::Delivered);
+                        drop(rx);
+                    })
+                })
+                .collect();
+            assert_eq!(pending.complete(0, answer(), 0), Delivery::Delivered);
+            for waiter in waiters {
+                waiter.join().unwrap();
+            }
+            assert_eq!(pending.len(), 0);
+        });
+    }
+
+    /// Callers give up from two threads while a late answer arrives: the memory of abandoned
+    /// ids, made by the first to give up, never holds more than its bound (2 under loom), keeps
+    /// the latest, and absorbs exactly the late answers of the ids it still holds.
+    #[test]
+    fn loom_pending_the_abandoned_ids_memory_stays_bounded() {
+        loom::model(|| {
+            let pending = Arc::new(Pending::new(8));
+            let _rxs: Vec<_> = (0..4).map(|id| pending.try_register(id).unwrap().unwrap()).collect();
+            assert!(pending.abandoned_memory().is_none(), "made only when a caller gives up");
+            let bounded = |pending: &Pending| {
+                let (ids, order) = pending.abandoned_memory().expect("made by the first to give up");
+                assert!(order.len() <= ABANDONED_MEMORY && ids.len() <= order.len(), "{ids:?} {order:?}");
+                assert!(ids.iter().all(|id| order.contains(id)), "{ids:?} {order:?}");
+            };
+            let a = {
+                let pending = pending.clone();
+                loom::thread::spawn(move || {
+                    for id in [0, 1] {
+                        assert!(pending.abandon(id));
+                        bounded(&pending);
+                    }
+                })
+            };
+            let b = {
+                let pending = pending.clone();
+                loom::thread::spawn(move || {
+                    assert!(pending.abandon(2));
+                    bounded(&pending);
+                    // Call 2's late answer: absorbed while remembered, unknown once forgotten.
+                    let remembered = pending.abandoned_memory().unwrap().0.contains(&2);
+                    let delivery = pending.complete(2, answer(), 0);
+                    (remembered, delivery)
+                })
+            };
+            assert!(pending.abandon(3));
+            bounded(&pending);
+            a.join().unwrap();
+            let (remembered, delivery) = b.join().unwrap();
+            // Between the look and the answer another id may push 2 out: never the reverse.
+            assert_ne!(delivery, Delivery::Delivered, "an abandoned call's answer delivered");
+            if !remembered {
+                assert_eq!(delivery, Delivery::Unknown);
+            }
+            bounded(&pending);
+            let (ids, order) = pending.abandoned_memory().unwrap();
+            assert_eq!(order.len(), ABANDONED_MEMORY, "the latest ones: {order:?}");
+            for id in ids {
+                assert_eq!(pending.complete(id, answer(), 0), Delivery::Abandoned, "id {id}");
             }
             assert_eq!(pending.len(), 0);
         });

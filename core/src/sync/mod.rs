@@ -6,6 +6,7 @@
 //! hand-offs written on them ([`turns`], the lane's and the outbound queue's turns). The command
 //! is in `ARCHITECTURE.md` ("Checking the hand-offs"); CI runs it.
 
+pub(crate) mod lazy;
 pub(crate) mod turns;
 
 #[cfg(not(jsonrpc_duplex_loom))]

@@ -19,16 +19,27 @@
 //!   a process that is killed or calls `std::process::exit` with the connection open leaves it
 //!   set. Stdout stays blocking when stderr is the same pipe or socket (`2>&1`): a non-blocking
 //!   stderr makes `eprintln!` panic when it is full.
-//! - **Anything else** (a terminal, which the process shares with its shell and whose flags must
-//!   not change under it; a file; `/dev/null`; every stream on Windows) is read and written by a
-//!   thread of its own, a plain thread that the runtime does not wait for: when `main` returns,
-//!   the process exits and takes the thread with it. Such a reader stays blocked in its last read
-//!   after the connection has closed, and takes the next bytes of input: a process that serves
-//!   stdio over a terminal and then goes on reading stdin itself should not do that.
+//! - **A terminal** (Linux and Android) is opened again through `/proc/self/fd/N`, with
+//!   `O_NONBLOCK`, as a new open file description that only the connection holds, and registered
+//!   with the reactor ([`tokio::io::unix::AsyncFd`]). The description fd 0 and 1 share with the
+//!   shell is never switched to non-blocking (a shell reading a non-blocking terminal after we
+//!   were killed would see `EAGAIN`), and the terminal's modes are left alone, so there is
+//!   nothing to restore; this holds when stderr is the same terminal too. On other Unix systems
+//!   there is no path to reopen without FFI (`ttyname(3)`; `/dev/fd/N` there duplicates the
+//!   shared description), and a terminal we may not open again (after `su`) or no `/proc` falls
+//!   back to a thread, as below.
+//! - **Anything else** (a file; `/dev/null`; a terminal that could not be reopened; every
+//!   stream on Windows) is read and written by a thread of its own, a plain thread that the
+//!   runtime does not wait for: when `main` returns, the process exits and takes the thread with
+//!   it. Such a reader stays blocked in its last read after the connection has closed, and takes
+//!   the next bytes of input: a process that serves stdio over such a stream and then goes on
+//!   reading stdin itself should not do that.
 //!
 //! Which one was chosen is logged at DEBUG (target `jsonrpc_duplex`).
 
 mod thread;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod tty;
 #[cfg(unix)]
 mod unix;
 
@@ -52,9 +63,10 @@ impl Builder {
     /// that keeps our stdin open, or never reads our stdout, cannot keep it alive (see the close
     /// sequence on [`Connection`] for how long a closing connection waits for the peer). On
     /// Unix, pipes and sockets (Node's `child_process.spawn` gives a child socketpairs) are made
-    /// non-blocking for the connection's life, served on the reactor, and restored afterwards;
-    /// terminals and files (and everything on Windows) are served by threads the runtime does
-    /// not wait for. Needs a tokio runtime with I/O enabled (`#[tokio::main]`).
+    /// non-blocking for the connection's life, served on the reactor, and restored afterwards; a
+    /// terminal (on Linux) is reopened as a non-blocking description of the connection's own and
+    /// served on the reactor, leaving the shell's untouched; files (and everything on Windows,
+    /// and terminals elsewhere) are served by threads the runtime does not wait for. Needs a tokio runtime with I/O enabled (`#[tokio::main]`).
     ///
     /// ```no_run
     /// use jsonrpc_duplex_core::{Connection, ErrorObject, Router};
@@ -80,6 +92,8 @@ enum Stdin {
     Pipe(unix::PipeReader),
     #[cfg(unix)]
     Socket(unix::SocketReader),
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    Tty(tty::TtyReader),
     Thread(thread::ThreadReader),
 }
 
@@ -95,6 +109,11 @@ impl Stdin {
             tracing::debug!(target: crate::LOG_TARGET, "stdin is a socket: served on the reactor");
             return Stdin::Socket(socket);
         }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(tty) = tty::TtyReader::stdin() {
+            tracing::debug!(target: crate::LOG_TARGET, "stdin is a terminal: reopened, served on the reactor");
+            return Stdin::Tty(tty);
+        }
         tracing::debug!(target: crate::LOG_TARGET, "stdin is served by a thread");
         Stdin::Thread(thread::ThreadReader::stdin())
     }
@@ -107,6 +126,8 @@ impl AsyncRead for Stdin {
             Stdin::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
             #[cfg(unix)]
             Stdin::Socket(socket) => Pin::new(socket).poll_read(cx, buf),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Stdin::Tty(tty) => Pin::new(tty).poll_read(cx, buf),
             Stdin::Thread(thread) => Pin::new(thread).poll_read(cx, buf),
         }
     }
@@ -118,6 +139,8 @@ enum Stdout {
     Pipe(unix::PipeWriter),
     #[cfg(unix)]
     Socket(unix::SocketWriter),
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    Tty(tty::TtyWriter),
     Thread(thread::ThreadWriter),
 }
 
@@ -133,6 +156,11 @@ impl Stdout {
             tracing::debug!(target: crate::LOG_TARGET, "stdout is a socket: served on the reactor");
             return Stdout::Socket(socket);
         }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(tty) = tty::TtyWriter::stdout() {
+            tracing::debug!(target: crate::LOG_TARGET, "stdout is a terminal: reopened, served on the reactor");
+            return Stdout::Tty(tty);
+        }
         tracing::debug!(target: crate::LOG_TARGET, "stdout is served by a thread");
         Stdout::Thread(thread::ThreadWriter::stdout())
     }
@@ -145,6 +173,8 @@ impl AsyncWrite for Stdout {
             Stdout::Pipe(pipe) => Pin::new(pipe).poll_write(cx, buf),
             #[cfg(unix)]
             Stdout::Socket(socket) => Pin::new(socket).poll_write(cx, buf),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Stdout::Tty(tty) => Pin::new(tty).poll_write(cx, buf),
             Stdout::Thread(thread) => Pin::new(thread).poll_write(cx, buf),
         }
     }
@@ -155,6 +185,8 @@ impl AsyncWrite for Stdout {
             Stdout::Pipe(pipe) => Pin::new(pipe).poll_flush(cx),
             #[cfg(unix)]
             Stdout::Socket(socket) => Pin::new(socket).poll_flush(cx),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Stdout::Tty(tty) => Pin::new(tty).poll_flush(cx),
             Stdout::Thread(thread) => Pin::new(thread).poll_flush(cx),
         }
     }
@@ -165,6 +197,8 @@ impl AsyncWrite for Stdout {
             Stdout::Pipe(pipe) => Pin::new(pipe).poll_shutdown(cx),
             #[cfg(unix)]
             Stdout::Socket(socket) => Pin::new(socket).poll_shutdown(cx),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Stdout::Tty(tty) => Pin::new(tty).poll_shutdown(cx),
             Stdout::Thread(thread) => Pin::new(thread).poll_shutdown(cx),
         }
     }

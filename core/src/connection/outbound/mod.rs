@@ -23,17 +23,18 @@ mod pump;
 mod turns;
 
 use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 use self::turns::{Content, OutQueue, OutTurns, Writer};
 use super::Direction;
 use super::trace::Tracer;
 use crate::framing::FrameCodec;
+use crate::sync::lazy::{self, OnceBox};
 use crate::sync::turns::Locked;
 
 pub(crate) use pump::{ByteWriter, Pump, SinkWriter};
@@ -180,7 +181,7 @@ pub(crate) struct Outbound {
     budget_max: usize,
     /// What senders wait on when the budget is full: made by the first that waits (or by the
     /// close), so a connection whose sends always found room holds none of it.
-    waits: OnceLock<Box<Waits>>,
+    waits: OnceBox<Waits>,
     /// Set when the connection starts closing: no new requests or notifications.
     closed: AtomicBool,
     /// Bytes of responses and cancellations queued without waiting for the budget, or taken by
@@ -195,18 +196,39 @@ pub(crate) struct Outbound {
 /// See [`Outbound::waits`]. Every waiter checks what it waits for under the queue lock after
 /// making these, and every change it waits for is made under that lock before the wake-up looks
 /// for them: a wake-up that finds none has no waiter to wake.
+///
+/// | state | event | next |
+/// |---|---|---|
+/// | not made | a sender finds no room ([`Outbound::send_waiting`]) or a broadcaster waits for the peer ([`Outbound::wait_within_budget`]): makes them (or finds those a racing waiter made) | made |
+/// | not made | the writer takes (room freed, a backlog written): looks, finds none | not made (nobody waits: see below) |
+/// | not made | [`Outbound::close`] | made, the turnstile closed |
+/// | made | a sender takes the turnstile, sets `waiting` under the lock, registers for `room`, then checks the budget under the lock | queued, or waits for `room` |
+/// | made | the writer takes budgeted bytes while `waiting` (set under the same lock) | `room` woken: the first in line checks again |
+/// | made | a broadcaster registers for `caught_up`, then checks the backlog under the lock | returns, or waits |
+/// | made | the writer takes (or finishes writing) a batch over the budget | `caught_up` woken |
+/// | made | `close` | turnstile closed, `room` and `caught_up` woken: every waiter sees `closed` |
+///
+/// `room` is woken only when `waiting` was set, which its sender does after making these, so
+/// that wake-up never looks for them in vain; `caught_up`'s may (a broadcaster that has not made
+/// them yet), and then the broadcaster's check after making them sees the backlog gone. Checked
+/// by the `loom_outbound_waits_*` models, which fail if either check after making is left out.
+/// Once made they stay made for the connection's life (one allocation, behind one pointer).
 struct Waits {
     /// Senders that found no room wait here in line, first come first served.
-    turnstile: Semaphore,
+    turnstile: lazy::Semaphore,
     /// Signalled when the writer takes budgeted bytes while a sender waits.
-    room: Notify,
+    room: lazy::Notify,
     /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
-    caught_up: Notify,
+    caught_up: lazy::Notify,
 }
 
 impl Waits {
     fn new() -> Box<Self> {
-        Box::new(Waits { turnstile: Semaphore::new(1), room: Notify::new(), caught_up: Notify::new() })
+        Box::new(Waits {
+            turnstile: lazy::Semaphore::new(1),
+            room: lazy::Notify::new(),
+            caught_up: lazy::Notify::new(),
+        })
     }
 }
 
@@ -228,7 +250,7 @@ impl Outbound {
             pump: Mutex::new(None),
             tracer,
             budget_max,
-            waits: OnceLock::new(),
+            waits: OnceBox::new(),
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
             drained: Notify::new(),
@@ -632,5 +654,120 @@ impl Outbound {
     pub(crate) fn drop_pump(&self) {
         let pump = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take();
         drop(pump);
+    }
+}
+
+/// The lazy [`Waits`], every interleaving (the `loom_outbound_waits_*` models,
+/// `scripts/loom.sh`): a sender that finds no room makes them while the writer takes what frees
+/// the room, two senders race to make them, a broadcaster waits for a lagging peer to catch up,
+/// and the close races a sender making them. Each sender or waiter must get through (loom fails
+/// a model whose threads all wait: a lost wake-up), and the budget must hold.
+#[cfg(all(test, jsonrpc_duplex_loom))]
+mod loom_tests {
+    use std::collections::VecDeque;
+
+    use loom::sync::Arc;
+
+    use super::*;
+    use crate::connection::config::Config;
+
+    /// A budget of 8 bytes: one 8-byte message fills it.
+    fn outbound() -> Arc<Outbound> {
+        Arc::new(Outbound::new(8, Tracer::new(&Config::default()), None))
+    }
+
+    fn body(tag: u8) -> Vec<u8> {
+        vec![tag; 8]
+    }
+
+    /// What the writer does: take everything queued (its budget is free again once taken).
+    fn take(out: &Outbound) -> Vec<Vec<u8>> {
+        let (mut chunks, mut tail, mut spare) = (VecDeque::new(), BytesMut::new(), None);
+        out.take_or_release(&mut chunks, &mut tail, &mut spare);
+        chunks.into_iter().map(|c| c.body().to_vec()).collect()
+    }
+
+    fn budgeted(out: &Outbound) -> usize {
+        out.lock().budgeted
+    }
+
+    #[test]
+    fn loom_outbound_waits_made_by_a_sender_as_the_writer_frees_room() {
+        loom::model(|| {
+            let out = outbound();
+            out.try_send_budgeted(body(0), false).expect("room for the first").unwrap();
+            let writer = {
+                let out = out.clone();
+                loom::thread::spawn(move || take(&out))
+            };
+            // No room until the writer takes message 0: this sender makes the waits.
+            loom::future::block_on(out.send(body(1))).expect("sent once there is room");
+            let mut written = writer.join().unwrap();
+            written.extend(take(&out));
+            assert!(budgeted(&out) <= 8);
+            assert_eq!(written, [body(0), body(1)], "each message once, in order");
+        });
+    }
+
+    #[test]
+    fn loom_outbound_waits_two_senders_race_to_make_them() {
+        loom::model(|| {
+            let out = outbound();
+            out.try_send_budgeted(body(0), false).expect("room for the first").unwrap();
+            let senders: Vec<_> = [1, 2]
+                .into_iter()
+                .map(|tag| {
+                    let out = out.clone();
+                    loom::thread::spawn(move || {
+                        loom::future::block_on(out.send(body(tag))).expect("sent once there is room");
+                        assert!(budgeted(&out) <= 8, "over the budget");
+                        // Written (as the writer would): room for the other.
+                        take(&out)
+                    })
+                })
+                .collect();
+            let mut written = take(&out);
+            for sender in senders {
+                written.extend(sender.join().unwrap());
+            }
+            written.extend(take(&out));
+            written.sort();
+            assert_eq!(written, [body(0), body(1), body(2)], "each message once");
+        });
+    }
+
+    #[test]
+    fn loom_outbound_waits_a_broadcaster_waits_for_the_peer_to_catch_up() {
+        loom::model(|| {
+            let out = outbound();
+            // Twice the budget queued: the peer lags until the writer has written it.
+            let shared = Bytes::from(vec![7u8; 16]);
+            assert!(out.send_shared(&shared, 64).expect("queued"), "over the budget");
+            let writer = {
+                let out = out.clone();
+                loom::thread::spawn(move || {
+                    // Takes it, then (written) finds the queue empty and lets go.
+                    assert_eq!(take(&out).len(), 1);
+                    assert!(take(&out).is_empty());
+                })
+            };
+            loom::future::block_on(out.wait_within_budget());
+            writer.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_outbound_waits_the_close_races_a_sender_making_them() {
+        loom::model(|| {
+            let out = outbound();
+            out.try_send_budgeted(body(0), false).expect("room for the first").unwrap();
+            let closer = {
+                let out = out.clone();
+                loom::thread::spawn(move || out.close())
+            };
+            // Nothing frees room: only the close ends the wait.
+            assert!(loom::future::block_on(out.send(body(1))).is_err(), "refused once closed");
+            closer.join().unwrap();
+        });
     }
 }
