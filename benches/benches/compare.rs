@@ -19,7 +19,7 @@
 //! repetition: a smoke run); `COMPARE_ONLY=headline,duplex-nl,
 //! unix-cl,unix-nl,ws` picks tables; `COMPARE_PROFILE=N` runs only scenario A through `#[rpc]`
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
-//! `COMPARE_PROFILE_SCENARIO=inflight|notify|idle` runs B, C or F instead, and
+//! `COMPARE_PROFILE_SCENARIO=inflight|notify|echo|idle` runs B, C, D or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
 //! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics` the layer on both ends (the
 //! layers' cost in instructions per call under callgrind); `COMPARE_PROFILE_SCENARIO=span`
@@ -438,7 +438,7 @@ fn loadavg() -> String {
 /// (`COMPARE_PROFILE_WHO=rpc|core|hw`, default `rpc`) over one link
 /// (`COMPARE_PROFILE_LINK=duplex|unix`, default `duplex`), Content-Length framing; with
 /// `COMPARE_PROFILE_SCENARIO=idle`, scenario F with N pairs instead; `inflight`, scenario B;
-/// `notify`, scenario C.
+/// `notify`, scenario C; `echo`, scenario D (N echoes of 1 MiB).
 fn profile(rt: &Runtime, n: usize) {
     if std::env::var("COMPARE_PROFILE_SCENARIO").as_deref() == Ok("span") {
         bare_spans(n);
@@ -484,6 +484,14 @@ fn profile(rt: &Runtime, n: usize) {
             let _ = runner.in_flight(rt, n / 10, 64);
             let per_sec = runner.in_flight(rt, n, 64);
             println!("{}, {}: {n} calls, 64 in flight: {per_sec:.0} calls/s", runner.name(), link.label());
+            return;
+        }
+        Ok("echo") => {
+            // Row D: N echoes of the 1 MiB string.
+            let text: Arc<str> = payload(1 << 20).into();
+            let _ = runner.echo(rt, text.clone(), (n / 10).max(1));
+            let mb_per_sec = runner.echo(rt, text, n);
+            println!("{}, {}: {n} echoes of 1 MiB: {mb_per_sec:.0} MB/s", runner.name(), link.label());
             return;
         }
         Ok("notify") => {

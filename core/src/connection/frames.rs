@@ -4,8 +4,8 @@
 //! On a byte stream a frame is parsed where it lies in the read buffer and consumed afterwards:
 //! no buffer is split off or shared per message. The read buffer is held only while there are
 //! bytes to read or an incomplete frame to keep: once everything read is consumed and the
-//! stream has nothing more at hand, it goes back to the worker thread's pool
-//! ([`crate::util::bufpool::take_bytes`]), so an idle connection holds no read buffer.
+//! stream has nothing more at hand, it goes back to the worker thread
+//! ([`crate::util::bufpool::take_read`]), so an idle connection holds no read buffer.
 
 use std::ops::Range;
 use std::pin::Pin;
@@ -112,9 +112,12 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
             let capacity = self.buf.capacity();
             if self.buf.is_empty() && !(READ_CHUNK / 8..=KEEP_BUFFER).contains(&capacity) {
                 // Everything read is consumed and no buffer is at hand (or a large message is
-                // over, and its buffer is not kept): one from the thread's pool.
-                self.buf = crate::util::bufpool::take_bytes(READ_CHUNK);
-            } else if self.buf.capacity() - self.buf.len() < READ_CHUNK / 8 {
+                // over, and its buffer is not kept): the one this thread's last reader gave
+                // back, if it has room for a read (its consumed front is reclaimed only once it
+                // runs short, below), else one from the thread's pool.
+                self.buf = crate::util::bufpool::take_read(READ_CHUNK / 8, READ_CHUNK);
+            }
+            if self.buf.capacity() - self.buf.len() < READ_CHUNK / 8 {
                 // Reclaims the consumed front of the buffer when it can instead of growing it.
                 self.buf.reserve(READ_CHUNK);
             }
@@ -122,7 +125,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
             if read.is_pending() && self.buf.is_empty() {
                 // Nothing at hand and nothing kept: the buffer goes back until the stream is
                 // readable again.
-                crate::util::bufpool::give_bytes(std::mem::take(&mut self.buf));
+                crate::util::bufpool::give_read(std::mem::take(&mut self.buf));
             }
             match ready!(read) {
                 Ok(0) => self.eof = true,

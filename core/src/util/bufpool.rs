@@ -4,7 +4,7 @@
 //! encoding task (see [`super::outbound`]), the buffer comes back to the thread that takes it
 //! next, and a call or an answer costs no allocation for its body.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::thread::LocalKey;
 
 use bytes::BytesMut;
@@ -16,7 +16,8 @@ const MAX_KEPT_CAPACITY: usize = 4 * 1024;
 /// The capacity a new buffer starts with.
 const FRESH_CAPACITY: usize = 256;
 
-/// Byte buffers (a reader's read buffer, a writer's batch) kept per thread.
+/// Byte buffers (a reader's read buffer, a writer's batch) kept per thread (and one more in the
+/// read slot, see [`take_read`]).
 const KEEP_BYTES: usize = 8;
 /// Larger byte buffers are freed, not kept (an idle thread holds at most `KEEP_BYTES` × this).
 const MAX_KEPT_BYTES: usize = 32 * 1024;
@@ -24,6 +25,8 @@ const MAX_KEPT_BYTES: usize = 32 * 1024;
 thread_local! {
     static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
     static BYTES: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    /// The read buffer a reader on this thread gave back last (see [`take_read`]).
+    static READ: Cell<Option<BytesMut>> = const { Cell::new(None) };
 }
 
 /// Something kept in a per-thread `pool`, if there is (none while the thread is being torn down).
@@ -76,17 +79,61 @@ pub(crate) fn take_bytes(min: usize) -> BytesMut {
 
 /// Done with `buf` (its bytes are consumed or written): keep it for the next connection on this
 /// thread if it is not too large and the pool is not full; otherwise free it.
-pub(crate) fn give_bytes(mut buf: BytesMut) {
-    if buf.capacity() == 0 || buf.capacity() > MAX_KEPT_BYTES {
+#[inline]
+pub(crate) fn give_bytes(buf: BytesMut) {
+    // Most buffers given back are empty placeholders (a writer's emptied swap partner): no call.
+    if buf.capacity() != 0 {
+        give_held(buf);
+    }
+}
+
+fn give_held(mut buf: BytesMut) {
+    if buf.capacity() > MAX_KEPT_BYTES {
         return;
     }
     buf.clear();
     keep(&BYTES, buf, KEEP_BYTES);
 }
 
+/// A read buffer with room for at least `min` bytes: the one a reader on this thread gave back
+/// last with [`give_read`], else one from the pool with room for `fresh` (at least `min`).
+///
+/// A reader gives its buffer back every time it finds nothing to read (an idle connection holds
+/// none), and takes one again as soon as it is woken: on a busy thread that is once per message.
+/// This one-buffer slot makes the round trip a swap (no borrow flag, no list, and no reclaiming
+/// of the consumed front while it has room), where the pool costs several times that.
+#[inline]
+pub(crate) fn take_read(min: usize, fresh: usize) -> BytesMut {
+    match READ.try_with(Cell::take) {
+        Ok(Some(mut buf)) => {
+            if buf.capacity() < min {
+                // Short of room: reclaims the consumed front (no allocation) when that makes
+                // enough, else grows.
+                buf.reserve(fresh.max(min));
+            }
+            buf
+        }
+        _ => take_bytes(fresh.max(min)),
+    }
+}
+
+/// Done with a reader's emptied buffer (see [`take_read`]): it waits in this thread's slot for
+/// the next reader woken here; the one it displaces goes to the pool.
+#[inline]
+pub(crate) fn give_read(buf: BytesMut) {
+    debug_assert!(buf.is_empty());
+    if buf.capacity() == 0 || buf.capacity() > MAX_KEPT_BYTES {
+        return;
+    }
+    if let Ok(Some(displaced)) = READ.try_with(|slot| slot.replace(Some(buf))) {
+        give_held(displaced);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Buf;
 
     #[test]
     fn a_given_buffer_comes_back_empty_and_large_ones_are_not_kept() {
@@ -113,5 +160,38 @@ mod tests {
         assert_eq!(again.as_ptr(), ptr, "the kept buffer is reused");
         give_bytes(BytesMut::with_capacity(MAX_KEPT_BYTES + 1));
         assert!(take_bytes(1).capacity() <= MAX_KEPT_BYTES);
+    }
+
+    #[test]
+    fn a_read_buffer_comes_back_through_the_slot_and_a_displaced_one_goes_to_the_pool() {
+        let mut first = take_read(1024, 4096);
+        assert!(first.capacity() >= 1024);
+        first.extend_from_slice(b"{}\n");
+        first.clear();
+        let first_ptr = first.as_ptr();
+        give_read(first);
+        let second = BytesMut::with_capacity(2048);
+        let second_ptr = second.as_ptr();
+        give_read(second);
+        // The slot holds the last one given; the one before it went to the pool.
+        let again = take_read(1024, 4096);
+        assert_eq!(again.as_ptr(), second_ptr);
+        assert!(again.is_empty());
+        assert_eq!(take_bytes(1024).as_ptr(), first_ptr);
+        // Its consumed front is reclaimed once it is short of room for what is asked.
+        let mut used = take_read(1024, 4096);
+        let ptr = used.as_ptr();
+        let total = used.capacity();
+        used.extend_from_slice(&vec![b' '; total - 100]);
+        used.advance(total - 100);
+        assert!(used.capacity() < 1024);
+        give_read(used);
+        let reclaimed = take_read(1024, 4096);
+        assert_eq!(reclaimed.capacity(), total, "the whole buffer is at hand again");
+        assert_eq!(reclaimed.as_ptr(), ptr, "without a new allocation");
+        assert!(READ.with(Cell::take).is_none());
+        // Too large to keep: freed.
+        give_read(BytesMut::with_capacity(MAX_KEPT_BYTES + 1));
+        assert!(READ.with(Cell::take).is_none());
     }
 }
