@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The workspace's root (this file serves the root crate's tests and those of members like `cli/`).
@@ -51,11 +51,16 @@ pub(crate) fn run_bounded(cmd: &mut std::process::Command, what: &str, limit: Du
 }
 
 /// Run `init` once per `key` in this test binary and panic with its error, if any, every time.
-fn once<T: Clone + Send + 'static>(key: &str, init: impl FnOnce() -> Result<T, String>) -> T {
-    static DONE: OnceLock<Mutex<HashMap<String, Box<dyn std::any::Any + Send>>>> = OnceLock::new();
-    let mut done = DONE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    let entry = done.entry(key.to_owned()).or_insert_with(|| Box::new(init()));
-    match entry.downcast_ref::<Result<T, String>>() {
+/// Each key waits only for itself: two tests installing different peers (an `npm ci`, a venv)
+/// run their installs at the same time, the second test of a key waits for the first's.
+fn once<T: Clone + Send + Sync + 'static>(key: &str, init: impl FnOnce() -> Result<T, String>) -> T {
+    type Cell = Arc<OnceLock<Box<dyn std::any::Any + Send + Sync>>>;
+    static CELLS: OnceLock<Mutex<HashMap<String, Cell>>> = OnceLock::new();
+    let cell = {
+        let mut cells = CELLS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        cells.entry(key.to_owned()).or_default().clone()
+    };
+    match cell.get_or_init(|| Box::new(init())).downcast_ref::<Result<T, String>>() {
         Some(Ok(value)) => value.clone(),
         Some(Err(e)) => panic!("{e}"),
         None => panic!("setup step {key:?} used with two result types"),

@@ -2,11 +2,10 @@
 //! (`--method`, `--errors`, `--slower-than`), the per-method summary, `--follow` on a trace that
 //! is still being written, and traces that are not what they should be.
 
-mod support;
-
 use std::process::Stdio;
 
-use support::{Scratch, assert_contains, frame, interop, jrpc_command, run};
+use crate::support;
+use crate::support::{Scratch, assert_contains, frame, interop, jrpc_command, run};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 async fn show(args: &[&str], trace: &std::path::Path) -> support::Output {

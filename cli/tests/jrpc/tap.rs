@@ -3,12 +3,11 @@
 //! peer, a language server (python-lsp-server, driven by the `lsp_client` example) and the
 //! official ACP SDK's client (driving the `acp_agent` example).
 
-mod support;
-
 use std::process::Stdio;
 
+use crate::support;
+use crate::support::{Scratch, assert_contains, frame, interop, jrpc_command, messages, read_trace, run};
 use serde_json::{Value, json};
-use support::{Scratch, assert_contains, frame, interop, jrpc_command, messages, read_trace, run};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// A mix of everything a stream may carry: frames split anywhere, a log line, a pretty-printed

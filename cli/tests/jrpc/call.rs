@@ -3,12 +3,11 @@
 //! on raw lines, the `tcp_server` example (TCP), a raw peer on a Unix socket, and node's `ws`
 //! (WebSocket). Exit codes: 0 result, 1 error answer, 2 usage, 3 cannot connect, 4 no answer.
 
-mod support;
-
 use std::process::Stdio;
 
+use crate::support;
+use crate::support::{Scratch, assert_contains, frame, interop, jrpc_command, read_trace, run};
 use serde_json::{Value, json};
-use support::{Scratch, assert_contains, frame, interop, jrpc_command, read_trace, run};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 fn call(args: &[&str]) -> tokio::process::Command {

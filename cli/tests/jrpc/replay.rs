@@ -3,10 +3,9 @@
 //! cancellation), python-lsp-server behind the `lsp_client` example, and the `acp_agent` example
 //! driven by the ACP SDK's client.
 
-mod support;
-
+use crate::support;
+use crate::support::{Scratch, assert_contains, interop, jrpc_command, run};
 use serde_json::Value;
-use support::{Scratch, assert_contains, interop, jrpc_command, run};
 
 fn replay(trace: &std::path::Path, args: &[&str]) -> tokio::process::Command {
     let mut command = jrpc_command();

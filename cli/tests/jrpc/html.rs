@@ -5,12 +5,11 @@
 //! notifications, show a message's JSON on click, and filter. The screenshot is kept at
 //! `target/jrpc-html/timeline.png` for people to look at.
 
-mod support;
-
 use std::path::PathBuf;
 
+use crate::support;
+use crate::support::{Scratch, interop, jrpc_command, run};
 use serde_json::{Value, json};
-use support::{Scratch, interop, jrpc_command, run};
 
 #[tokio::test]
 async fn the_timeline_page_works_in_headless_chromium() {
