@@ -40,6 +40,9 @@ pub(crate) struct Shared {
     reason_set: Notify,
     /// How the child process ended, once known (a child process transport only).
     child_exit: OnceLock<ChildExit>,
+    /// What a detached connection's owner keeps until the connection has finished
+    /// ([`Connection::detach`](super::Connection)).
+    kept: crate::sync::Mutex<Option<Box<dyn Send>>>,
 }
 
 impl Shared {
@@ -64,6 +67,7 @@ impl Shared {
             reason: crate::sync::Mutex::new(None),
             reason_set: Notify::new(),
             child_exit: OnceLock::new(),
+            kept: crate::sync::Mutex::new(None),
         }
     }
 
@@ -87,6 +91,20 @@ impl Shared {
         self.outbound.finish();
         self.lifecycle.finish();
         self.read_ahead.space().notify_waiters();
+        // Taken after the state says finished: one kept from here on is dropped at once.
+        let kept = crate::sync::lock(&self.kept).take();
+        drop(kept);
+    }
+
+    /// Hold `keep` until the connection has finished, then drop it (at once if it has).
+    pub(crate) fn keep_until_finished(&self, keep: Box<dyn Send>) {
+        let mut kept = crate::sync::lock(&self.kept);
+        if self.lifecycle.finished().is_cancelled() {
+            drop(kept);
+            drop(keep);
+        } else {
+            *kept = Some(keep);
+        }
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
