@@ -35,8 +35,9 @@
 //! ```
 //!
 //! Isolation: every peer has its own tasks and its own bounded queues (see
-//! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes, refusals and
-//! connections run in their own tasks, handshakes and refusals bounded in time); a peer that
+//! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes and refusals
+//! run in tasks of their own, bounded in time, and a connection runs in its own tasks: once it
+//! runs, the server keeps no task per peer); a peer that
 //! sends garbage, stops reading or dies affects its own connection only, and
 //! [`Server::broadcast`] never waits for a peer that does not read: it shares one body between
 //! every peer's queue, and a peer that lags by its outbound buffer for the broadcast timeout (or
