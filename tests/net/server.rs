@@ -403,3 +403,79 @@ async fn a_broadcast_from_a_peers_first_request_reaches_that_peer_first() {
     }
     drop(server);
 }
+
+/// Write one Content-Length request on a raw socket and read its answer (bounded).
+async fn raw_call(stream: &mut TcpStream, id: u64, method: &str, params: Value) -> Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    within(stream.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())).await.unwrap();
+    let mut got = Vec::new();
+    loop {
+        let mut chunk = [0u8; 256];
+        let n = within(stream.read(&mut chunk)).await.unwrap();
+        assert!(n > 0, "EOF before the answer: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+            let len: usize = head.trim_start_matches("Content-Length: ").parse().unwrap();
+            if rest.len() >= len {
+                return serde_json::from_str(&rest[..len]).unwrap();
+            }
+        }
+    }
+}
+
+/// An idle peer costs the server one task, its connection's reader: the task that starts a
+/// peer ends once its connection runs (the connection holds what the server keeps for it), and
+/// still the peer is unlisted and counted as closed when it goes, and a shutdown closes and
+/// waits for every one left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_peer_costs_the_server_one_task() {
+    let alive = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+    let (server, addr) = tcp_server(Server::builder().serve(router)).await;
+    let listening = alive();
+    let mut peers = Vec::new();
+    for i in 0..5 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let answer = raw_call(&mut stream, i, "add", serde_json::json!([i, 1])).await;
+        assert_eq!(answer["result"], i + 1, "{answer}");
+        peers.push(stream);
+    }
+    eventually("the start tasks have ended, the readers wait", || alive() == listening + 5).await;
+    assert_eq!(server.peers().len(), 5);
+    assert_eq!(server.stats().active, 5);
+
+    // A peer that leaves: its connection ends by itself, and the server unlists and counts it.
+    drop(peers.pop());
+    eventually("the peer that left is unlisted and counted", || {
+        let stats = server.stats();
+        server.peers().len() == 4 && stats.active == 4 && stats.closed == 1
+    })
+    .await;
+
+    // A shutdown closes the peers left (no task of the server's waits on them) and waits for
+    // their end: each raw peer reads EOF.
+    let report = within(server.shutdown(Duration::from_secs(1))).await;
+    assert_eq!(report.closed_connections, 4);
+    assert_eq!((report.stats.active, report.stats.closed), (0, 5), "{:?}", report.stats);
+    for mut stream in peers {
+        assert_eq!(read_to_eof(&mut stream).await, "");
+    }
+}
+
+/// Dropping the `Server` closes its running peers too, though no task of its own holds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_server_closes_its_idle_peers() {
+    let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+    let (server, addr) = tcp_server(Server::builder().serve(router)).await;
+    let mut peers = Vec::new();
+    for i in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(raw_call(&mut stream, i, "add", serde_json::json!([i, 2])).await["result"], i + 2);
+        peers.push(stream);
+    }
+    drop(server);
+    for mut stream in peers {
+        assert_eq!(read_to_eof(&mut stream).await, "");
+    }
+}

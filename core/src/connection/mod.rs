@@ -496,7 +496,7 @@ impl Builder {
             tokio::spawn(reader);
             None
         };
-        (Connection { handle, transport_done: None }, shared, reader)
+        (Connection { handle, transport_done: None, detached: false }, shared, reader)
     }
 }
 
@@ -579,6 +579,8 @@ pub struct Connection {
     handle: Handle,
     /// Fires when the transport's own end is over (a child process has exited or been killed).
     transport_done: Option<CancellationToken>,
+    /// Handed over to [`Connection::detach`]: dropping it closes nothing.
+    detached: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -640,6 +642,21 @@ impl Connection {
         self.handle.shared.closed().await
     }
 
+    /// Let the connection run on without this `Connection` (and without a task to hold it):
+    /// it ends as any connection does (the peer's EOF, a broken stream, a timeout,
+    /// [`Handle::close`]), not because this was dropped. `keep` is held until the connection
+    /// has finished (its writer done, the write side shut) and dropped then, at once if it has
+    /// already; its `Drop` is the connection's end for whoever detached it. The transport's own
+    /// end ([`Connection::set_transport_done`]) is not waited for.
+    ///
+    /// `keep` must not hold the connection's [`Handle`] (it would keep the connection's state
+    /// alive past its end).
+    #[cfg_attr(not(any(feature = "tcp", feature = "unix", feature = "websocket")), allow(dead_code))]
+    pub(crate) fn detach(mut self, keep: Box<dyn Send>) {
+        self.detached = true;
+        self.handle.shared.keep_until_finished(keep);
+    }
+
     /// Make [`Connection::close`] also wait for the transport's own end.
     #[cfg_attr(not(feature = "process"), allow(dead_code))]
     pub(crate) fn set_transport_done(&mut self, token: CancellationToken) {
@@ -649,6 +666,9 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
+        if self.detached {
+            return;
+        }
         self.handle.shared.close(CloseReason::new(CloseKind::LocallyClosed, "the Connection was dropped"));
     }
 }

@@ -455,9 +455,9 @@ impl Unbound {
 /// A connection's extensions and what it keeps for them.
 pub(crate) struct Seam {
     extensions: Vec<Arc<dyn Extension>>,
-    /// Request and notification names, with the extension that takes each.
-    requests: Vec<(Cow<'static, str>, usize)>,
-    notifications: Vec<(Cow<'static, str>, usize)>,
+    /// Request and notification names, with the extension that takes each (shared with the
+    /// connections started before whose names are the same, see [`Names::shared`]).
+    names: Arc<Names>,
     /// Which extension tokens travel in which of our calls, per release phase.
     before: CallBindings,
     after: CallBindings,
@@ -481,16 +481,14 @@ impl Seam {
         let start = Start { handle, limits, unbound: &unbound, tracer };
         let extensions: Vec<_> =
             first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).chain(last).collect();
-        let mut requests = Vec::new();
-        let mut notifications = Vec::new();
+        let mut names = Names::default();
         for (at, e) in extensions.iter().enumerate() {
-            requests.extend(e.requests().into_iter().map(|name| (name, at)));
-            notifications.extend(e.notifications().into_iter().map(|name| (name, at)));
+            names.requests.extend(e.requests().into_iter().map(|name| (name, at)));
+            names.notifications.extend(e.notifications().into_iter().map(|name| (name, at)));
         }
         Seam {
             extensions,
-            requests,
-            notifications,
+            names: names.shared(),
             before: CallBindings::default(),
             after: CallBindings::default(),
             unbound,
@@ -513,19 +511,19 @@ impl Seam {
 
     /// The extension that answers requests for `method`, if one does.
     pub(crate) fn serving(&self, method: &str) -> Option<&Arc<dyn Extension>> {
-        self.requests.iter().find(|(name, _)| name == method).map(|(_, at)| &self.extensions[*at])
+        self.names.requests.iter().find(|(name, _)| name == method).map(|(_, at)| &self.extensions[*at])
     }
 
     /// Whether an extension takes notifications for `method`.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn notifications_taken(&self, method: &str) -> bool {
-        self.notifications.iter().any(|(name, _)| name == method)
+        self.names.notifications.iter().any(|(name, _)| name == method)
     }
 
     /// Offer a notification to the extension that takes `method`, if one does. An extension
     /// that panics ends the connection (with the panic's message), never the reader alone.
     pub(crate) fn take(&self, link: &dyn Link, method: &str, params: Option<&RawValue>) -> Take {
-        match self.notifications.iter().find(|(name, _)| name == method) {
+        match self.names.notifications.iter().find(|(name, _)| name == method) {
             Some((_, at)) => {
                 let taken = catch_unwind(AssertUnwindSafe(|| self.extensions[*at].take(link, method, params)));
                 taken.unwrap_or_else(|payload| {
@@ -560,9 +558,10 @@ impl Seam {
 
     /// A route the connection would never call: its name and why.
     pub(crate) fn shadowing(&self, mut is_routed: impl FnMut(&str) -> bool) -> Option<(&str, &'static str)> {
-        self.requests
+        self.names
+            .requests
             .iter()
-            .chain(&self.notifications)
+            .chain(&self.names.notifications)
             .filter(|(name, _)| is_routed(name))
             .find_map(|(name, at)| Some((&**name, self.extensions[*at].shadows()?)))
     }
@@ -611,6 +610,32 @@ impl Seam {
         for e in &self.extensions {
             e.closed(reason);
         }
+    }
+}
+
+/// The request and notification names a connection's extensions take, each with the position
+/// of its extension.
+#[derive(Default, PartialEq, Eq)]
+struct Names {
+    requests: Vec<(Cow<'static, str>, usize)>,
+    notifications: Vec<(Cow<'static, str>, usize)>,
+}
+
+/// The names of the connection started last, while one that uses them lives.
+static LAST_NAMES: std::sync::Mutex<std::sync::Weak<Names>> = std::sync::Mutex::new(std::sync::Weak::new());
+
+impl Names {
+    /// These names, shared with the connections started before whose names are the same (the
+    /// connections of one builder, of one `Server`: the tables are made once, not held by
+    /// every connection).
+    fn shared(self) -> Arc<Names> {
+        let mut last = LAST_NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(names) = last.upgrade().filter(|names| **names == self) {
+            return names;
+        }
+        let names = Arc::new(self);
+        *last = Arc::downgrade(&names);
+        names
     }
 }
 

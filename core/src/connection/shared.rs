@@ -35,11 +35,16 @@ pub(crate) struct Shared {
     pub(crate) settle: super::settle::Settle,
     /// Why the connection ended, once it has (the first reason wins). A lock and a `Notify`, not
     /// a watch channel: every connection holds one, and this costs no allocation.
-    reason: crate::sync::Mutex<Option<CloseReason>>,
+    /// Boxed: 64 bytes for the rest of the connection's life were paid by every connection
+    /// for a value made only at its end.
+    reason: crate::sync::Mutex<Option<Box<CloseReason>>>,
     /// Wakes [`Shared::closed`] once `reason` is set.
     reason_set: Notify,
     /// How the child process ended, once known (a child process transport only).
-    child_exit: OnceLock<ChildExit>,
+    child_exit: OnceLock<Box<ChildExit>>,
+    /// What a detached connection's owner keeps until the connection has finished
+    /// ([`Connection::detach`](super::Connection)).
+    kept: crate::sync::Mutex<Option<Box<dyn Send>>>,
 }
 
 impl Shared {
@@ -64,6 +69,7 @@ impl Shared {
             reason: crate::sync::Mutex::new(None),
             reason_set: Notify::new(),
             child_exit: OnceLock::new(),
+            kept: crate::sync::Mutex::new(None),
         }
     }
 
@@ -87,6 +93,20 @@ impl Shared {
         self.outbound.finish();
         self.lifecycle.finish();
         self.read_ahead.space().notify_waiters();
+        // Taken after the state says finished: one kept from here on is dropped at once.
+        let kept = crate::sync::lock(&self.kept).take();
+        drop(kept);
+    }
+
+    /// Hold `keep` until the connection has finished, then drop it (at once if it has).
+    pub(crate) fn keep_until_finished(&self, keep: Box<dyn Send>) {
+        let mut kept = crate::sync::lock(&self.kept);
+        if self.lifecycle.finished().is_cancelled() {
+            drop(kept);
+            drop(keep);
+        } else {
+            *kept = Some(keep);
+        }
     }
 
     fn close_with(&self, reason: CloseReason, drain: bool) {
@@ -97,10 +117,10 @@ impl Shared {
             }
             // Under the lock: a child's exit noted meanwhile is in this reason or amends it.
             let reason = match self.child_exit.get() {
-                Some(exit) => reason.with_child(exit.clone()),
+                Some(exit) => reason.with_child(ChildExit::clone(exit)),
                 None => reason,
             };
-            *r = Some(reason.clone());
+            *r = Some(Box::new(reason.clone()));
             reason
         };
         self.reason_set.notify_waiters();
@@ -130,12 +150,12 @@ impl Shared {
     /// the one already given, for whoever reads it after this).
     #[cfg_attr(not(feature = "process"), allow(dead_code))]
     pub(crate) fn note_child_exit(&self, exit: ChildExit) {
-        if self.child_exit.set(exit.clone()).is_err() {
+        if self.child_exit.set(Box::new(exit.clone())).is_err() {
             return;
         }
         let mut r = crate::sync::lock(&self.reason);
         if let Some(reason) = r.take() {
-            *r = Some(reason.with_child(exit));
+            *r = Some(Box::new((*reason).with_child(exit)));
         }
     }
 
@@ -150,7 +170,7 @@ impl Shared {
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
-        crate::sync::lock(&self.reason).clone()
+        crate::sync::lock(&self.reason).as_deref().cloned()
     }
 
     /// The reason, or a generic one if the connection is somehow not marked closed yet.
@@ -228,7 +248,7 @@ mod tests {
     #[test]
     fn an_idle_connections_shared_state_holds_no_waits_inline() {
         let size = std::mem::size_of::<super::Shared>();
-        assert!(size <= 1184, "Shared is {size} bytes");
+        assert!(size <= 1104, "Shared is {size} bytes");
         assert!(std::mem::size_of::<super::Outbound>() <= 376);
         assert!(std::mem::size_of::<super::Pending>() <= 168);
     }

@@ -17,7 +17,8 @@ use crate::message::bind::Target;
 /// The settings of progress, in the builder.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ProgressFeature {
-    protocol: ProgressProtocol,
+    /// Shared by every connection it starts.
+    protocol: Arc<ProgressProtocol>,
     /// Set one by one: a profile leaves it alone.
     explicit: bool,
 }
@@ -31,7 +32,8 @@ impl Feature for ProgressFeature {
 /// The progress of one connection: how it is spelled, and the receivers of our tokens.
 pub(crate) struct ProgressState {
     pub(crate) receivers: Receivers,
-    pub(crate) protocol: ProgressProtocol,
+    /// The builder's, shared.
+    pub(crate) protocol: Arc<ProgressProtocol>,
 }
 
 impl Extension for ProgressState {
@@ -108,7 +110,7 @@ impl Builder {
     /// a [`Profile`](crate::Profile) sets it too, this overrides it).
     pub fn progress_protocol(mut self, protocol: ProgressProtocol) -> Self {
         let feature = self.feature_mut::<ProgressFeature>();
-        feature.protocol = protocol;
+        feature.protocol = Arc::new(protocol);
         feature.explicit = true;
         self
     }
@@ -117,7 +119,7 @@ impl Builder {
     pub(crate) fn with_profile_progress(mut self, protocol: ProgressProtocol) -> Self {
         let feature = self.feature_mut::<ProgressFeature>();
         if !feature.explicit {
-            feature.protocol = protocol;
+            feature.protocol = Arc::new(protocol);
         }
         self
     }

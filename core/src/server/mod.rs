@@ -35,8 +35,9 @@
 //! ```
 //!
 //! Isolation: every peer has its own tasks and its own bounded queues (see
-//! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes, refusals and
-//! connections run in their own tasks, handshakes and refusals bounded in time); a peer that
+//! [`Limits`](crate::Limits)); the accept loop never waits on a peer (handshakes and refusals
+//! run in tasks of their own, bounded in time, and a connection runs in its own tasks: once it
+//! runs, the server keeps no task per peer); a peer that
 //! sends garbage, stops reading or dies affects its own connection only, and
 //! [`Server::broadcast`] never waits for a peer that does not read: it shares one body between
 //! every peer's queue, and a peer that lags by its outbound buffer for the broadcast timeout (or
@@ -364,7 +365,7 @@ impl Server {
         tracing::debug!(target: crate::LOG_TARGET, connections = closed_connections, "server draining");
         let _ = tokio::time::timeout(grace, inner.gate.idle()).await;
         let unfinished = inner.gate.running();
-        inner.close_all.cancel();
+        inner.close_every_peer();
         inner.tasks.close();
         // Each connection's close is bounded by its flush timeout; refusals and handshakes by theirs.
         let _ = tokio::time::timeout(inner.close_bound, inner.tasks.wait()).await;
@@ -375,7 +376,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.inner.stop_accepting.cancel();
-        self.inner.close_all.cancel();
+        self.inner.close_every_peer();
     }
 }
 
@@ -445,23 +446,46 @@ async fn accept_loop<L: Listener>(mut listener: L, inner: Arc<Inner>, template: 
     tracing::debug!(target: crate::LOG_TARGET, "server stopped accepting");
 }
 
-/// Counts a connection as open until dropped.
-struct Active(Arc<Inner>);
+/// Counts a connection as open until dropped, or until [`Running`] takes the count over.
+struct Active(Option<Arc<Inner>>);
 
 impl Drop for Active {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::AcqRel);
+        if let Some(inner) = self.0.take() {
+            inner.active.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
-/// One peer's life: handshake, serve, close.
+/// What a running connection of the server keeps until it has finished (its writer done, the
+/// socket's write side shut): then it leaves the peer list, counts as closed and stops counting
+/// against the limit. Held by the connection itself ([`Connection::detach`]), not by a task:
+/// an idle peer costs the server no task of its own. It holds the server weakly (the peer list
+/// holds the connection).
+struct Running {
+    id: u64,
+    addr: PeerAddr,
+    inner: std::sync::Weak<Inner>,
+    /// Keeps [`Inner::tasks`] waiting (a shutdown waits for every connection's end).
+    _tracked: tokio_util::task::task_tracker::TaskTrackerToken,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(inner) = self.inner.upgrade() else { return };
+        inner.remove(self.id);
+        inner.stats.closed.fetch_add(1, Ordering::Relaxed);
+        inner.active.fetch_sub(1, Ordering::AcqRel);
+        tracing::debug!(target: crate::LOG_TARGET, peer = %self.addr, id = self.id, "connection closed");
+    }
+}
+
+/// One peer's start: the handshake, then the connection runs on by itself (see [`Running`]).
 ///
-/// The task lives as long as its connection, and a task is as large as its largest state: what
-/// runs only at the start (the handshake, which holds the socket and the builder) and at the end
-/// (the close) is boxed for its moment, so that the task waits for the connection's end in a
-/// small state (a test keeps it so: `tests/net/server_idle.rs`).
+/// The task lives only for the handshake: once the connection runs, it is detached from it and
+/// ends with it, closed by its own end or by the server's ([`Inner::close_every_peer`]).
 async fn serve_peer<A: Accepted>(start: Box<(A, Builder)>, id: u64, addr: PeerAddr, inner: Arc<Inner>) {
-    let _active = Active(inner.clone());
+    let mut active = Active(Some(inner.clone()));
     let starting = Box::pin(async move {
         let (accepted, builder) = *start;
         accepted.start(builder).await
@@ -484,35 +508,14 @@ async fn serve_peer<A: Accepted>(start: Box<(A, Builder)>, id: u64, addr: PeerAd
         }
     };
     tracing::debug!(target: crate::LOG_TARGET, peer = %addr, id, "connection open");
-    let ended = tokio::select! {
-        reason = conn.closed() => Some(reason),
-        _ = inner.close_all.cancelled() => None,
-    };
-    inner.remove(id);
-    if ended.is_none() {
-        conn.handle().close_with(CloseReason::new(CloseKind::LocallyClosed, "the server is shutting down"));
-    }
-    // Waits for the flush (bounded by the connection's flush timeout) so that the socket is
-    // closed when the connection stops counting against the limit.
-    let reason = Box::pin(conn.close()).await;
-    inner.stats.closed.fetch_add(1, Ordering::Relaxed);
-    tracing::debug!(target: crate::LOG_TARGET, peer = %addr, id, %reason, "connection closed");
-}
-
-#[cfg(all(test, feature = "tcp"))]
-mod tests {
-    /// The size of what `f` returns (a future, here), without making one.
-    fn returned_size<A, B, C, D, F>(_: fn(A, B, C, D) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
-    /// A peer's task lives as long as its connection: what it holds while the connection runs
-    /// is all it holds (the handshake and the close are boxed for their moment). Before they
-    /// were, the task was over 900 bytes (a 1 KiB task per idle connection).
-    #[test]
-    fn a_peer_task_waits_in_a_small_state() {
-        let size = returned_size(super::serve_peer::<crate::transport::TcpAccepted>);
-        assert!(size <= 512, "serve_peer's future is {size} bytes");
-        eprintln!("serve_peer's future: {size} bytes");
+    let handle = conn.handle();
+    // From here on `Running` counts the connection as active.
+    active.0 = None;
+    let running = Running { id, addr, inner: Arc::downgrade(&inner), _tracked: inner.tasks.token() };
+    conn.detach(Box::new(running));
+    // The server began closing its peers before this one was listed or detached: close it
+    // here (listed after that, it was missed; listed before, this changes nothing).
+    if inner.close_all.is_cancelled() {
+        handle.close_with(CloseReason::new(CloseKind::LocallyClosed, "the server is shutting down"));
     }
 }

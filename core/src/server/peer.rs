@@ -183,6 +183,16 @@ impl Inner {
         self.peers_map().remove(&id);
     }
 
+    /// Close every connection, those still in their handshake too (they see `close_all`; one
+    /// that is listed after this looks at it once it runs, see `serve_peer`).
+    pub(super) fn close_every_peer(&self) {
+        self.close_all.cancel();
+        let handles: Vec<Handle> = self.peers_map().values().map(|p| p.handle.clone()).collect();
+        for handle in handles {
+            handle.close_with(CloseReason::new(CloseKind::LocallyClosed, "the server is shutting down"));
+        }
+    }
+
     pub(super) fn peers(&self) -> Vec<Peer> {
         let mut peers: Vec<Peer> = self.peers_map().values().cloned().collect();
         peers.sort_by_key(|p| p.id);

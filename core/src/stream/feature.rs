@@ -20,7 +20,8 @@ use crate::message::bind::Target;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct StreamsFeature {
     settings: StreamSettings,
-    protocol: EnumeratorProtocol,
+    /// Shared by every connection it starts.
+    protocol: Arc<EnumeratorProtocol>,
     /// The protocol was set one by one (a profile leaves it alone).
     explicit: bool,
 }
@@ -40,7 +41,8 @@ impl Feature for StreamsFeature {
 pub(crate) struct Streams {
     pub(crate) producers: Producers,
     pub(crate) settings: StreamSettings,
-    pub(crate) protocol: EnumeratorProtocol,
+    /// The builder's, shared.
+    pub(crate) protocol: Arc<EnumeratorProtocol>,
     /// How the connection quotes peer input (for the `next` requests it serves).
     tracer: Tracer,
 }
@@ -130,7 +132,7 @@ impl Builder {
     /// by default).
     pub fn enumerator_protocol(mut self, protocol: EnumeratorProtocol) -> Self {
         let feature = self.feature_mut::<StreamsFeature>();
-        feature.protocol = protocol;
+        feature.protocol = Arc::new(protocol);
         feature.explicit = true;
         self
     }
@@ -139,7 +141,7 @@ impl Builder {
     pub(crate) fn with_profile_enumerator(mut self, protocol: EnumeratorProtocol) -> Self {
         let feature = self.feature_mut::<StreamsFeature>();
         if !feature.explicit {
-            feature.protocol = protocol;
+            feature.protocol = Arc::new(protocol);
         }
         self
     }
