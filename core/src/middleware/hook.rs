@@ -4,7 +4,7 @@
 //! state for this call) and its outcome after ([`Hook::on_response`], given that state back),
 //! and may run every poll of the call inside a scope of its own ([`Hook::in_scope`]: a
 //! `tracing` span entered). It cannot refuse, hold or change a call: that is what a
-//! [`Middleware`](super::Middleware) is for. In exchange it costs less: a connection whose
+//! [`Middleware`] is for. In exchange it costs less: a connection whose
 //! only layer is a hook runs each call in one future (one allocation per call and direction,
 //! no chain to walk, no boxed future per layer), and the hook's state lives inside it.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
