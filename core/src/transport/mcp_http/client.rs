@@ -474,17 +474,7 @@ async fn probe(shared: &Arc<ClientShared>, config: &Stateless) -> Era {
         Ok(Err(why)) => return Era::Legacy(why),
         Err(_) => return Era::Legacy("the answer to server/discover did not end".into()),
     };
-    let answer: Option<Value> = if sse {
-        let mut parser = SseParser::new(shared.limit);
-        let mut events = Vec::new();
-        let _ = parser.feed(&bytes, &mut events);
-        events
-            .iter()
-            .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
-            .find(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| same_id(id, key)))
-    } else {
-        serde_json::from_slice(&bytes).ok()
-    };
+    let answer = answer_in(&bytes, sse, shared.limit, key);
     let speaks = |versions: Option<&Value>| {
         let versions: Vec<&str> = versions
             .and_then(Value::as_array)
@@ -1025,12 +1015,18 @@ async fn own_answer(shared: &Arc<ClientShared>, request: Request<Full<Bytes>>, k
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
     let bytes =
         tokio::time::timeout(PROBE_TIMEOUT, read_limited(response.into_body(), shared.limit)).await.ok()?.ok()?;
+    answer_in(&bytes, sse, shared.limit, key)
+}
+
+/// The answer to `key` in a whole response body: the body itself when it is JSON, else the
+/// first event of the SSE stream that answers `key` (no `method`, the same id).
+fn answer_in(bytes: &[u8], sse: bool, limit: usize, key: &str) -> Option<Value> {
     if !sse {
-        return serde_json::from_slice(&bytes).ok();
+        return serde_json::from_slice(bytes).ok();
     }
-    let mut parser = SseParser::new(shared.limit);
+    let mut parser = SseParser::new(limit);
     let mut events = Vec::new();
-    let _ = parser.feed(&bytes, &mut events);
+    let _ = parser.feed(bytes, &mut events);
     events
         .iter()
         .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
