@@ -43,6 +43,19 @@ use tokio::net::TcpStream;
 
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#;
 
+/// Run this binary as a client process with `args` and read what it reports: the seconds it
+/// took and its own CPU seconds, with the CPU this process's other threads (the servers, all but
+/// `main_thread`) spent meanwhile.
+fn run_client(exe: &std::path::Path, args: &[&str], main_thread: u32) -> (f64, f64, Duration) {
+    let cpu_before = threads_cpu(Some(main_thread));
+    let out = Command::new(exe).args(args).output().expect("run the client");
+    let cpu = threads_cpu(Some(main_thread)).saturating_sub(cpu_before);
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let mut said = said.split_whitespace().map(|f| f.parse::<f64>().expect("seconds"));
+    (said.next().expect("elapsed"), said.next().expect("client CPU"), cpu)
+}
+
 /// CPU time the threads of this process other than `skip` have run so far, in nanoseconds, from
 /// each thread's `/proc/self/task/TID/schedstat` (the scheduler's own count, not 10 ms ticks).
 /// The server side skips its main thread, which only starts the client processes: what remains
@@ -171,16 +184,11 @@ fn main() {
         let mut client_cpus = vec![Vec::new(); servers.len()];
         for _ in 0..reps(3) {
             for (i, (_, addr)) in servers.iter().enumerate() {
-                let cpu_before = threads_cpu(Some(main_thread));
-                let out = Command::new(&exe)
-                    .args(["--client", &addr.to_string(), &conns.to_string(), &depth.to_string(), &calls.to_string()])
-                    .output()
-                    .expect("run the client");
-                let cpu = threads_cpu(Some(main_thread)).saturating_sub(cpu_before);
-                assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
-                let said = String::from_utf8_lossy(&out.stdout);
-                let mut said = said.split_whitespace().map(|f| f.parse::<f64>().expect("seconds"));
-                let (secs, client_secs) = (said.next().expect("elapsed"), said.next().expect("client CPU"));
+                let (secs, client_secs, cpu) = run_client(
+                    &exe,
+                    &["--client", &addr.to_string(), &conns.to_string(), &depth.to_string(), &calls.to_string()],
+                    main_thread,
+                );
                 rates[i].push(calls as f64 / secs);
                 cpus[i].push(cpu.as_secs_f64() * 1e6 / calls as f64);
                 client_cpus[i].push(client_secs * 1e6 / calls as f64);
@@ -229,16 +237,11 @@ fn main() {
         let mut figures = vec![(Vec::new(), Vec::new(), Vec::new()); 2];
         for _ in 0..reps(3) {
             for (kind, figures) in ["ours", "jsonrpsee"].into_iter().zip(figures.iter_mut()) {
-                let cpu_before = threads_cpu(Some(main_thread));
-                let out = Command::new(&exe)
-                    .args(["--rpc-client", kind, &addr, &in_flight.to_string(), &calls.to_string()])
-                    .output()
-                    .expect("run the client");
-                let cpu = threads_cpu(Some(main_thread)).saturating_sub(cpu_before);
-                assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
-                let said = String::from_utf8_lossy(&out.stdout);
-                let mut said = said.split_whitespace().map(|f| f.parse::<f64>().expect("seconds"));
-                let (secs, client_secs) = (said.next().expect("elapsed"), said.next().expect("client CPU"));
+                let (secs, client_secs, cpu) = run_client(
+                    &exe,
+                    &["--rpc-client", kind, &addr, &in_flight.to_string(), &calls.to_string()],
+                    main_thread,
+                );
                 figures.0.push(calls as f64 / secs);
                 figures.1.push(client_secs * 1e6 / calls as f64);
                 figures.2.push(cpu.as_secs_f64() * 1e6 / calls as f64);
