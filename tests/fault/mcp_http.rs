@@ -487,6 +487,40 @@ async fn a_dropped_stream_resumes_with_last_event_id() {
     assert_eq!(sent.load(Ordering::Relaxed), 200);
 }
 
+/// The server taking an event only means it wrote it: a client whose connection broke with the
+/// whole stream (its answer too) in flight resumes it from the priming event and gets every
+/// event again, though the server already took them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_written_to_its_end_still_resumes_from_its_first_event() {
+    let (bound, sent) = serve(|s| s).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    let id = initialize(&mut raw).await;
+    let flood = json!({"jsonrpc": "2.0", "id": 9, "method": "flood", "params": {"n": 3, "size": 16}}).to_string();
+    raw.send("POST", &with_session(&id, &[]), flood.as_bytes()).await;
+    assert_eq!(raw.head().await.status, 200);
+    // Read to the answer: by then the server has taken every event of the stream.
+    let mut pending = String::new();
+    let first = raw.events(&mut pending, |data| data.contains(r#""id":9"#)).await;
+    assert_eq!(first[0].1, "", "the first event is the priming event");
+    assert_eq!(sent.load(Ordering::Relaxed), 3);
+    let priming = first[0].0.clone();
+    drop(raw);
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    raw.send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id), ("Last-Event-ID", &priming)], b"")
+        .await;
+    let head = raw.head().await;
+    assert_eq!(head.status, 200, "an answered stream is kept for a resumption: {head:?}");
+    let mut pending = String::new();
+    let again = raw.events(&mut pending, |data| data.contains(r#""id":9"#)).await;
+    assert_eq!(again, first[1..].to_vec(), "the same events, after the priming one");
+    // The stream kept for a resumption does not count as an open request: the session still
+    // takes requests.
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    let echo = json!({"jsonrpc": "2.0", "id": 10, "method": "echo", "params": {"k": 1}}).to_string();
+    raw.send("POST", &with_session(&id, &[]), echo.as_bytes()).await;
+    assert_eq!(raw.head().await.status, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_say_what_is_wrong() {
     let (bound, _) = serve(|s| s).await;

@@ -286,7 +286,9 @@ impl McpHttpServer {
     }
 
     /// A session's delivered bytes kept for resumption ([`DEFAULT_MAX_REPLAY`]); past it the
-    /// oldest are dropped and a `Last-Event-ID` before them resumes with what is left.
+    /// oldest are dropped and a `Last-Event-ID` before them resumes with what is left. A
+    /// request's stream stays resumable after its answer went out (written is not read), each
+    /// such stream charged 256 bytes for its entry besides its events.
     pub fn max_replay(mut self, bytes: usize) -> Self {
         self.settings().max_replay = bytes;
         self

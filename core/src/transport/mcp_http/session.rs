@@ -8,6 +8,12 @@
 //! connection waits at the bound). Delivered events stay for resumption (`Last-Event-ID`) until
 //! the replay budget evicts them, oldest first. Per stream, delivered events are a prefix of the
 //! stream's events, so eviction looks only at each stream's front.
+//!
+//! A POST's stream whose answer was taken stays too (*retained*): the body taking an event
+//! means hyper wrote it, not that the client read it, so a client whose connection broke
+//! after the server wrote the answer can still resume and get it. A retained stream is
+//! charged [`RETAINED_STREAM_BYTES`] to the replay budget besides its events, does not count
+//! against the open streams' bound, and goes when eviction has taken its last event.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
@@ -37,6 +43,10 @@ pub(super) fn fit(mut permit: tokio::sync::OwnedSemaphorePermit, len: usize) -> 
 /// The standalone (GET) stream's number.
 pub(super) const STANDALONE: u64 = 0;
 
+/// What a retained stream (answered, every event taken, kept for a resumption) is charged to
+/// its session's replay budget besides its events: its entry's size, rounded up.
+pub(super) const RETAINED_STREAM_BYTES: usize = 256;
+
 pub(super) struct Event {
     seq: u64,
     /// The SSE event (a session's), or the message itself (a stateless request's: it may go
@@ -62,6 +72,8 @@ pub(super) struct StreamState {
     opened: u64,
     /// Its request is a `tools/list`: the answer's `x-mcp-header` annotations are learnt.
     lists_tools: bool,
+    /// Answered and every event taken, kept for a resumption (charged to the replay budget).
+    retained: bool,
 }
 
 pub(super) struct State {
@@ -75,6 +87,8 @@ pub(super) struct State {
     progress: HashMap<String, String>,
     undelivered: usize,
     kept: usize,
+    /// Streams kept after their answer was taken (they do not count as open).
+    retained: usize,
     sink_waker: Option<Waker>,
     pub(super) last_activity: Instant,
     /// The connection ended (its sink closed): bodies end after what is queued.
@@ -177,6 +191,7 @@ impl Session {
                 progress: HashMap::new(),
                 undelivered: 0,
                 kept: 0,
+                retained: 0,
                 sink_waker: None,
                 last_activity: Instant::now(),
                 closed: false,
@@ -242,7 +257,7 @@ impl Session {
         if state.pending_ids.contains_key(&id) {
             return Err(Refused::DuplicateId);
         }
-        if state.streams.len() > self.bounds.max_streams {
+        if state.streams.len() - state.retained > self.bounds.max_streams {
             return Err(Refused::TooManyStreams);
         }
         let stream = state.next_stream;
@@ -564,7 +579,11 @@ fn evict(state: &mut State, budget: usize) {
         let event = st.events.pop_front().expect("found above");
         state.kept -= event.bytes.len();
         if stream != STANDALONE && st.events.is_empty() && st.complete_at.is_some() && st.attached.is_none() {
-            state.streams.remove(&stream);
+            let st = state.streams.remove(&stream).expect("found above");
+            if st.retained {
+                state.kept -= RETAINED_STREAM_BYTES;
+                state.retained -= 1;
+            }
         }
     }
 }
@@ -578,15 +597,26 @@ impl Drop for SseBody {
             st.attached = None;
             st.waker = None;
         }
-        // A finished stream whose every event was read: nothing left to resume.
+        // A finished stream whose every event was taken. A session keeps it for a resumption
+        // (taken is not read: the connection may have broken with the answer in flight) until
+        // eviction takes its events; a stateless request's stream has no resumption.
         let done = self.stream != STANDALONE
             && st.attached.is_none()
             && st.complete_at.is_some_and(|at| self.cursor >= at)
             && st.events.iter().all(|e| e.delivered);
-        if done {
+        if done && (self.session.stateless || st.events.is_empty()) {
             let st = state.streams.remove(&self.stream).expect("present");
             let bytes: usize = st.events.iter().map(|e| e.bytes.len()).sum();
             state.kept -= bytes;
+            if st.retained {
+                state.kept -= RETAINED_STREAM_BYTES;
+                state.retained -= 1;
+            }
+        } else if done && !st.retained {
+            st.retained = true;
+            state.retained += 1;
+            state.kept += RETAINED_STREAM_BYTES;
+            evict(&mut state, self.session.bounds.replay);
         }
         if !self.session.stateless {
             return;
