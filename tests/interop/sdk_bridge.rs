@@ -383,10 +383,11 @@ fn typescript_spawn_connection_answers_a_raw_peer() {
     // The spawn runtime's own MessageConnection against a peer written by hand on a socket:
     // params spread as vscode-jsonrpc spreads them, its error answers, `$/cancelRequest` both
     // ways, progress and unhandled notifications, a stray answer reported, typed RequestTypes,
-    // trace, and dispose failing the calls still waiting.
+    // trace, dispose failing the calls still waiting, and a failed write (to a CLI that closed
+    // its stdin) rejecting every call still waiting with `MessageWriteError`.
     let report = drive(Lang::TypeScript, &["--mode", "connection"]);
     assert_eq!(report["ok"], true, "{report}");
-    assert_eq!(report["checks"].as_array().map(Vec::len), Some(9), "{report}");
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(10), "{report}");
 }
 
 #[test]
