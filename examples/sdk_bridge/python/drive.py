@@ -6,7 +6,8 @@ module and drives it. Nothing but the standard library, `bridge.py` and its runt
 `check` prints one JSON line, {"ok": true, "checks": [..]}, and exits 0 (or {"ok": false, ..}
 and exits 1). `hang` prints {"cli_pid": N} and then {"in_call": true} once a long call is under
 way, and waits (for a test to SIGKILL it). `bench` prints the p50 latencies of the generated
-client and of a client written by hand on asyncio's streams, both on `--transport`. Every wait is bounded.
+client and of a client written by hand on asyncio's streams, both on `--transport`, and the
+mean CPU time (user + sys) of this process per call of each. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ async def bench(cli: str, pings: int, turns: int, transport: Literal["stdio", "t
     process.stdin.close()
     await process.wait()
     wall = {f"{name}_p50_us": p50(values) for name, values in samples.items()}
-    # CPU per call as a mean: a single call's process time is too coarse for a median.
+    # CPU per call as a mean: what the calls cost in all, over their number.
     return wall | {f"{name}_cpu_us": statistics.fmean(values) * 1e6 for name, values in cpu.items()}
 
 
