@@ -37,6 +37,7 @@ WRITE_HIGH_WATER = 256 * 1024
 # One encoder and one decoder for every message (`json.dumps` with options makes an encoder per
 # call; `json.loads` of bytes guesses their encoding first: the wire is UTF-8).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_ascii = json.JSONEncoder(separators=(",", ":")).encode
 _decoder = json.JSONDecoder()
 
 
@@ -560,7 +561,11 @@ class Peer:
     def _write(self, message: dict[str, Any]) -> bool:
         """Write one message (`ConnectionClosed` when the write side failed); whether the caller
         must wait for the peer to read before going on."""
-        body = _encode(message).encode("utf-8")
+        try:
+            body = _encode(message).encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (a `\ud800` escape received, say) has no UTF-8: sent escaped.
+            body = _encode_ascii(message).encode("ascii")
         writer = self._writer
         try:
             # One `write` per message keeps messages whole; waiting for the peer to read is
