@@ -166,7 +166,7 @@ async fn a_terminal_that_cannot_be_reopened_is_served_by_threads() {
     let before = tcgetattr(&pty.slave).unwrap();
     let device = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
     // Not to be opened again by anyone but root (the device is ours: openpty made it).
-    std::fs::set_permissions(&device, std::fs::Permissions::from_mode(0)).unwrap();
+    std::fs::set_permissions(&device, std::fs::Permissions::from_mode(0o000)).unwrap();
     let shared = pty.slave.try_clone().unwrap();
 
     let mut command = Command::new(interop::example("conformance_peer"));

@@ -665,9 +665,8 @@ async fn test_coverage_judges_every_call_to_the_sdk_bridge_traits_valid() {
             .expect("examples/sdk_bridge/openrpc.json"),
     )
     .expect("the committed document is JSON");
-    let session = Document::new("sdk_bridge", "0.1.0")
-        .license("MIT OR Apache-2.0")
-        .service::<bridge_protocol::SessionApi>();
+    let session =
+        Document::new("sdk_bridge", "0.1.0").license("MIT OR Apache-2.0").service::<bridge_protocol::SessionApi>();
     assert_eq!(session.to_value()["methods"], committed["methods"], "the committed document is stale");
     let tools = Document::new("sdk_bridge tools", "0.1.0").service::<bridge_protocol::ToolsApi>();
     let cases = [
@@ -684,7 +683,10 @@ async fn test_coverage_judges_every_call_to_the_sdk_bridge_traits_valid() {
             .collect();
         let calls = test_coverage(name, Some(doc), skip, router).await;
         for method in &methods {
-            assert!(calls.iter().any(|c| c["methodName"] == method.as_str()), "{name}: no call of {method}: {calls:#?}");
+            assert!(
+                calls.iter().any(|c| c["methodName"] == method.as_str()),
+                "{name}: no call of {method}: {calls:#?}"
+            );
         }
         for call in &calls {
             if call["methodName"] == "session/fail" {
