@@ -178,7 +178,7 @@ impl Module {
             ));
         }
         out.push_str("\nfrom __future__ import annotations\n\n");
-        out.push_str("from collections.abc import AsyncIterable, Callable, Iterable, Sequence\n");
+        out.push_str("from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence\n");
         out.push_str(
             "from typing import Any, ClassVar, Literal, NotRequired, Protocol, TypeAlias, TypedDict, cast\n\n",
         );
@@ -616,19 +616,24 @@ fn handler(m: &Method, stream: bool) -> String {
     let mut out = String::new();
     match m.kind {
         MethodKind::Notification => {
-            out.push_str(&format!("\n    async def {local}(params: Any) -> None:\n{decode}        await {call}\n\n"));
+            // Not a coroutine of its own: the service's coroutine is what the peer awaits.
+            out.push_str(&format!(
+                "\n    def {local}(params: Any) -> Awaitable[None]:\n{decode}        return {call}\n\n"
+            ));
             for n in names {
                 out.push_str(&format!("    peer.on_notification({}, {local})\n", string_literal(n)));
             }
         }
         MethodKind::Request => {
-            let body = if stream {
-                format!("        enumerable, _release = peer.offer({call})\n        return enumerable\n")
+            let (def, body) = if stream {
+                ("async def", format!("        enumerable, _release = peer.offer({call})\n        return enumerable\n"))
             } else {
-                format!("        return await {call}\n")
+                // Not a coroutine of its own: the service's coroutine is what the peer awaits.
+                ("def", format!("        return {call}\n"))
             };
+            let returns = if stream { "Any" } else { "Awaitable[Any]" };
             out.push_str(&format!(
-                "\n    async def {local}(params: Any, context: rt.CallContext) -> Any:\n{decode}{body}\n"
+                "\n    {def} {local}(params: Any, context: rt.CallContext) -> {returns}:\n{decode}{body}\n"
             ));
             for n in names {
                 out.push_str(&format!("    peer.on_request({}, {local})\n", string_literal(n)));

@@ -2,7 +2,9 @@
 //! (`examples/conformance_peer.rs`, served with `Builder::stdio`) reopens the terminal as a
 //! non-blocking description of its own, serves it on the reactor, and answers calls; the
 //! description it shares with whoever started it (a shell) is never made non-blocking, and the
-//! terminal's modes are as they were once it has exited. Linux only (the reopening is; see
+//! terminal's modes are as they were once it has exited; and a terminal it may not open again
+//! (the device's mode cleared, the peer run as `nobody` when the tests run as root) is served by
+//! the thread fallback, on fd 0 and 1 themselves. Linux only (the reopening is; see
 //! `core/src/transport/stdio/tty.rs`).
 
 #![cfg(target_os = "linux")]
@@ -142,4 +144,73 @@ async fn a_terminal_is_reopened_and_served_on_the_reactor_leaving_the_shared_des
             assert!(log.contains("stdout is a terminal: reopened, served on the reactor"), "{log}");
         }
     }
+}
+
+/// A terminal the peer may not open again (as after `su`: the device is not the peer's to open)
+/// is served by threads, the fallback: the device's mode is cleared, and when the tests run as
+/// root (whom modes do not stop) the peer runs as `nobody`. It answers calls over the terminal
+/// on its fd 0 and 1 themselves, holds no description of the terminal of its own, leaves the
+/// shared one blocking (a thread's reads and writes block), exits on `exit` with its stdin
+/// thread still in `read`, and leaves the terminal's modes as they were.
+#[tokio::test]
+async fn a_terminal_that_cannot_be_reopened_is_served_by_threads() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+    for fd in [&pty.master, &pty.slave] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).unwrap();
+    }
+    let mut modes = tcgetattr(&pty.slave).unwrap();
+    cfmakeraw(&mut modes);
+    tcsetattr(&pty.slave, SetArg::TCSANOW, &modes).unwrap();
+    let before = tcgetattr(&pty.slave).unwrap();
+    let device = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+    // Not to be opened again by anyone but root (the device is ours: openpty made it).
+    std::fs::set_permissions(&device, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let shared = pty.slave.try_clone().unwrap();
+
+    let mut command = Command::new(interop::example("conformance_peer"));
+    let (log_rx, log_tx) = std::os::unix::net::UnixStream::pair().unwrap();
+    command
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(pty.slave))
+        .stderr(Stdio::from(OwnedFd::from(log_tx)))
+        .env("RUST_LOG", "jsonrpc_duplex=debug")
+        .kill_on_drop(true);
+    // `/proc/self` belongs to the effective user.
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    if root {
+        command.uid(65534).gid(65534);
+    }
+    let mut child = command.spawn().expect("the conformance_peer example starts");
+    drop(command);
+    let (from_peer, to_peer) = master_stream(pty.master);
+    let mut peer = RawPeer::new(from_peer, to_peer, Framing::ContentLength);
+
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":["over a terminal, on threads"]}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":1,"result":["over a terminal, on threads"]})).await;
+    peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"add","params":{"a":40,"b":2}}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":2,"result":42})).await;
+
+    let pid = child.id().expect("the peer runs");
+    let open = open_on(pid, &device);
+    assert_eq!(open.iter().map(|(fd, _)| *fd).collect::<Vec<_>>(), [0, 1], "no description of its own: {open:?}");
+    assert!(open.iter().all(|(_, f)| f & O_NONBLOCK == 0), "a shared description made non-blocking: {open:?}");
+
+    peer.send(r#"{"jsonrpc":"2.0","method":"exit"}"#).await;
+    let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
+        .await
+        .expect("the peer exits within 2 s of `exit`")
+        .unwrap();
+    assert!(status.success(), "the peer exited with {status} (as root: {root})");
+    assert!(same_modes(&before, &tcgetattr(&shared).unwrap()), "the terminal's modes changed");
+    assert_eq!(flags("self", &shared.as_raw_fd().to_string()) & O_NONBLOCK, 0);
+
+    let mut log = String::new();
+    log_rx.set_nonblocking(true).unwrap();
+    let mut log_rx = tokio::net::UnixStream::from_std(log_rx).unwrap();
+    within(log_rx.read_to_string(&mut log)).await.unwrap();
+    assert!(log.contains("stdin is served by a thread"), "{log}");
+    assert!(log.contains("stdout is served by a thread"), "{log}");
+    assert!(!log.contains("reopened"), "{log}");
 }

@@ -11,12 +11,15 @@
 //!   Rust `files_server` over stdio (`examples/files/ts/client.ts`);
 //! - `rpc.discover` answers the document;
 //! - `@open-rpc/test-coverage` at its defaults judges every call to the `Order` trait served
-//!   with `bind_http` valid (`tests/interop/openrpc_coverage`), and a wrong result type invalid.
+//!   with `bind_http` valid (`tests/interop/openrpc_coverage`), and a wrong result type invalid;
+//!   the same for both traits of `examples/sdk_bridge` (`Session`, `Tools`).
 //!
 //! Needs `node` (>= 18); `npm ci` runs once per package when `node_modules` is missing. Every
 //! wait is bounded.
 #![cfg(feature = "openrpc")]
 
+#[path = "../../examples/sdk_bridge/protocol.rs"]
+mod bridge_protocol;
 #[path = "../../examples/files/generate.rs"]
 mod generate;
 #[path = "../../examples/files/protocol.rs"]
@@ -516,27 +519,33 @@ impl Order for Lines {
 
 /// Serve `dispatcher` over HTTP on loopback and run `@open-rpc/test-coverage` at its defaults
 /// (its rules, its HTTP transport, its JSON reporter; `tests/interop/openrpc_coverage/coverage.js`,
-/// which says why not its CLI) against the `Order` document, whose `servers` name the server.
-/// Answers the calls of its JSON report.
+/// which says why not its CLI) against `doc` (the `Order` document when `None`), its `servers`
+/// naming the server, the methods of `skip` left out (as its `--skip` does). Answers the calls
+/// of its JSON report.
 #[cfg(feature = "http")]
-async fn test_coverage(name: &str, dispatcher: impl Into<jsonrpc_duplex::Router>) -> Vec<Value> {
+async fn test_coverage(
+    name: &str,
+    doc: Option<Document>,
+    skip: &[&str],
+    dispatcher: impl Into<jsonrpc_duplex::Router>,
+) -> Vec<Value> {
     let dir = interop::npm_ready("openrpc_coverage", &["@open-rpc/test-coverage"]);
     let server = jsonrpc_duplex::server::ServerBuilder::new(Connection::builder().serve(dispatcher))
         .bind_http("127.0.0.1:0")
         .await
         .expect("bind");
-    let doc = Document::new("order", "1.0.0")
+    let doc = doc
+        .unwrap_or_else(|| Document::new("order", "1.0.0").service::<OrderApi>())
         .server("loopback", format!("http://{}/", server.local_addr()))
-        .service::<OrderApi>()
         .to_value();
     let file = scratch_dir("test-coverage").join(format!("{name}.openrpc.json"));
     std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    let output = bounded(
-        "open-rpc-test-coverage",
-        tokio::process::Command::new("node").arg("coverage.js").arg(&file).current_dir(&dir),
-        Duration::from_secs(60),
-    )
-    .await;
+    let mut command = tokio::process::Command::new("node");
+    command.arg("coverage.js").arg(&file).current_dir(&dir);
+    for method in skip {
+        command.args(["--skip", method]);
+    }
+    let output = bounded("open-rpc-test-coverage", &mut command, Duration::from_secs(60)).await;
     server.shutdown(Duration::from_secs(5)).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -561,7 +570,7 @@ async fn test_coverage(name: &str, dispatcher: impl Into<jsonrpc_duplex::Router>
 #[cfg(feature = "http")]
 #[tokio::test]
 async fn test_coverage_judges_every_call_to_our_http_server_valid() {
-    let calls = test_coverage("order", OrderServer::new(Lines)).await;
+    let calls = test_coverage("order", None, &[], OrderServer::new(Lines)).await;
     assert!(!calls.is_empty(), "test-coverage made no call");
     for call in &calls {
         assert_eq!(call["methodName"], "order/window", "{call:#}");
@@ -572,12 +581,132 @@ async fn test_coverage_judges_every_call_to_our_http_server_valid() {
     // The same document, a server that answers a string where a list of integers is promised.
     let wrong = jsonrpc_duplex::Router::new()
         .method("order/window", |_: Value, _| async move { Ok::<_, ErrorObject>("not a list") });
-    let calls = test_coverage("wrong", wrong).await;
+    let calls = test_coverage("wrong", None, &[], wrong).await;
     assert!(!calls.is_empty(), "test-coverage made no call");
     for call in &calls {
         assert_eq!(call["valid"], false, "a wrong result type judged valid: {call:#}");
         assert_eq!(call["result"], "not a list", "{call:#}");
         assert!(call["reason"].as_str().is_some_and(|r| r.contains("array")), "{call:#}");
+    }
+}
+
+/// `examples/sdk_bridge`'s `Session`, served over HTTP for `@open-rpc/test-coverage`: the CLI
+/// itself speaks stdio and TCP only, and its turn calls back the SDK's tool, which an HTTP client
+/// cannot serve; so this answers each method as the CLI does, with what a one-shot peer can have
+/// (a turn without the tool's call, a long task of any length at once, the history of one turn).
+#[cfg(feature = "http")]
+struct BridgeSession;
+
+#[cfg(feature = "http")]
+impl bridge_protocol::Session for BridgeSession {
+    async fn ping(&self) -> String {
+        "pong".to_owned()
+    }
+
+    async fn turn(
+        &self,
+        prompt: String,
+        _tools: bridge_protocol::ToolsClient,
+    ) -> Result<bridge_protocol::TurnSummary, bridge_protocol::BridgeError> {
+        let events = 2 + prompt.split_whitespace().count() as u32;
+        Ok(bridge_protocol::TurnSummary { turn: 1, events, tool_output: prompt.to_uppercase() })
+    }
+
+    async fn long_task(&self, steps: u32, _progress: Progress<bridge_protocol::Step>) -> u32 {
+        steps
+    }
+
+    fn history(&self) -> impl Stream<Item = bridge_protocol::TurnEvent> + Send {
+        use bridge_protocol::TurnEvent;
+        futures::stream::iter([
+            TurnEvent::Started { turn: 1 },
+            TurnEvent::Text { text: "hello".into() },
+            TurnEvent::ToolOutput { name: "echo".into(), output: "HELLO".into() },
+            TurnEvent::Finished { turn: 1 },
+        ])
+    }
+
+    async fn fail(&self, tool: String) -> Result<(), bridge_protocol::BridgeError> {
+        Err(bridge_protocol::BridgeError { tool, reason: "it was asked to fail".into() })
+    }
+
+    async fn add(&self, a: i64, b: i64) -> Result<i64, bridge_protocol::BridgeError> {
+        a.checked_add(b)
+            .ok_or(bridge_protocol::BridgeError { tool: "add".into(), reason: format!("{a} + {b} overflows i64") })
+    }
+}
+
+/// `examples/sdk_bridge`'s `Tools`, as its drive programs serve it.
+#[cfg(feature = "http")]
+struct BridgeTools;
+
+#[cfg(feature = "http")]
+impl bridge_protocol::Tools for BridgeTools {
+    async fn call_tool(&self, _name: String, input: String) -> String {
+        input.to_uppercase()
+    }
+
+    async fn event(&self, _event: bridge_protocol::TurnEvent) {}
+}
+
+/// `@open-rpc/test-coverage` at its defaults on both traits of `examples/sdk_bridge`: the
+/// committed document of `Session` (what the CLI publishes) and a document of `Tools` (what each
+/// SDK serves), each served over HTTP. Every method is called; every call is judged valid but
+/// `session/fail`'s, which always answers its typed error (`-32050` with its data: no result to
+/// judge, so the tool judges it invalid), and `session/history`'s: a stream is pulled on the
+/// connection that offered it, which an HTTP exchange is not, so it is answered `-32603` there
+/// (over stdio and TCP the drive programs pull it). `tools/event` is skipped: a notification has
+/// no `result`, on which the tool throws.
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn test_coverage_judges_every_call_to_the_sdk_bridge_traits_valid() {
+    let committed: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sdk_bridge/openrpc.json"))
+            .expect("examples/sdk_bridge/openrpc.json"),
+    )
+    .expect("the committed document is JSON");
+    let session =
+        Document::new("sdk_bridge", "0.1.0").license("MIT OR Apache-2.0").service::<bridge_protocol::SessionApi>();
+    assert_eq!(session.to_value()["methods"], committed["methods"], "the committed document is stale");
+    let tools = Document::new("sdk_bridge tools", "0.1.0").service::<bridge_protocol::ToolsApi>();
+    let cases = [
+        ("sdk-bridge-session", session, &[][..], bridge_protocol::SessionServer::new(BridgeSession).into_router()),
+        ("sdk-bridge-tools", tools, &["tools/event"][..], bridge_protocol::ToolsServer::new(BridgeTools).into_router()),
+    ];
+    for (name, doc, skip, router) in cases {
+        let methods: Vec<String> = doc.to_value()["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["name"].as_str().map(str::to_owned))
+            .filter(|m| !skip.contains(&m.as_str()))
+            .collect();
+        let calls = test_coverage(name, Some(doc), skip, router).await;
+        for method in &methods {
+            assert!(
+                calls.iter().any(|c| c["methodName"] == method.as_str()),
+                "{name}: no call of {method}: {calls:#?}"
+            );
+        }
+        for call in &calls {
+            if call["methodName"] == "session/fail" {
+                assert_eq!(call["valid"], false, "{call:#}");
+                assert_eq!(call["error"]["code"], -32050, "{call:#}");
+                assert_eq!(call["error"]["data"]["tool"], call["params"]["tool"], "{call:#}");
+                continue;
+            }
+            if call["methodName"] == "session/history" {
+                // A stream is pulled on the connection that offered it; an HTTP exchange ends
+                // with its answer, so a stream is refused there, with a clear error.
+                assert_eq!(call["valid"], false, "{call:#}");
+                assert_eq!(call["error"]["code"], -32603, "{call:#}");
+                let message = call["error"]["message"].as_str().unwrap_or_default();
+                assert!(message.contains("a stream can only be sent"), "{call:#}");
+                continue;
+            }
+            assert_eq!(call["valid"], true, "{name}: judged invalid: {call:#}");
+            assert!(call.get("error").is_none_or(Value::is_null), "{call:#}");
+        }
     }
 }
 

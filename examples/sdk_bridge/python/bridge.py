@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, ClassVar, Literal, NotRequired, Protocol, TypeAlias, TypedDict, cast
 
 import jsonrpc_duplex_runtime as rt
@@ -185,15 +185,15 @@ def serve_tools(peer: rt.Peer, service: Tools) -> None:
     against their types.
     """
 
-    async def on_call_tool(params: Any, context: rt.CallContext) -> Any:
+    def on_call_tool(params: Any, context: rt.CallContext) -> Awaitable[Any]:
         p = rt.by_name(params, ["name", "input"])
-        return await service.call_tool(p[0], p[1])
+        return service.call_tool(p[0], p[1])
 
     peer.on_request("tools/callTool", on_call_tool)
 
-    async def on_event(params: Any) -> None:
+    def on_event(params: Any) -> Awaitable[None]:
         p = rt.by_name(params, ["event"])
-        await service.event(p[0])
+        return service.event(p[0])
 
     peer.on_notification("tools/event", on_event)
 

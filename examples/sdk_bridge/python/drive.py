@@ -6,7 +6,8 @@ module and drives it. Nothing but the standard library, `bridge.py` and its runt
 `check` prints one JSON line, {"ok": true, "checks": [..]}, and exits 0 (or {"ok": false, ..}
 and exits 1). `hang` prints {"cli_pid": N} and then {"in_call": true} once a long call is under
 way, and waits (for a test to SIGKILL it). `bench` prints the p50 latencies of the generated
-client and of a client written by hand on asyncio's streams, both on `--transport`. Every wait is bounded.
+client and of a client written by hand on asyncio's streams, both on `--transport`, and the
+mean CPU time (user + sys) of this process per call of each. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -218,30 +219,37 @@ async def bench(cli: str, pings: int, turns: int, transport: Literal["stdio", "t
         raw = RawClient(reader, writer)
     else:
         raw = RawClient(process.stdout, process.stdin)
-    samples: dict[str, list[float]] = {"ping": [], "raw_ping": [], "turn": [], "raw_turn": []}
+    samples: dict[str, list[float]] = {name: [] for name in ["ping", "raw_ping", "turn", "raw_turn"]}
+    # This process's CPU time per call (user + sys, `time.process_time`), next to the wall clock:
+    # on a loaded machine the wall clock also counts the waits for a core.
+    cpu: dict[str, list[float]] = {name: [] for name in samples}
+
+    async def timed(name: str, call: Awaitable[Any]) -> Any:
+        c, t = time.process_time(), time.perf_counter()
+        result = await call
+        samples[name].append(time.perf_counter() - t)
+        cpu[name].append(time.process_time() - c)
+        return result
+
     # One call of each in turn, so that the machine's load falls on both alike.
     for _ in range(pings):
-        t = time.perf_counter()
-        await sdk.session.ping()
-        samples["ping"].append(time.perf_counter() - t)
-        t = time.perf_counter()
-        assert await raw.call("session/ping", None) == "pong"
-        samples["raw_ping"].append(time.perf_counter() - t)
+        await timed("ping", sdk.session.ping())
+        assert await timed("raw_ping", raw.call("session/ping", None)) == "pong"
     for _ in range(turns):
         tools.events.clear()
         tools.log.clear()
-        t = time.perf_counter()
-        await sdk.session.turn("hello big world")
-        samples["turn"].append(time.perf_counter() - t)
-        t = time.perf_counter()
-        await raw.call("session/turn", {"prompt": "hello big world"}, lambda params: params["input"].upper())
-        samples["raw_turn"].append(time.perf_counter() - t)
+        await timed("turn", sdk.session.turn("hello big world"))
+        await timed(
+            "raw_turn", raw.call("session/turn", {"prompt": "hello big world"}, lambda params: params["input"].upper())
+        )
     await sdk.stop()
     if transport == "tcp":
         raw.writer.close()
     process.stdin.close()
     await process.wait()
-    return {f"{name}_p50_us": p50(values) for name, values in samples.items()}
+    wall = {f"{name}_p50_us": p50(values) for name, values in samples.items()}
+    # CPU per call as a mean: what the calls cost in all, over their number.
+    return wall | {f"{name}_cpu_us": statistics.fmean(values) * 1e6 for name, values in cpu.items()}
 
 
 def main() -> int:

@@ -33,6 +33,26 @@ MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 MAX_HEADER_SIZE = 8 * 1024
 #: Queued output past which a sender waits for the peer to read.
 WRITE_HIGH_WATER = 256 * 1024
+
+# One encoder and one decoder for every message (`json.dumps` with options makes an encoder per
+# call; `json.loads` of bytes guesses their encoding first: the wire is UTF-8).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_ascii = json.JSONEncoder(separators=(",", ":")).encode
+_decoder = json.JSONDecoder()
+
+
+def _loads(body: bytes) -> Any:
+    """A message's JSON value; `ValueError` (or `UnicodeDecodeError`) when it is not JSON."""
+    text = body.decode("utf-8")
+    # The usual message: one value, no whitespace around it (then `decode` says what is wrong).
+    try:
+        value, end = _decoder.raw_decode(text)
+    except ValueError:
+        pass
+    else:
+        if end == len(text):
+            return value
+    return _decoder.decode(text)
 #: How many of the peer's requests may run at once; a further one is answered `-32000` at once.
 MAX_RUNNING_REQUESTS = 1024
 #: Captured stderr keeps its last this many bytes.
@@ -463,7 +483,8 @@ class Peer:
             message["params"] = params
         remove = cancel._on_cancel(lambda: self._send_cancel(request_id)) if cancel is not None else None
         try:
-            await self._send(message)
+            if self._write(message):
+                await self._drain()
             answer, after = await future
             if after > self._handled:
                 # What came before the answer (a turn's notifications, say) is handled first.
@@ -537,24 +558,46 @@ class Peer:
 
     # -- wire -----------------------------------------------------------------------------------
 
-    async def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    def _write(self, message: dict[str, Any]) -> bool:
+        """Write one message (`ConnectionClosed` when the write side failed); whether the caller
+        must wait for the peer to read before going on."""
+        try:
+            body = _encode(message).encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (a `\ud800` escape received, say) has no UTF-8: sent escaped.
+            body = _encode_ascii(message).encode("ascii")
+        writer = self._writer
         try:
             # One `write` per message keeps messages whole; waiting for the peer to read is
             # needed only once what is queued passes the high-water mark (one waiter at a time).
-            self._writer.write(self._framer.frame(body))
-            if self._writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
-                async with self._write_lock:
-                    await self._writer.drain()
-            elif self._writer.transport.is_closing():
+            writer.write(self._framer.frame(body))
+            transport = writer.transport
+            if transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+                return True
+            if transport.is_closing():
                 raise ConnectionResetError("the transport is closed")
         except (ConnectionError, RuntimeError, OSError) as e:
             self._finish(f"the write side failed: {e}")
             raise ConnectionClosed(f"the write side failed: {e}") from e
+        return False
+
+    async def _drain(self) -> None:
+        """Wait for the peer to read what is queued past the high-water mark."""
+        try:
+            async with self._write_lock:
+                await self._writer.drain()
+        except (ConnectionError, RuntimeError, OSError) as e:
+            self._finish(f"the write side failed: {e}")
+            raise ConnectionClosed(f"the write side failed: {e}") from e
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._write(message):
+            await self._drain()
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
         try:
-            await self._send(message)
+            if self._write(message):
+                await self._drain()
         except ConnectionClosed:
             pass
 
@@ -583,7 +626,7 @@ class Peer:
         for body in bodies:
             if body[:1] == b"{":
                 try:
-                    message = json.loads(body)
+                    message = _loads(body)
                 except (ValueError, UnicodeDecodeError):
                     # The inbox's task answers it with the parse error, in its turn.
                     message = body
@@ -674,7 +717,7 @@ class Peer:
         message = item
         if isinstance(item, bytes):
             try:
-                message = json.loads(item)
+                message = _loads(item)
             except (ValueError, UnicodeDecodeError) as e:
                 await self._send_quietly(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {e}"}}
@@ -699,7 +742,7 @@ class Peer:
                 if body is None:
                     break
                 try:
-                    message = json.loads(body)
+                    message = _loads(body)
                 except (ValueError, UnicodeDecodeError) as e:
                     await self._send_quietly(
                         {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {e}"}}
@@ -870,7 +913,11 @@ class Peer:
             message["error"] = error.to_wire()
         else:
             message["result"] = result
-        await self._send_quietly(message)
+        try:
+            if self._write(message):
+                await self._drain()
+        except ConnectionClosed:
+            pass
 
     async def _enumerator_next(self, params: Any) -> dict[str, Any]:
         token = _member(params, "token", 0)
@@ -982,7 +1029,7 @@ def by_position(params: Any, count: int) -> list[Any]:
 def by_name(params: Any, keys: Sequence[str]) -> list[Any]:
     """Params by name (or by position) as a list in the order of `keys`."""
     if isinstance(params, dict):
-        return [params.get(key) for key in keys]
+        return list(map(params.get, keys))
     return by_position(params, len(keys))
 
 

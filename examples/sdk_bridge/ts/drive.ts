@@ -468,7 +468,42 @@ async function connection(): Promise<string[]> {
   assert.ok(after instanceof Error && /disposed/.test(after.message), String(after));
   checks.push("dispose rejects the calls waiting, and the calls after it");
   server.close();
+  checks.push(await writeFailure());
   return checks;
+}
+
+/**
+ * A write to the CLI fails (it closed its stdin but runs on, its stdout open): every call still
+ * waiting is rejected with that write's error (`MessageWriteError`, EPIPE), the one written
+ * before the failure as well as the one whose write failed; not left to the stream's close.
+ */
+async function writeFailure(): Promise<string> {
+  // Reads the first byte of the first request, closes its stdin, says so, and waits.
+  const script = "head -c 1 >/dev/null; exec 0<&-; echo closed >&2; exec sleep 60";
+  const cli = await within("spawn sh", spawnCli("sh", ["-c", script], { stderr: "capture" }));
+  const stdinClosed = new Promise<void>((resolve) => {
+    // After the runtime's own listener: what it captured includes this chunk.
+    cli.child.stderr?.on("data", () => {
+      if (cli.stderr().includes("closed")) {
+        resolve();
+      }
+    });
+  });
+  const errors: string[] = [];
+  cli.connection.onError(([error]) => errors.push(error.message));
+  cli.connection.listen();
+  const settled = (call: Promise<unknown>): Promise<unknown> => call.then(() => "answered", (e: unknown) => e);
+  const first = settled(cli.connection.sendRequest("waits"));
+  await within("the CLI closing its stdin", stdinClosed);
+  const second = settled(cli.connection.sendRequest("written after"));
+  for (const [what, call] of [["the call waiting", first], ["the call whose write failed", second]] as const) {
+    const rejected = await within(what, call);
+    assert.ok(rejected instanceof ResponseError && rejected.code === -32099, `${what}: ${String(rejected)}`);
+    assert.match(rejected.message, /EPIPE/, what);
+  }
+  assert.ok(errors.some((e) => /EPIPE/.test(e)), JSON.stringify(errors));
+  cli.child.kill("SIGKILL");
+  return "a failed write rejects every waiting call with MessageWriteError";
 }
 
 async function main(): Promise<number> {

@@ -168,9 +168,18 @@ async def main() -> list[str]:
     await raw.send_bytes(b"Content-Length: 5\r\n\r\n{oops")
     answer = await raw.read()
     assert answer["id"] is None and answer["error"]["code"] == -32700, answer
+    # Not UTF-8 (an encoded lone surrogate), and UTF-8 behind a byte-order mark: not JSON-RPC's.
+    for body in [b'{"jsonrpc":"2.0","id":7,"method":"echo","params":["\xed\xa0\x80"]}', b"\xef\xbb\xbf{}"]:
+        await raw.send_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        answer = await raw.read()
+        assert answer["id"] is None and answer["error"]["code"] == -32700, (body, answer)
+    # A lone surrogate as a JSON escape is JSON: echoed back escaped (it has no UTF-8).
+    body = b'{"jsonrpc":"2.0","id":8,"method":"echo","params":["\\ud800"]}'
+    await raw.send_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert (await raw.read()) == {"jsonrpc": "2.0", "id": 8, "result": "\ud800"}
     await raw.send({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": ["hi"]})
     assert (await raw.read()) == {"jsonrpc": "2.0", "id": 1, "result": "hi"}
-    checks.append("bad JSON is answered -32700 and the connection goes on")
+    checks.append("bad JSON (and a body not in UTF-8) is answered -32700 and the connection goes on")
 
     await raw.send({"jsonrpc": "2.0", "id": 2, "method": "nope"})
     answer = await raw.read()
