@@ -435,18 +435,12 @@ async fn ask(raw: &mut Raw, id: u64, tool: &str, retry: Option<(&str, Value)>) -
     json_answer(raw).await
 }
 
-/// POST until the server has a slot for it (an ended request's slot comes back when its
-/// connection task lets go of it): at most 200 tries.
-async fn admitted(raw: &mut Raw, tool: &str, body: Vec<u8>) -> (u16, Value) {
-    for _ in 0..200 {
-        raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
-        let (status, answer) = json_answer(raw).await;
-        if status != 503 {
-            return (status, answer);
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("no slot came back");
+/// POST once the ended requests' slots are back (a request's slot comes back when its
+/// connection task lets go of it, after its handler ended): none is alive.
+async fn admitted(bound: &BoundMcpServer, raw: &mut Raw, tool: &str, body: Vec<u8>) -> (u16, Value) {
+    support::time::eventually("the ended requests' slots came back", || bound.server().stateless_count() == 0).await;
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
+    json_answer(raw).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -506,7 +500,7 @@ async fn a_handlers_requests_to_the_client_become_input_required_results_and_res
     within(dropped.recv()).await.expect("the parked handler was cancelled");
 
     // A capability the client did not declare: the handler's request fails at once.
-    let (status, answer) = admitted(&mut raw, "sample", ask_body(10, "sample", json!({}), None)).await;
+    let (status, answer) = admitted(&bound, &mut raw, "sample", ask_body(10, "sample", json!({}), None)).await;
     assert_eq!(status, 200, "the slot came back: {answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("refused: ") && text.contains("\"sampling\" capability"), "{answer}");
@@ -515,7 +509,7 @@ async fn a_handlers_requests_to_the_client_become_input_required_results_and_res
     // Answered while the client was to retry: the retry gets that answer (kept for it, or,
     // had the retry come first, on the retry's stream: the same either way).
     let (_, first) =
-        admitted(&mut raw, "early", ask_body(11, "early", json!({"elicitation": {}, "roots": {}}), None)).await;
+        admitted(&bound, &mut raw, "early", ask_body(11, "early", json!({"elicitation": {}, "roots": {}}), None)).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let state = first["result"]["requestState"].as_str().unwrap().to_owned();
     EARLY.add_permits(1);
@@ -574,43 +568,10 @@ async fn all_sessions_posted_bytes_stop_at_the_server_wide_budget() {
     const POSTS: usize = 24;
     // Each stopped session holds about one body queued: eight of them want twice this.
     const BUDGET: usize = 1024 * 1024;
-    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
-    let for_sessions = gate.clone();
-    let server = McpHttpServer::new(move |_| {
-        let gate = for_sessions.clone();
-        Connection::builder().profile(Profile::mcp()).serve(
-            Router::new()
-                .method("initialize", |_: Value, _| async {
-                    Ok::<_, ErrorObject>(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "t", "version": "0"}}))
-                })
-                .notification("heavy", move |_: Value, _| {
-                    let gate = gate.clone();
-                    async move {
-                        if let Ok(permit) = gate.acquire().await {
-                            permit.forget();
-                        }
-                    }
-                }),
-        )
-    })
-    .max_inbound(1024 * 1024)
-    .max_session_bytes(BUDGET)
-    .body_timeout(std::time::Duration::from_secs(3600));
-    let post = |session: Option<&str>, body: Vec<u8>| {
-        let mut request = http::Request::post("/mcp")
-            .header("host", "localhost")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
-        }
-        request.body(axum::body::Body::from(body)).unwrap()
-    };
+    let (server, gate) = crate::mcp_http::gated_heavy_server(|s| s.max_session_bytes(BUDGET));
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
-        let response = server.handle(post(None, crate::mcp_http::initialize_body_bytes())).await;
-        sessions.push(response.headers()["mcp-session-id"].to_str().unwrap().to_owned());
-        let _ = axum::body::to_bytes(axum::body::Body::new(response.into_body()), usize::MAX).await;
+        sessions.push(crate::mcp_http::service_session(&server).await);
     }
     let (tx, mut done) = mpsc::unbounded_channel();
     for (s, session) in sessions.iter().enumerate() {
@@ -619,7 +580,8 @@ async fn all_sessions_posted_bytes_stop_at_the_server_wide_budget() {
             let body = json!({"jsonrpc": "2.0", "method": "heavy", "params": {"s": s, "i": i, "data": data}})
                 .to_string()
                 .into_bytes();
-            let (server, tx, request) = (server.clone(), tx.clone(), post(Some(session), body));
+            let (server, tx, request) =
+                (server.clone(), tx.clone(), crate::mcp_http::service_post(Some(session), body));
             tokio::spawn(async move {
                 let response = server.handle(request).await;
                 let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
