@@ -169,12 +169,59 @@ impl Raw {
     }
 }
 
+/// A server for the inbound budgets' tests, driven through its `tower` service: `initialize`,
+/// and a `heavy` notification whose handler waits for a permit of the gate it returns (so a
+/// session's connection takes nothing until the test lets it), with a 1 MiB inbound budget
+/// per session and bodies that may take an hour; `configure` adds the rest.
+pub(crate) fn gated_heavy_server(
+    configure: impl FnOnce(McpHttpServer) -> McpHttpServer,
+) -> (McpHttpServer, Arc<tokio::sync::Semaphore>) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let for_sessions = gate.clone();
+    let server = McpHttpServer::new(move |_| {
+        let gate = for_sessions.clone();
+        Connection::builder().profile(Profile::mcp()).serve(
+            Router::new()
+                .method("initialize", |_: Value, _| async {
+                    Ok::<_, ErrorObject>(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "t", "version": "0"}}))
+                })
+                .notification("heavy", move |_: Value, _| {
+                    let gate = gate.clone();
+                    async move {
+                        if let Ok(permit) = gate.acquire().await {
+                            permit.forget();
+                        }
+                    }
+                }),
+        )
+    })
+    .max_inbound(1024 * 1024)
+    .body_timeout(Duration::from_secs(3600));
+    (configure(server), gate)
+}
+
+/// A JSON POST of `body` for the `tower` service, to `session` if given.
+pub(crate) fn service_post(session: Option<&str>, body: Vec<u8>) -> http::Request<axum::body::Body> {
+    let mut request = http::Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.body(axum::body::Body::from(body)).unwrap()
+}
+
+/// A session started through the `tower` service: its id (the `initialize` answer read).
+pub(crate) async fn service_session(server: &McpHttpServer) -> String {
+    let response = server.handle(service_post(None, initialize_body())).await;
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = axum::body::to_bytes(axum::body::Body::new(response.into_body()), usize::MAX).await;
+    session
+}
+
 pub(crate) const JSON_HEADERS: [(&str, &str); 2] =
     [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
-
-pub(crate) fn initialize_body_bytes() -> Vec<u8> {
-    initialize_body()
-}
 
 fn initialize_body() -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

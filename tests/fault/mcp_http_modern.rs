@@ -17,7 +17,9 @@
 //!   handler and its answer answers the retry (a raw peer, byte by byte, and our client); a
 //!   spent, forged or foreign `requestState` is `-32602`; an unanswered input is asked again;
 //!   an undeclared capability fails the handler's request at once; a parked request expires
-//!   (its handler cancelled, its slot back); at most 8 rounds;
+//!   (its handler cancelled, its slot back); at most 8 rounds; what a parked handler says
+//!   (log messages, progress) opens the retry's stream, in order, also past `max_backlog`
+//!   (the handler waits there until the retry takes it);
 //! - sessions whose connections take nothing: their POST bodies together stop at the
 //!   server-wide `max_session_bytes` (`503`, `Retry-After: 1`, `Connection: close` past it),
 //!   however many sessions there are, and the budget comes back when the messages are taken.
@@ -331,6 +333,10 @@ impl Drop for OnDrop {
 /// Lets the `early` tool answer (one permit).
 static EARLY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
 
+/// Lets the `chatty` tool speak (one permit a call); it gives one back when it has.
+static CHATTY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+static SAID: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
 fn asking_router(dropped: mpsc::UnboundedSender<()>) -> Router {
     Router::new().method("tools/call", move |params: Value, ctx: jsonrpc_duplex::RequestContext| {
         let guard = OnDrop(Some(dropped.clone()));
@@ -367,6 +373,30 @@ fn asking_router(dropped: mpsc::UnboundedSender<()>) -> Router {
                     tokio::spawn(async move { asker.request::<Value>("elicitation/create", json!({})).await });
                     EARLY.acquire().await.map_err(ErrorObject::internal_error)?.forget();
                     "done without it".to_owned()
+                }
+                // Asks (from a task of its own), then, once the test lets it (the client is to
+                // retry), says `n` things (a log message of `size` bytes each, and progress),
+                // tells the test, and answers with the client's answer.
+                "chatty" => {
+                    let asker = peer.clone();
+                    let asked = tokio::spawn(async move {
+                        asker.request::<Value>("elicitation/create", json!({"message": "ok?"})).await
+                    });
+                    CHATTY.acquire().await.map_err(ErrorObject::internal_error)?.forget();
+                    let data = "x".repeat(params["size"].as_u64().unwrap_or(1) as usize);
+                    let token = params["_meta"]["progressToken"].clone();
+                    for n in 0..params["n"].as_u64().unwrap_or(1) {
+                        peer.notify("notifications/message", json!({"level": "info", "data": data}))
+                            .await
+                            .map_err(ErrorObject::internal_error)?;
+                        peer.notify("notifications/progress", json!({"progressToken": token, "progress": n}))
+                            .await
+                            .map_err(ErrorObject::internal_error)?;
+                    }
+                    SAID.add_permits(1);
+                    let answer =
+                        asked.await.map_err(ErrorObject::internal_error)?.map_err(ErrorObject::internal_error)?;
+                    answer.to_string()
                 }
                 "sample" => match peer.request::<Value>("sampling/createMessage", json!({"maxTokens": 1})).await {
                     Ok(answer) => answer.to_string(),
@@ -405,18 +435,12 @@ async fn ask(raw: &mut Raw, id: u64, tool: &str, retry: Option<(&str, Value)>) -
     json_answer(raw).await
 }
 
-/// POST until the server has a slot for it (an ended request's slot comes back when its
-/// connection task lets go of it): at most 200 tries.
-async fn admitted(raw: &mut Raw, tool: &str, body: Vec<u8>) -> (u16, Value) {
-    for _ in 0..200 {
-        raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
-        let (status, answer) = json_answer(raw).await;
-        if status != 503 {
-            return (status, answer);
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("no slot came back");
+/// POST once the ended requests' slots are back (a request's slot comes back when its
+/// connection task lets go of it, after its handler ended): none is alive.
+async fn admitted(bound: &BoundMcpServer, raw: &mut Raw, tool: &str, body: Vec<u8>) -> (u16, Value) {
+    support::time::eventually("the ended requests' slots came back", || bound.server().stateless_count() == 0).await;
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", tool)]), &body).await;
+    json_answer(raw).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -476,7 +500,7 @@ async fn a_handlers_requests_to_the_client_become_input_required_results_and_res
     within(dropped.recv()).await.expect("the parked handler was cancelled");
 
     // A capability the client did not declare: the handler's request fails at once.
-    let (status, answer) = admitted(&mut raw, "sample", ask_body(10, "sample", json!({}), None)).await;
+    let (status, answer) = admitted(&bound, &mut raw, "sample", ask_body(10, "sample", json!({}), None)).await;
     assert_eq!(status, 200, "the slot came back: {answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("refused: ") && text.contains("\"sampling\" capability"), "{answer}");
@@ -485,7 +509,7 @@ async fn a_handlers_requests_to_the_client_become_input_required_results_and_res
     // Answered while the client was to retry: the retry gets that answer (kept for it, or,
     // had the retry come first, on the retry's stream: the same either way).
     let (_, first) =
-        admitted(&mut raw, "early", ask_body(11, "early", json!({"elicitation": {}, "roots": {}}), None)).await;
+        admitted(&bound, &mut raw, "early", ask_body(11, "early", json!({"elicitation": {}, "roots": {}}), None)).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let state = first["result"]["requestState"].as_str().unwrap().to_owned();
     EARLY.add_permits(1);
@@ -544,43 +568,10 @@ async fn all_sessions_posted_bytes_stop_at_the_server_wide_budget() {
     const POSTS: usize = 24;
     // Each stopped session holds about one body queued: eight of them want twice this.
     const BUDGET: usize = 1024 * 1024;
-    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
-    let for_sessions = gate.clone();
-    let server = McpHttpServer::new(move |_| {
-        let gate = for_sessions.clone();
-        Connection::builder().profile(Profile::mcp()).serve(
-            Router::new()
-                .method("initialize", |_: Value, _| async {
-                    Ok::<_, ErrorObject>(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "t", "version": "0"}}))
-                })
-                .notification("heavy", move |_: Value, _| {
-                    let gate = gate.clone();
-                    async move {
-                        if let Ok(permit) = gate.acquire().await {
-                            permit.forget();
-                        }
-                    }
-                }),
-        )
-    })
-    .max_inbound(1024 * 1024)
-    .max_session_bytes(BUDGET)
-    .body_timeout(std::time::Duration::from_secs(3600));
-    let post = |session: Option<&str>, body: Vec<u8>| {
-        let mut request = http::Request::post("/mcp")
-            .header("host", "localhost")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
-        }
-        request.body(axum::body::Body::from(body)).unwrap()
-    };
+    let (server, gate) = crate::mcp_http::gated_heavy_server(|s| s.max_session_bytes(BUDGET));
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
-        let response = server.handle(post(None, crate::mcp_http::initialize_body_bytes())).await;
-        sessions.push(response.headers()["mcp-session-id"].to_str().unwrap().to_owned());
-        let _ = axum::body::to_bytes(axum::body::Body::new(response.into_body()), usize::MAX).await;
+        sessions.push(crate::mcp_http::service_session(&server).await);
     }
     let (tx, mut done) = mpsc::unbounded_channel();
     for (s, session) in sessions.iter().enumerate() {
@@ -589,7 +580,8 @@ async fn all_sessions_posted_bytes_stop_at_the_server_wide_budget() {
             let body = json!({"jsonrpc": "2.0", "method": "heavy", "params": {"s": s, "i": i, "data": data}})
                 .to_string()
                 .into_bytes();
-            let (server, tx, request) = (server.clone(), tx.clone(), post(Some(session), body));
+            let (server, tx, request) =
+                (server.clone(), tx.clone(), crate::mcp_http::service_post(Some(session), body));
             tokio::spawn(async move {
                 let response = server.handle(request).await;
                 let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
@@ -627,4 +619,68 @@ async fn all_sessions_posted_bytes_stop_at_the_server_wide_budget() {
     assert!(refused_first > 0, "past the budget POSTs are refused, not queued ({accepted} queued)");
     assert_eq!(accepted + refused, SESSIONS * POSTS);
     assert_eq!(server.session_bytes(), 0, "every byte given back");
+}
+
+/// A `chatty` call parked for the client's input, whose handler then says `n` things of
+/// `size` bytes: the retry (a raw peer) gets them on its stream, in order, before the answer.
+async fn parked_notifications_reach_the_retry(
+    configure: impl FnOnce(McpHttpServer) -> McpHttpServer,
+    n: u64,
+    size: u64,
+    wait_said: bool,
+) {
+    let (bound, mut dropped) = serve_asking(configure).await;
+    let mut raw = Raw::connect(bound.local_addr()).await;
+    let mut body: Value = serde_json::from_slice(&ask_body(1, "chatty", json!({"elicitation": {}}), None)).unwrap();
+    body["params"]["n"] = json!(n);
+    body["params"]["size"] = json!(size);
+    body["params"]["_meta"]["progressToken"] = json!("p");
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", "chatty")]), body.to_string().as_bytes()).await;
+    let (status, first) = json_answer(&mut raw).await;
+    assert_eq!((status, first["result"]["resultType"].as_str()), (200, Some("input_required")), "{first}");
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    // The handler speaks while the client is away (the first answer is read: the request is parked).
+    CHATTY.add_permits(1);
+    if wait_said {
+        within(SAID.acquire()).await.unwrap().forget();
+    }
+    let mut retry = body.clone();
+    retry["id"] = json!(2);
+    retry["params"]["requestState"] = json!(state);
+    retry["params"]["inputResponses"] = json!({"elicitation-1": {"action": "accept", "content": {"ok": true}}});
+    raw.send("POST", &modern("tools/call", &[("Mcp-Name", "chatty")]), retry.to_string().as_bytes()).await;
+    let head = raw.head().await;
+    assert_eq!((head.status, head.header("content-type")), (200, Some("text/event-stream")));
+    let mut pending = String::new();
+    let events = raw.events(&mut pending, |_| false).await;
+    let data = "x".repeat(size as usize);
+    let mut expected: Vec<Value> = (0..n)
+        .flat_map(|k| {
+            [
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": data}}),
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": k}}),
+            ]
+        })
+        .collect();
+    let text = json!({"action": "accept", "content": {"ok": true}}).to_string();
+    expected.push(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": text}], "resultType": "complete"}}));
+    let got: Vec<Value> = events.iter().map(|(_, d)| serde_json::from_str(d).unwrap()).collect();
+    assert_eq!(got.len(), expected.len(), "{got:?}");
+    assert_eq!(got, expected);
+    if !wait_said {
+        within(SAID.acquire()).await.unwrap().forget();
+    }
+    within(dropped.recv()).await.expect("the handler finished");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_handlers_notifications_go_out_on_the_retrys_stream() {
+    parked_notifications_reach_the_retry(|s| s, 1, 5, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_handlers_notifications_stop_at_the_backlog_and_all_reach_the_retry() {
+    // 64 KiB said against a 4 KiB backlog: the handler waits (it cannot finish saying it
+    // before the retry takes some), and nothing is lost.
+    parked_notifications_reach_the_retry(|s| s.max_backlog(4096), 64, 1024, false).await;
 }

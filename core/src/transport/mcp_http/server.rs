@@ -473,6 +473,13 @@ impl McpHttpServer {
         self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// Stateless (2026-07-28) requests alive now, those parked for the client's input
+    /// included: each holds a place in [`McpHttpServer::max_sessions`] until its connection
+    /// lets go of it.
+    pub fn stateless_count(&self) -> usize {
+        self.inner.stateless_live.load(Ordering::Acquire)
+    }
+
     /// Outbound bytes of all sessions that no reader has taken yet (each session's share is
     /// bounded by [`McpHttpServer::max_backlog`]).
     pub fn backlog_bytes(&self) -> usize {

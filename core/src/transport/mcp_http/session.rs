@@ -333,6 +333,18 @@ impl Session {
                 }
                 return;
             }
+            // A notification of the handler's while the client is to retry (the round's
+            // `InputRequiredResult` ends the stream it would go on): kept for the retry's
+            // stream, counted in the backlog (the connection waits at its bound).
+            if let Some(m) = state.mrtr.as_mut()
+                && m.round.is_some()
+                && msg.get("method").is_some()
+                && msg.get("id").is_none()
+            {
+                state.undelivered += body.len();
+                m.held.push_back(Bytes::from(body));
+                return;
+            }
             // The request's answer while the client is to retry (it came after the round's
             // `InputRequiredResult`): kept for the retry.
             if let Some(m) = state.mrtr.as_mut()
@@ -756,6 +768,9 @@ struct Mrtr {
     round: Option<Round>,
     /// The request's answer, made while the client was to retry: the retry's answer.
     early: Option<Vec<u8>>,
+    /// The handler's notifications made while the client was to retry, oldest first: the
+    /// retry's stream begins with them (their bytes count in the session's backlog).
+    held: VecDeque<Bytes>,
 }
 
 struct Round {
@@ -822,6 +837,7 @@ impl Session {
             next_key: 0,
             round: None,
             early: None,
+            held: VecDeque::new(),
         });
     }
 
@@ -936,6 +952,15 @@ impl Session {
         state.last_activity = Instant::now();
         let cursor = state.next_seq - 1;
         let body = SseBody { session: self.clone(), stream, generation, cursor, first: None, encode: false };
+        // What the handler said while the client was away goes first (already in the backlog).
+        let held = state.mrtr.as_mut().map(|m| std::mem::take(&mut m.held)).unwrap_or_default();
+        for bytes in held {
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            if let Some(st) = state.streams.get_mut(&stream) {
+                st.events.push_back(Event { seq, bytes, delivered: false });
+            }
+        }
         if let Some(early) = state.mrtr.as_mut().and_then(|m| m.early.take()) {
             // Answered already: that is the retry's answer, and nothing is asked any more.
             if let Some(m) = state.mrtr.as_mut() {
