@@ -82,10 +82,13 @@ async fn sdk_client_drives_the_mcp_server_example() {
     assert_eq!(s["exit"], json!({"code": 0, "signal": null}));
     // Nothing came after an answer (a report for a finished call), and the SDK found nothing else
     // to complain about: its "unknown token" errors are the reports it dropped because they
-    // shared a read with their answer (see the progress step).
+    // shared a read with their answer (see the progress step), and the cancelled call's reports
+    // the server sent before our cancel reached it (the wire's race: on a loaded machine the
+    // cancel can take longer than the tool's 20 ms between reports).
     assert_eq!(s["progress"]["afterAnswer"], json!([]), "{s:#}");
     let errors: Vec<&str> = s["errors"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    let dropped = 3 - s["progress"]["reports"].as_array().unwrap().len();
+    let late = s["lateCancelledReports"].as_u64().expect("lateCancelledReports") as usize;
+    let dropped = 3 - s["progress"]["reports"].as_array().unwrap().len() + late;
     let unknown_token = errors.iter().filter(|e| e.contains("progress notification for an unknown token")).count();
     assert!(unknown_token <= dropped && errors.len() == unknown_token, "{errors:#?}");
 }

@@ -80,12 +80,16 @@ async function main() {
   // Cancellation: abort after the first report; the SDK sends notifications/cancelled.
   const controller = new AbortController();
   const cancelledReports = [];
+  // Where the wire was when the call was aborted: reports the server sent before our cancel
+  // reached it arrive after that, for a token the SDK no longer knows ("unknown token").
+  let abortedAt = -1;
   const started = Date.now();
   try {
     await client.callTool({ name: "count", arguments: { to: 1000, step_ms: 20 } }, undefined, {
       signal: controller.signal,
       onprogress: (p) => {
         cancelledReports.push(p.progress);
+        if (abortedAt < 0) abortedAt = wire.length;
         controller.abort("enough");
       },
     });
@@ -93,7 +97,8 @@ async function main() {
   } catch (e) {
     step("cancel", { rejected: true, reports: cancelledReports.length, ms: Date.now() - started, error: String(e) });
   }
-  // The server goes on serving (and sends nothing more for the cancelled call).
+  // The server goes on serving (and sends nothing more for the cancelled call once it has
+  // read the cancel).
   step("afterCancel", text(await client.callTool({ name: "add", arguments: { a: 1, b: 1 } })));
 
   step("roots", { text: text(await client.callTool({ name: "list_roots", arguments: {} })), asked: rootsAsked });
@@ -118,6 +123,8 @@ async function main() {
 
   await client.close();
   step("exit", await exited);
+  // The cancelled call's reports that came after the abort (no later call asks for progress).
+  step("lateCancelledReports", abortedAt < 0 ? 0 : wire.slice(abortedAt).filter(isProgress).length);
   step("errors", errors);
   summary.ok = true;
 }
