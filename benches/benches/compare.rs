@@ -27,6 +27,7 @@
 //! registry itself costs the tracing layer). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
 //! subscriber under the tracing layer that enables its spans and records nothing (no span
 //! store, no field visited): the layer's own instrumentation cost, without the registry's.
+//! `COMPARE_PROFILE_RECORDER=noop` installs no metrics recorder (the metrics layer's own cost).
 //!
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
@@ -550,15 +551,21 @@ fn bare_spans(n: usize) {
 /// nothing for the subscriber), the metrics go to metrics-util's in-memory recorder.
 fn install_layer_sinks() {
     use tracing_subscriber::layer::SubscriberExt;
+    // `COMPARE_PROFILE_RECORDER=noop`: no recorder (the facade's no-op handles): what the
+    // metrics layer costs by itself. The default, metrics-util's debugging recorder, keeps its
+    // handles in the same atomic storage a production exporter's hot path has (an atomic add
+    // per counter, a compare-and-swap per gauge, a lock-free bucket push per histogram value,
+    // as `metrics-exporter-prometheus`, whose storage adds a generation counter).
+    if std::env::var("COMPARE_PROFILE_RECORDER").as_deref() != Ok("noop") {
+        let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
+    }
     if std::env::var("COMPARE_PROFILE_SUBSCRIBER").as_deref() == Ok("null") {
         let _ = tracing::subscriber::set_global_default(NullSubscriber);
-        let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
         return;
     }
     let filter = tracing_subscriber::filter::Targets::new()
         .with_target(jsonrpc_duplex::middleware::trace::TRACE_TARGET, tracing::Level::INFO);
     let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(filter));
-    let _ = metrics::set_global_recorder(metrics_util::debugging::DebuggingRecorder::new());
 }
 
 /// A subscriber that enables every span and event of the tracing layer's target and keeps

@@ -5,6 +5,7 @@
 use std::future::Future;
 #[cfg(feature = "otel")]
 use std::pin::Pin;
+use std::sync::OnceLock;
 #[cfg(feature = "otel")]
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -62,42 +63,63 @@ impl TraceLayer {
 impl TraceLayer {
     /// The span of one call, not entered yet. A request's id is given with the span (one
     /// call into the subscriber, not a second to record it).
+    #[cfg(feature = "otel")]
     pub(crate) fn span(&self, call: &CallInfo<'_>) -> tracing::Span {
+        self.span_at(call).0
+    }
+
+    /// The span of one call, not entered yet, with which of its two callsites made it (a
+    /// request's, 0, or a notification's, 1; see [`duration_field`]).
+    fn span_at(&self, call: &CallInfo<'_>) -> (tracing::Span, usize) {
         let method = self.names.report(call.method());
         let kind = match call.direction() {
             Direction::Incoming => "server",
             Direction::Outgoing => "client",
         };
         match call.id().filter(|_| call.kind() == Kind::Request) {
-            Some(id) => tracing::info_span!(
-                target: TRACE_TARGET,
-                "rpc",
-                otel.name = method,
-                otel.kind = kind,
-                rpc.system.name = "jsonrpc",
-                rpc.method = method,
-                jsonrpc.protocol.version = "2.0",
-                jsonrpc.request.id = tracing::field::display(IdText(id)),
-                rpc.response.status_code = Empty,
-                error.type = Empty,
-                otel.status_code = Empty,
-                duration_ms = Empty,
+            Some(id) => (
+                tracing::info_span!(
+                    target: TRACE_TARGET,
+                    "rpc",
+                    otel.name = method,
+                    otel.kind = kind,
+                    rpc.system.name = "jsonrpc",
+                    rpc.method = method,
+                    jsonrpc.protocol.version = "2.0",
+                    jsonrpc.request.id = tracing::field::display(IdText(id)),
+                    rpc.response.status_code = Empty,
+                    error.type = Empty,
+                    otel.status_code = Empty,
+                    duration_ms = Empty,
+                ),
+                0,
             ),
-            None => tracing::info_span!(
-                target: TRACE_TARGET,
-                "rpc",
-                otel.name = method,
-                otel.kind = kind,
-                rpc.system.name = "jsonrpc",
-                rpc.method = method,
-                jsonrpc.protocol.version = "2.0",
-                rpc.response.status_code = Empty,
-                error.type = Empty,
-                otel.status_code = Empty,
-                duration_ms = Empty,
+            None => (
+                tracing::info_span!(
+                    target: TRACE_TARGET,
+                    "rpc",
+                    otel.name = method,
+                    otel.kind = kind,
+                    rpc.system.name = "jsonrpc",
+                    rpc.method = method,
+                    jsonrpc.protocol.version = "2.0",
+                    rpc.response.status_code = Empty,
+                    error.type = Empty,
+                    otel.status_code = Empty,
+                    duration_ms = Empty,
+                ),
+                1,
             ),
         }
     }
+}
+
+/// The `duration_ms` field of the span callsite `at` ([`TraceLayer::span_at`]), looked up by
+/// name once (recording by name compares it with each of the span's fields, on every call).
+/// `span` is an enabled span of that callsite.
+fn duration_field(span: &tracing::Span, at: usize) -> Option<&'static tracing::field::Field> {
+    static FIELDS: [OnceLock<Option<tracing::field::Field>>; 2] = [OnceLock::new(), OnceLock::new()];
+    FIELDS.get(at)?.get_or_init(|| span.metadata()?.fields().field("duration_ms")).as_ref()
 }
 
 /// Run the rest of the chain inside `span`, recording the answer's time and error on it (for
@@ -141,7 +163,7 @@ impl Future for InSpan {
         };
         let Poll::Ready(outcome) = running.as_mut().poll(cx) else { return Poll::Pending };
         this.running = None;
-        record_end(&this.span, this.started, &outcome);
+        record_end(&this.span, this.started, &outcome, None);
         Poll::Ready(outcome)
     }
 }
@@ -178,20 +200,25 @@ impl std::fmt::Display for IdText<'_> {
 pub struct InCall {
     span: tracing::Span,
     started: Option<Instant>,
+    /// The span's `duration_ms` field (`None`: recorded by name).
+    duration: Option<&'static tracing::field::Field>,
 }
 
 impl Hook for TraceLayer {
     type State = InCall;
 
     fn on_request(&self, call: &CallInfo<'_>) -> InCall {
-        let span = self.span(call);
-        let started = (!span.is_disabled()).then(Instant::now);
-        InCall { span, started }
+        let (span, at) = self.span_at(call);
+        if span.is_disabled() {
+            return InCall { span, started: None, duration: None };
+        }
+        let duration = duration_field(&span, at);
+        InCall { span, started: Some(Instant::now()), duration }
     }
 
     fn on_response(&self, state: InCall, outcome: &Outcome) {
         let Some(started) = state.started else { return };
-        record_end(&state.span, started, outcome);
+        record_end(&state.span, started, outcome, state.duration);
     }
 
     fn in_scope<R>(&self, state: &InCall, f: impl FnOnce() -> R) -> R {
@@ -203,9 +230,18 @@ impl Hook for TraceLayer {
     }
 }
 
-/// Record a call's time and error on its span.
-fn record_end(span: &tracing::Span, started: Instant, outcome: &Outcome) {
-    span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
+/// Record a call's time (on `duration`, the span's field, when known) and error on its span.
+fn record_end(
+    span: &tracing::Span,
+    started: Instant,
+    outcome: &Outcome,
+    duration: Option<&'static tracing::field::Field>,
+) {
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    match duration {
+        Some(field) => span.record(field, ms),
+        None => span.record("duration_ms", ms),
+    };
     if let Err(error) = outcome {
         let code = error_code(error);
         span.record("rpc.response.status_code", tracing::field::display(code));
