@@ -69,24 +69,30 @@ fn same_modes(a: &Termios, b: &Termios) -> bool {
         && a.control_chars == b.control_chars
 }
 
+/// A pseudo-terminal in raw mode (no echo and no line editing, so the wire is the bytes written,
+/// as a program that speaks a protocol over a serial line sets it), both ends close-on-exec
+/// (openpty(3) does not set it: the peer would inherit both): the pair, the slave's modes, and
+/// the slave's device path.
+fn raw_pty() -> (nix::pty::OpenptyResult, nix::sys::termios::Termios, std::path::PathBuf) {
+    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+    for fd in [&pty.master, &pty.slave] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).unwrap();
+    }
+    let mut modes = tcgetattr(&pty.slave).unwrap();
+    cfmakeraw(&mut modes);
+    tcsetattr(&pty.slave, SetArg::TCSANOW, &modes).unwrap();
+    let before = tcgetattr(&pty.slave).unwrap();
+    let device = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+    (pty, before, device)
+}
+
 /// The peer with a terminal as stdin and stdout, and stderr a pipe (its DEBUG log says which path
 /// served each) or the terminal too (as in an interactive shell; nothing logged then, so the
 /// wire stays clean): both are served on the reactor through descriptions of the peer's own.
 #[tokio::test]
 async fn a_terminal_is_reopened_and_served_on_the_reactor_leaving_the_shared_description_blocking() {
     for stderr_on_the_terminal in [false, true] {
-        let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
-        // openpty(3) does not set close-on-exec: without it the peer would inherit both ends.
-        for fd in [&pty.master, &pty.slave] {
-            fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).unwrap();
-        }
-        // Raw: no echo and no line editing, so the wire is the bytes written (as a program that
-        // speaks a protocol over a serial line sets it).
-        let mut modes = tcgetattr(&pty.slave).unwrap();
-        cfmakeraw(&mut modes);
-        tcsetattr(&pty.slave, SetArg::TCSANOW, &modes).unwrap();
-        let before = tcgetattr(&pty.slave).unwrap();
-        let device = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+        let (pty, before, device) = raw_pty();
         // Our copy shares the description the peer's fd 0 and 1 (and 2) have, as the shell's does.
         let shared = pty.slave.try_clone().unwrap();
 
@@ -156,15 +162,7 @@ async fn a_terminal_is_reopened_and_served_on_the_reactor_leaving_the_shared_des
 async fn a_terminal_that_cannot_be_reopened_is_served_by_threads() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
-    for fd in [&pty.master, &pty.slave] {
-        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).unwrap();
-    }
-    let mut modes = tcgetattr(&pty.slave).unwrap();
-    cfmakeraw(&mut modes);
-    tcsetattr(&pty.slave, SetArg::TCSANOW, &modes).unwrap();
-    let before = tcgetattr(&pty.slave).unwrap();
-    let device = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+    let (pty, before, device) = raw_pty();
     // Not to be opened again by anyone but root (the device is ours: openpty made it).
     std::fs::set_permissions(&device, std::fs::Permissions::from_mode(0o000)).unwrap();
     let shared = pty.slave.try_clone().unwrap();
