@@ -483,6 +483,7 @@ class Peer:
             message["params"] = params
         remove = cancel._on_cancel(lambda: self._send_cancel(request_id)) if cancel is not None else None
         try:
+            # `_send` written out: one coroutine fewer per call.
             if self._write(message):
                 await self._drain()
             answer, after = await future
@@ -913,6 +914,7 @@ class Peer:
             message["error"] = error.to_wire()
         else:
             message["result"] = result
+        # `_send_quietly` written out: one coroutine fewer per answer, on every call's path.
         try:
             if self._write(message):
                 await self._drain()

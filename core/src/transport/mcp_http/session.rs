@@ -591,12 +591,19 @@ fn evict(state: &mut State, budget: usize) {
         let event = st.events.pop_front().expect("found above");
         state.kept -= event.bytes.len();
         if stream != STANDALONE && st.events.is_empty() && st.complete_at.is_some() && st.attached.is_none() {
-            let st = state.streams.remove(&stream).expect("found above");
-            if st.retained {
-                state.kept -= RETAINED_STREAM_BYTES;
-                state.retained -= 1;
-            }
+            forget(state, stream);
         }
+    }
+}
+
+/// Remove a finished stream, giving back what it held of the replay budget: its delivered
+/// events' bytes and, when it was retained, its entry's charge.
+fn forget(state: &mut State, stream: u64) {
+    let Some(st) = state.streams.remove(&stream) else { return };
+    state.kept -= st.events.iter().filter(|e| e.delivered).map(|e| e.bytes.len()).sum::<usize>();
+    if st.retained {
+        state.kept -= RETAINED_STREAM_BYTES;
+        state.retained -= 1;
     }
 }
 
@@ -617,13 +624,7 @@ impl Drop for SseBody {
             && st.complete_at.is_some_and(|at| self.cursor >= at)
             && st.events.iter().all(|e| e.delivered);
         if done && (self.session.stateless || st.events.is_empty()) {
-            let st = state.streams.remove(&self.stream).expect("present");
-            let bytes: usize = st.events.iter().map(|e| e.bytes.len()).sum();
-            state.kept -= bytes;
-            if st.retained {
-                state.kept -= RETAINED_STREAM_BYTES;
-                state.retained -= 1;
-            }
+            forget(&mut state, self.stream);
         } else if done && !st.retained {
             st.retained = true;
             state.retained += 1;
@@ -938,9 +939,21 @@ impl Session {
         state.next_stream += 1;
         let generation = state.next_generation;
         state.next_generation += 1;
+        let cursor = state.next_seq - 1;
+        // What the handler said while the client was away goes first (already in the backlog).
+        let held = state.mrtr.as_mut().map(|m| std::mem::take(&mut m.held)).unwrap_or_default();
+        let events = held
+            .into_iter()
+            .map(|bytes| {
+                let seq = state.next_seq;
+                state.next_seq += 1;
+                Event { seq, bytes, delivered: false }
+            })
+            .collect();
         state.streams.insert(
             stream,
             StreamState {
+                events,
                 pending: 1,
                 attached: Some(generation),
                 request: Some(original.clone()),
@@ -950,17 +963,7 @@ impl Session {
         );
         state.pending_ids.insert(original, stream);
         state.last_activity = Instant::now();
-        let cursor = state.next_seq - 1;
         let body = SseBody { session: self.clone(), stream, generation, cursor, first: None, encode: false };
-        // What the handler said while the client was away goes first (already in the backlog).
-        let held = state.mrtr.as_mut().map(|m| std::mem::take(&mut m.held)).unwrap_or_default();
-        for bytes in held {
-            let seq = state.next_seq;
-            state.next_seq += 1;
-            if let Some(st) = state.streams.get_mut(&stream) {
-                st.events.push_back(Event { seq, bytes, delivered: false });
-            }
-        }
         if let Some(early) = state.mrtr.as_mut().and_then(|m| m.early.take()) {
             // Answered already: that is the retry's answer, and nothing is asked any more.
             if let Some(m) = state.mrtr.as_mut() {
