@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -674,12 +674,11 @@ class Peer:
 
     async def _inbox_loop(self) -> None:
         """What `_read_loop` does, on the messages a PushReader's bytes made."""
-        request: dict[str, Any] | None = None
         inbox = self._inbox
         notifications = self._notifications
         own = self._own_methods
         try:
-            while request is None:
+            while True:
                 while not inbox:
                     if self._ended is not None:
                         self._finish(self._ended)
@@ -704,13 +703,14 @@ class Peer:
                             print(f"notification {method} failed: {e!r}", file=sys.stderr)
                 else:
                     request = await self._handle(item)
+                    if request is not None:
+                        self._start_here(request)
                 self._handled += 1
                 if self._waiting:
                     self._release()
         except BaseException:
             self._finish("closed by this side")
             raise
-        await self._run_here(request, self._inbox_loop())
 
     async def _handle(self, item: Any) -> dict[str, Any] | None:
         """Dispatch one message (its bytes, or parsed already); a request that may run on this
@@ -736,9 +736,8 @@ class Peer:
 
     async def _read_loop(self) -> None:
         reason = "the peer closed the connection"
-        request: dict[str, Any] | None = None
         try:
-            while request is None:
+            while True:
                 body = await self._framer.read()
                 if body is None:
                     break
@@ -753,7 +752,7 @@ class Peer:
                     for item in message:
                         await self._dispatch(item)
                 elif self._runs_here(message):
-                    request = message
+                    self._start_here(message)
                 else:
                     await self._dispatch(message)
         except ValueError as e:
@@ -761,20 +760,32 @@ class Peer:
         except (ConnectionError, OSError) as e:
             reason = f"the read side failed: {e}"
         finally:
-            if request is None:
-                self._finish(reason)
-        if request is not None:
-            await self._run_here(request, self._read_loop())
+            self._finish(reason)
 
-    async def _run_here(self, request: dict[str, Any], reader: Coroutine[Any, Any, None]) -> None:
-        """Run `request` on this task, and read on with `reader` on a new one: the handler starts
-        now, not a turn of the event loop later (the peer waits for its answer)."""
+    def _start_here(self, request: dict[str, Any]) -> None:
+        """Run `request`'s handler now, on the reading task, up to its first wait: the handler
+        starts now, not a turn of the event loop later (the peer waits for its answer). One that
+        answers without waiting (the usual callback) is answered then, with no task made for it;
+        the rest of one that waits runs on a task of its own, and the reading goes on here."""
         request_id = request["id"]
-        task = asyncio.current_task()
-        assert task is not None
+        run = self._run_request(request_id, request["method"], request.get("params"))
+        try:
+            yielded = run.send(None)
+        except StopIteration:
+            return
+        task = asyncio.get_running_loop().create_task(_resumed(run, yielded))
         self._running[request_id] = task
-        self._reader_task = asyncio.get_running_loop().create_task(reader)
-        await self._run_request(request_id, request["method"], request.get("params"))
+
+        def cancelled_before_it_ran(done: asyncio.Task[None]) -> None:
+            # Cancelled before its first step, the task never handed the cancel on: answer for it.
+            if done.cancelled():
+                run.close()
+                if self._running.get(request_id) is done:
+                    del self._running[request_id]
+                    if not self._closed.done():
+                        asyncio.get_running_loop().create_task(self._answer(request_id, error=RequestCancelled()))
+
+        task.add_done_callback(cancelled_before_it_ran)
 
     def _runs_here(self, message: Any) -> bool:
         """Whether `message` is a request the reading task may run itself."""
@@ -935,6 +946,36 @@ class Peer:
             self._offered.pop(token, None)
             raise
         return {"values": [value], "finished": False}
+
+
+class _Step:
+    """Awaiting it hands `value` to the task, as the coroutine that yielded it would have."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self.value)
+
+
+async def _resumed(run: Coroutine[Any, Any, None], yielded: Any) -> None:
+    """The rest of `run`, whose first step ran already and yielded `yielded`: each of its
+    yields goes to this task, and what the task sends or throws (a cancel) goes back to it."""
+    while True:
+        try:
+            sent = await _Step(yielded)
+        except BaseException as e:  # noqa: BLE001 - handed to the coroutine, which decides
+            try:
+                yielded = run.throw(e)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = run.send(sent)
+            except StopIteration:
+                return
 
 
 class Pull(AsyncIterator[T]):
