@@ -241,13 +241,13 @@ mod tests {
     /// call table, a caller that gives up, a paused reader or the connection's end needs is made
     /// on first use, not held inline (1,336 bytes when it was, 1,080 with the wake-ups of the
     /// lifecycle, the close reason, the drained answers, the call table and the settle count
-    /// inline; the heap figure of `benches/tests/idle_memory.rs` is too noisy to tell 160 bytes
-    /// apart).
+    /// inline, 856 with the maps of requests in flight and of tokens bound to calls; the heap
+    /// figure of `benches/tests/idle_memory.rs` is too noisy to tell 160 bytes apart).
     #[cfg(target_pointer_width = "64")]
     #[test]
     fn an_idle_connections_shared_state_holds_no_waits_inline() {
         let size = std::mem::size_of::<super::Shared>();
-        assert!(size <= 856, "Shared is {size} bytes");
+        assert!(size <= 768, "Shared is {size} bytes");
         let outbound = std::mem::size_of::<super::Outbound>();
         assert!(outbound <= 312, "Outbound is {outbound} bytes");
         let pending = std::mem::size_of::<super::Pending>();
