@@ -213,6 +213,42 @@ mod tests {
     }
 
     #[test]
+    fn a_handlers_token_asked_for_after_the_close_is_cancelled_and_one_made_before_is_cancelled_by_it() {
+        let l = Lifecycle::new();
+        l.close();
+        assert!(l.handlers().is_cancelled(), "made after the close");
+        let l = Lifecycle::new();
+        let token = l.handlers().clone();
+        assert!(!token.is_cancelled());
+        l.peer_ended();
+        assert!(!token.is_cancelled(), "the peer's EOF lets the handlers run");
+        l.grace_over();
+        assert!(token.is_cancelled(), "made before the close");
+    }
+
+    /// The two signals share one wake-up: each waiter is woken by its own state and by no
+    /// earlier one.
+    #[tokio::test]
+    async fn each_signals_waiter_is_woken_by_its_state() {
+        use std::time::Duration;
+        let l = std::sync::Arc::new(Lifecycle::new());
+        let stopped = tokio::spawn({
+            let l = l.clone();
+            async move { l.stopped().cancelled().await }
+        });
+        let finished = tokio::spawn({
+            let l = l.clone();
+            async move { l.finished().cancelled().await }
+        });
+        tokio::task::yield_now().await;
+        l.close();
+        tokio::time::timeout(Duration::from_secs(5), stopped).await.expect("woken by the close").unwrap();
+        assert!(!finished.is_finished() && !l.finished().is_cancelled());
+        l.finish();
+        tokio::time::timeout(Duration::from_secs(5), finished).await.expect("woken by the finish").unwrap();
+    }
+
+    #[test]
     fn transitions_only_go_forward() {
         let l = Lifecycle::new();
         l.close();

@@ -256,4 +256,3 @@ mod tests {
         assert!(lifecycle <= 80, "Lifecycle is {lifecycle} bytes");
     }
 }
-

@@ -157,7 +157,12 @@ pub(super) struct Listed {
 
 impl Listed {
     fn peer(&self, id: u64, server: &std::sync::Weak<Inner>) -> Peer {
-        Peer { id, addr: self.addr.clone(), handle: self.handle.clone(), server: ServerHandle { inner: server.clone() } }
+        Peer {
+            id,
+            addr: self.addr.clone(),
+            handle: self.handle.clone(),
+            server: ServerHandle { inner: server.clone() },
+        }
     }
 }
 
