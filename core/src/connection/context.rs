@@ -96,13 +96,13 @@ impl Handle {
 impl super::shared::Shared {
     /// Fires once the connection stops (closing, or draining after the peer's EOF).
     #[cfg_attr(not(feature = "process"), allow(dead_code))]
-    pub(crate) fn stopped_signal(&self) -> &super::lifecycle::Signal {
+    pub(crate) fn stopped_signal(&self) -> super::lifecycle::Signal<'_> {
         self.lifecycle.stopped()
     }
 
     /// Fires once the writer is done: nothing more can be sent.
     #[cfg_attr(not(feature = "process"), allow(dead_code))]
-    pub(crate) fn finished_signal(&self) -> &super::lifecycle::Signal {
+    pub(crate) fn finished_signal(&self) -> super::lifecycle::Signal<'_> {
         self.lifecycle.finished()
     }
 

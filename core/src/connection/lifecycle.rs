@@ -16,11 +16,18 @@
 //! is stored before any token fires, so whoever a token wakes sees the state it announces. The
 //! reader's and the responders' checks are one atomic load.
 //!
+//! What an idle connection holds of it is small (every connection holds one for its life): the
+//! two signals are the state itself and one shared wake-up ([`Signal`]: a waiter checks the
+//! state it waits for), and the handlers' token is made when first asked for (a request that
+//! wants its cancellation token, the dispatcher task), or at the close, to be cancelled.
+//!
 //! Who ends the connection, and with which reason, is [`Shared::close`](super::shared::Shared)'s
 //! (the first reason wins); this machine only says what runs.
 
+use std::sync::OnceLock;
 use std::task::Waker;
 
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::sync::{AtomicU8, AtomicWaker, Ordering};
@@ -33,11 +40,13 @@ const FINISHED: u8 = 3;
 pub(crate) struct Lifecycle {
     state: AtomicU8,
     /// Parent of every inbound request's token; also stops the dispatcher. Fires on `Closing`.
-    handlers: CancellationToken,
-    /// Fires on leaving `Open`: the reader stops, the writer's drain begins.
-    stopped: Signal,
-    /// Fires on `Finished`.
-    finished: Signal,
+    /// Made when first asked for (see [`Lifecycle::handlers`]): a connection whose handlers never
+    /// asked for a token holds none until its close.
+    handlers: OnceLock<CancellationToken>,
+    /// Woken on every state entered (for [`Signal`]s), and by [`Lifecycle::wake_waiters`] (the
+    /// close reason, see [`Shared::closed`](super::shared::Shared)): every waiter checks what it
+    /// waits for after registering, so one wake-up serves them all.
+    changed: Notify,
     /// The reader, woken on leaving `Open`.
     reader: AtomicWaker,
 }
@@ -46,9 +55,8 @@ impl Lifecycle {
     pub(crate) fn new() -> Self {
         Lifecycle {
             state: AtomicU8::new(OPEN),
-            handlers: CancellationToken::new(),
-            stopped: Signal::default(),
-            finished: Signal::default(),
+            handlers: OnceLock::new(),
+            changed: Notify::new(),
             reader: AtomicWaker::new(),
         }
     }
@@ -61,14 +69,16 @@ impl Lifecycle {
     /// Fire what entering the states after `from` up to `to` fires, in order.
     fn entered(&self, from: u8, to: u8) {
         if from < CLOSING && to >= CLOSING {
-            self.handlers.cancel();
+            // Made here if nobody asked for it yet (a maker racing this close either sees the
+            // state and cancels its token itself, or this waits for it and cancels it).
+            self.handlers().cancel();
         }
         if from < DRAINING && to >= DRAINING {
-            self.stopped.fire();
             self.reader.wake();
         }
-        if from < FINISHED && to >= FINISHED {
-            self.finished.fire();
+        if from < to {
+            // The state is stored (`advance`): whoever this wakes sees every state it entered.
+            self.changed.notify_waiters();
         }
     }
 
@@ -107,20 +117,40 @@ impl Lifecycle {
         self.state.load(Ordering::SeqCst) >= CLOSING
     }
 
-    /// Fires on `Closing`: the parent of every inbound request's token.
+    /// Fires on `Closing`: the parent of every inbound request's token. Made on first use,
+    /// cancelled at once if the connection is closing already.
     pub(crate) fn handlers(&self) -> &CancellationToken {
-        &self.handlers
+        self.handlers.get_or_init(|| {
+            let token = CancellationToken::new();
+            // After the close's state store, a close that found no token waits for this one.
+            if self.handlers_cancelled() {
+                token.cancel();
+            }
+            token
+        })
     }
 
     /// Fires on leaving `Open`.
-    pub(crate) fn stopped(&self) -> &Signal {
-        &self.stopped
+    pub(crate) fn stopped(&self) -> Signal<'_> {
+        Signal { lifecycle: self, state: DRAINING }
     }
 
     /// Fires on `Finished` ([`Connection::close`](super::Connection::close) and a child
     /// process's reaper wait for it).
-    pub(crate) fn finished(&self) -> &Signal {
-        &self.finished
+    pub(crate) fn finished(&self) -> Signal<'_> {
+        Signal { lifecycle: self, state: FINISHED }
+    }
+
+    /// Wake every waiter of a [`Signal`] (and of the close reason), to check again what it waits
+    /// for.
+    pub(crate) fn wake_waiters(&self) {
+        self.changed.notify_waiters();
+    }
+
+    /// What [`Lifecycle::wake_waiters`] and every state entered wake: create (or `enable`) it
+    /// before checking what it waits for.
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
     }
 
     /// The reader's task, to wake when the connection stops (register before checking
@@ -131,35 +161,32 @@ impl Lifecycle {
 }
 
 /// A state the lifecycle has entered, for whoever waits for it: what a [`CancellationToken`]
-/// does here, without its allocation (every connection holds two).
-#[derive(Default)]
-pub(crate) struct Signal {
-    fired: std::sync::atomic::AtomicBool,
-    waiters: tokio::sync::Notify,
+/// does here, without its allocation, and without a wake-up of its own (the state is the
+/// lifecycle's, the wake-up the one every state entered fires).
+#[derive(Clone, Copy)]
+pub(crate) struct Signal<'a> {
+    lifecycle: &'a Lifecycle,
+    state: u8,
 }
 
-impl Signal {
-    fn fire(&self) {
-        self.fired.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.waiters.notify_waiters();
-    }
-
+impl<'a> Signal<'a> {
     /// Whether the state was entered.
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+        self.lifecycle.state.load(Ordering::SeqCst) >= self.state
     }
 
     /// Resolves once the state is entered.
-    pub(crate) async fn cancelled(&self) {
+    pub(crate) async fn cancelled(self) {
         loop {
-            // Registered before the check: a `fire` from here on wakes it.
-            let fired = self.waiters.notified();
-            tokio::pin!(fired);
-            fired.as_mut().enable();
+            // Created before the check: a state entered from here on wakes it (the state is
+            // stored before the wake-up, both `SeqCst`).
+            let changed = self.lifecycle.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             if self.is_cancelled() {
                 return;
             }
-            fired.await;
+            changed.await;
         }
     }
 }
@@ -169,7 +196,7 @@ mod tests {
     use super::*;
 
     fn fired(l: &Lifecycle) -> (bool, bool, bool) {
-        (l.stopped.is_cancelled(), l.handlers.is_cancelled(), l.finished.is_cancelled())
+        (l.stopped().is_cancelled(), l.handlers().is_cancelled(), l.finished().is_cancelled())
     }
 
     #[test]
@@ -183,6 +210,42 @@ mod tests {
         assert_eq!(fired(&l), (true, true, false));
         l.finish();
         assert_eq!(fired(&l), (true, true, true));
+    }
+
+    #[test]
+    fn a_handlers_token_asked_for_after_the_close_is_cancelled_and_one_made_before_is_cancelled_by_it() {
+        let l = Lifecycle::new();
+        l.close();
+        assert!(l.handlers().is_cancelled(), "made after the close");
+        let l = Lifecycle::new();
+        let token = l.handlers().clone();
+        assert!(!token.is_cancelled());
+        l.peer_ended();
+        assert!(!token.is_cancelled(), "the peer's EOF lets the handlers run");
+        l.grace_over();
+        assert!(token.is_cancelled(), "made before the close");
+    }
+
+    /// The two signals share one wake-up: each waiter is woken by its own state and by no
+    /// earlier one.
+    #[tokio::test]
+    async fn each_signals_waiter_is_woken_by_its_state() {
+        use std::time::Duration;
+        let l = std::sync::Arc::new(Lifecycle::new());
+        let stopped = tokio::spawn({
+            let l = l.clone();
+            async move { l.stopped().cancelled().await }
+        });
+        let finished = tokio::spawn({
+            let l = l.clone();
+            async move { l.finished().cancelled().await }
+        });
+        tokio::task::yield_now().await;
+        l.close();
+        tokio::time::timeout(Duration::from_secs(5), stopped).await.expect("woken by the close").unwrap();
+        assert!(!finished.is_finished() && !l.finished().is_cancelled());
+        l.finish();
+        tokio::time::timeout(Duration::from_secs(5), finished).await.expect("woken by the finish").unwrap();
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 
 use super::{CloseReason, Error};
 use crate::message::ErrorObject;
@@ -39,7 +39,9 @@ struct Inner {
     /// (`loom_pending_the_abandoned_ids_memory_stays_bounded`). Once made it stays made: a
     /// connection whose callers give up keeps its memory for late answers.
     abandoned: Option<Box<Abandoned>>,
-    closed: Option<CloseReason>,
+    /// Why the table closed, once it has. Boxed: made only at the end, it would cost every
+    /// connection its size for the whole of its life.
+    closed: Option<Box<CloseReason>>,
 }
 
 #[derive(Default)]
@@ -60,8 +62,10 @@ pub(crate) enum Delivery {
 
 pub(crate) struct Pending {
     inner: Mutex<Inner>,
-    /// Wakes a paused reader when a call starts (it must read on to find the answer).
-    pub(crate) call_started: Notify,
+    /// Wakes a paused reader when a call starts (it must read on to find the answer). Made by
+    /// the reader when it first pauses, which checks the table under its lock after
+    /// registering; a call is entered under that lock before the wake-up looks for it.
+    pub(crate) call_started: lazy::LazyNotify,
     /// At most this many calls await answers at once (`Limits::max_pending_calls`).
     max: usize,
     /// Signalled when a call ends while the map is full (a further call waits for that). Made
@@ -87,7 +91,7 @@ impl Pending {
     pub(crate) fn new(max_pending_calls: usize) -> Self {
         Pending {
             inner: Mutex::new(Inner::default()),
-            call_started: Notify::new(),
+            call_started: lazy::LazyNotify::new(),
             max: max_pending_calls.max(1),
             slot_freed: OnceBox::new(),
         }
@@ -105,7 +109,7 @@ impl Pending {
     pub(crate) fn try_register(&self, id: u64) -> Option<Result<oneshot::Receiver<Outcome>, Error>> {
         let mut inner = self.lock();
         if let Some(reason) = &inner.closed {
-            return Some(Err(Error::ConnectionLost(reason.clone())));
+            return Some(Err(Error::ConnectionLost(CloseReason::clone(reason))));
         }
         if inner.calls.len() >= self.max {
             return None;
@@ -215,7 +219,7 @@ impl Pending {
         let calls = {
             let mut inner = self.lock();
             if inner.closed.is_none() {
-                inner.closed = Some(reason.clone());
+                inner.closed = Some(Box::new(reason.clone()));
             }
             std::mem::take(&mut inner.calls)
         };

@@ -98,6 +98,7 @@ use crate::handler::{BoxFuture as HandlerFuture, Request, Responder, Router};
 use crate::message::Id;
 use crate::message::bind::Found;
 pub use crate::message::bind::Target;
+use crate::sync::lazy::OnceBox;
 use crate::util::hash::IdBuild;
 
 mod sealed {
@@ -659,20 +660,24 @@ type Owned = HashMap<u64, Vec<(usize, u64)>, IdBuild>;
 /// answered, given up, or never sent.
 #[derive(Default)]
 struct CallBindings {
-    /// Our request id → (extension, token) in its params.
-    owned: Mutex<Owned>,
+    /// Our request id → (extension, token) in its params. Made at the first token bound to a
+    /// call: a connection whose calls never carried one holds none of it (40 bytes inline, twice,
+    /// were every connection's).
+    owned: OnceBox<Mutex<Owned>>,
     /// Entries of `owned`, so that answers to calls that carry no token skip the lock.
     count: AtomicUsize,
 }
 
 impl CallBindings {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Owned> {
+    /// The map, if a token was ever bound (`None`: there is nothing to take).
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Owned>> {
         // Every critical section is one map operation: a poisoned lock is still consistent.
-        self.owned.lock().unwrap_or_else(|p| p.into_inner())
+        Some(self.owned.get()?.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn bind(&self, id: u64, extension: usize, token: u64) {
-        self.lock().entry(id).or_default().push((extension, token));
+        let owned = self.owned.get_or_init(|| Box::new(Mutex::new(Owned::default())));
+        owned.lock().unwrap_or_else(|p| p.into_inner()).entry(id).or_default().push((extension, token));
         self.count.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -681,14 +686,15 @@ impl CallBindings {
         if self.count.load(Ordering::Acquire) == 0 {
             return Vec::new();
         }
-        let tokens = self.lock().remove(&id).unwrap_or_default();
+        let tokens = self.lock().and_then(|mut owned| owned.remove(&id)).unwrap_or_default();
         self.count.fetch_sub(tokens.len(), Ordering::AcqRel);
         tokens
     }
 
     fn clear(&self) {
-        let mut owned = self.lock();
-        owned.clear();
-        self.count.store(0, Ordering::Release);
+        if let Some(mut owned) = self.lock() {
+            owned.clear();
+            self.count.store(0, Ordering::Release);
+        }
     }
 }

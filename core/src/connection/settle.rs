@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::sync::lazy::OnceBox;
+
 #[derive(Default)]
 pub(crate) struct Settle {
     /// Messages the reader has handed to the dispatcher.
@@ -21,7 +23,9 @@ pub(crate) struct Settle {
     /// request's handler started), in order.
     handled: AtomicU64,
     waiters: AtomicUsize,
-    advanced: Notify,
+    /// Made by the first waiter, before it counts itself in `waiters` (so a wake-up that sees
+    /// a waiter counted finds it made); most connections never have one.
+    advanced: OnceBox<Notify>,
 }
 
 impl Settle {
@@ -39,8 +43,10 @@ impl Settle {
         self.handled.store(n, Ordering::SeqCst);
         // Waking costs a lock: only when somebody waits (the SeqCst pair with `wait` makes sure
         // a waiter either sees the new count or is counted here).
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            self.advanced.notify_waiters();
+        if self.waiters.load(Ordering::SeqCst) > 0
+            && let Some(advanced) = self.advanced.get()
+        {
+            advanced.notify_waiters();
         }
     }
 
@@ -55,11 +61,12 @@ impl Settle {
                 self.0.fetch_sub(1, Ordering::SeqCst);
             }
         }
+        let advanced = self.advanced.get_or_init(|| Box::new(Notify::new()));
         self.waiters.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&self.waiters);
         loop {
             // Created before the check: it receives every `notify_waiters` from here on.
-            let advanced = self.advanced.notified();
+            let advanced = advanced.notified();
             if self.handled.load(Ordering::SeqCst) >= target {
                 return;
             }

@@ -3,8 +3,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use tokio::sync::Notify;
-
 use super::config::Config;
 use super::in_flight::InFlight;
 use super::lifecycle::Lifecycle;
@@ -33,13 +31,12 @@ pub(crate) struct Shared {
     pub(crate) read_ahead: ReadAhead,
     /// How far the dispatcher has got, for calls that wait for the notifications before their answer.
     pub(crate) settle: super::settle::Settle,
-    /// Why the connection ended, once it has (the first reason wins). A lock and a `Notify`, not
-    /// a watch channel: every connection holds one, and this costs no allocation.
-    /// Boxed: 64 bytes for the rest of the connection's life were paid by every connection
+    /// Why the connection ended, once it has (the first reason wins). A lock and the
+    /// lifecycle's wake-up ([`Lifecycle::wake_waiters`], woken once it is set), not a watch
+    /// channel: every connection holds one, and this costs no allocation and no `Notify` of its
+    /// own. Boxed: 64 bytes for the rest of the connection's life were paid by every connection
     /// for a value made only at its end.
     reason: crate::sync::Mutex<Option<Box<CloseReason>>>,
-    /// Wakes [`Shared::closed`] once `reason` is set.
-    reason_set: Notify,
     /// How the child process ended, once known (a child process transport only).
     child_exit: OnceLock<Box<ChildExit>>,
     /// What a detached connection's owner keeps until the connection has finished
@@ -67,7 +64,6 @@ impl Shared {
             read_ahead: ReadAhead::default(),
             settle: Default::default(),
             reason: crate::sync::Mutex::new(None),
-            reason_set: Notify::new(),
             child_exit: OnceLock::new(),
             kept: crate::sync::Mutex::new(None),
         }
@@ -123,7 +119,8 @@ impl Shared {
             *r = Some(Box::new(reason.clone()));
             reason
         };
-        self.reason_set.notify_waiters();
+        // Set under the lock, which `closed` checks after registering.
+        self.lifecycle.wake_waiters();
         match reason.kind {
             CloseKind::LocallyClosed | CloseKind::RemoteClosed => {
                 tracing::debug!(target: crate::LOG_TARGET, %reason, "connection closed")
@@ -182,7 +179,7 @@ impl Shared {
     pub(crate) async fn closed(&self) -> CloseReason {
         loop {
             // Registered before the check: a reason set from here on wakes it.
-            let set = self.reason_set.notified();
+            let set = self.lifecycle.changed();
             tokio::pin!(set);
             set.as_mut().enable();
             if let Some(r) = self.close_reason() {
@@ -241,15 +238,21 @@ impl crate::message::bind::Binder for Shared {
 #[cfg(test)]
 mod tests {
     /// Every connection holds one `Shared` for its whole life: what only a full budget, a full
-    /// call table or a caller that gives up needs is made on first use, not held inline (1,336
-    /// bytes when it was; the heap figure of `benches/tests/idle_memory.rs` is too noisy to
-    /// tell 160 bytes apart).
+    /// call table, a caller that gives up, a paused reader or the connection's end needs is made
+    /// on first use, not held inline (1,336 bytes when it was, 1,080 with the wake-ups of the
+    /// lifecycle, the close reason, the drained answers, the call table and the settle count
+    /// inline, 856 with the maps of requests in flight and of tokens bound to calls; the heap
+    /// figure of `benches/tests/idle_memory.rs` is too noisy to tell 160 bytes apart).
     #[cfg(target_pointer_width = "64")]
     #[test]
     fn an_idle_connections_shared_state_holds_no_waits_inline() {
         let size = std::mem::size_of::<super::Shared>();
-        assert!(size <= 1104, "Shared is {size} bytes");
-        assert!(std::mem::size_of::<super::Outbound>() <= 376);
-        assert!(std::mem::size_of::<super::Pending>() <= 168);
+        assert!(size <= 768, "Shared is {size} bytes");
+        let outbound = std::mem::size_of::<super::Outbound>();
+        assert!(outbound <= 312, "Outbound is {outbound} bytes");
+        let pending = std::mem::size_of::<super::Pending>();
+        assert!(pending <= 96, "Pending is {pending} bytes");
+        let lifecycle = std::mem::size_of::<super::Lifecycle>();
+        assert!(lifecycle <= 80, "Lifecycle is {lifecycle} bytes");
     }
 }

@@ -429,8 +429,7 @@ async fn accept_loop<L: Listener>(mut listener: L, inner: Arc<Inner>, template: 
         let listed_addr = addr.clone();
         let mut builder = template.clone().serve_with(move |handle| {
             if let Some(inner) = registry.upgrade() {
-                let server = ServerHandle { inner: Arc::downgrade(&inner) };
-                inner.insert(Peer { id, addr: listed_addr.clone(), handle, server });
+                inner.insert(id, listed_addr.clone(), handle);
             }
             Router::new()
         });
@@ -464,7 +463,7 @@ impl Drop for Active {
 /// holds the connection).
 struct Running {
     id: u64,
-    addr: PeerAddr,
+    /// (Its address is the peer list's: 32 bytes fewer for every running connection.)
     inner: std::sync::Weak<Inner>,
     /// Keeps [`Inner::tasks`] waiting (a shutdown waits for every connection's end).
     _tracked: tokio_util::task::task_tracker::TaskTrackerToken,
@@ -473,10 +472,11 @@ struct Running {
 impl Drop for Running {
     fn drop(&mut self) {
         let Some(inner) = self.inner.upgrade() else { return };
-        inner.remove(self.id);
+        let addr = inner.remove(self.id);
         inner.stats.closed.fetch_add(1, Ordering::Relaxed);
         inner.active.fetch_sub(1, Ordering::AcqRel);
-        tracing::debug!(target: crate::LOG_TARGET, peer = %self.addr, id = self.id, "connection closed");
+        let peer = addr.as_ref().map(tracing::field::display);
+        tracing::debug!(target: crate::LOG_TARGET, peer, id = self.id, "connection closed");
     }
 }
 
@@ -511,7 +511,7 @@ async fn serve_peer<A: Accepted>(start: Box<(A, Builder)>, id: u64, addr: PeerAd
     let handle = conn.handle();
     // From here on `Running` counts the connection as active.
     active.0 = None;
-    let running = Running { id, addr, inner: Arc::downgrade(&inner), _tracked: inner.tasks.token() };
+    let running = Running { id, inner: Arc::downgrade(&inner), _tracked: inner.tasks.token() };
     conn.detach(Box::new(running));
     // The server began closing its peers before this one was listed or detached: close it
     // here (listed after that, it was missed; listed before, this changes nothing).

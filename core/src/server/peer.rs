@@ -92,7 +92,7 @@ impl ServerHandle {
     /// A live connection by its [`Peer::id`].
     pub fn peer(&self, id: u64) -> Option<Peer> {
         let inner = self.inner.upgrade()?;
-        inner.peers_map().get(&id).cloned()
+        inner.peers_map().get(&id).map(|l| l.peer(id, &self.inner))
     }
 
     /// The counters (all zero once the server is gone).
@@ -147,8 +147,27 @@ pub(super) struct Counters {
     pub(super) accept_errors: AtomicU64,
 }
 
+/// What the peer list keeps of a connection: a [`Peer`] without what it shares with every other
+/// (its id is the key, its server the list's). 40 bytes a connection, where the whole `Peer`
+/// took 56 (and the table its buckets' worth, grown by doubling, for each).
+pub(super) struct Listed {
+    addr: PeerAddr,
+    handle: Handle,
+}
+
+impl Listed {
+    fn peer(&self, id: u64, server: &std::sync::Weak<Inner>) -> Peer {
+        Peer {
+            id,
+            addr: self.addr.clone(),
+            handle: self.handle.clone(),
+            server: ServerHandle { inner: server.clone() },
+        }
+    }
+}
+
 pub(super) struct Inner {
-    pub(super) peers: Mutex<HashMap<u64, Peer>>,
+    pub(super) peers: Mutex<HashMap<u64, Listed>>,
     pub(super) next_id: AtomicU64,
     /// Connections counted against the limit (handshakes included).
     pub(super) active: AtomicUsize,
@@ -171,16 +190,17 @@ pub(super) struct Inner {
 }
 
 impl Inner {
-    pub(super) fn peers_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Peer>> {
+    pub(super) fn peers_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Listed>> {
         self.peers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn insert(&self, peer: Peer) {
-        self.peers_map().insert(peer.id, peer);
+    pub(super) fn insert(&self, id: u64, addr: PeerAddr, handle: Handle) {
+        self.peers_map().insert(id, Listed { addr, handle });
     }
 
-    pub(super) fn remove(&self, id: u64) {
-        self.peers_map().remove(&id);
+    /// The peer leaves the list: where it was from, if it was listed.
+    pub(super) fn remove(&self, id: u64) -> Option<PeerAddr> {
+        self.peers_map().remove(&id).map(|l| l.addr)
     }
 
     /// Close every connection, those still in their handshake too (they see `close_all`; one
@@ -193,8 +213,9 @@ impl Inner {
         }
     }
 
-    pub(super) fn peers(&self) -> Vec<Peer> {
-        let mut peers: Vec<Peer> = self.peers_map().values().cloned().collect();
+    pub(super) fn peers(self: &Arc<Self>) -> Vec<Peer> {
+        let server = Arc::downgrade(self);
+        let mut peers: Vec<Peer> = self.peers_map().iter().map(|(&id, l)| l.peer(id, &server)).collect();
         peers.sort_by_key(|p| p.id);
         peers
     }
@@ -225,7 +246,7 @@ impl Inner {
         crate::framing::flatten(&mut body);
         body.shrink_to_fit();
         let body = Bytes::from(body);
-        let handles: Vec<(u64, Handle)> = self.peers_map().values().map(|p| (p.id, p.handle.clone())).collect();
+        let handles: Vec<(u64, Handle)> = self.peers_map().iter().map(|(&id, l)| (id, l.handle.clone())).collect();
         let mut report = Broadcast::default();
         for (id, handle) in handles {
             let limits = handle.limits();

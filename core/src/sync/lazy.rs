@@ -63,6 +63,45 @@ impl<T> Default for OnceBox<T> {
     }
 }
 
+/// What [`Notify::notified`] returns (tokio's, or the model's under loom).
+#[cfg(not(jsonrpc_duplex_loom))]
+pub(crate) type Notified<'a> = tokio::sync::futures::Notified<'a>;
+#[cfg(jsonrpc_duplex_loom)]
+pub(crate) type Notified<'a> = self::model::Notified<'a>;
+
+/// A [`Notify`] made by its first waiter: a wake-up before that finds none and does nothing
+/// (an unused one costs a [`OnceBox`], 16 bytes, where a `Notify` is 32).
+///
+/// Correct only where nothing is lost by that: every waiter creates its [`Notified`] (and
+/// `enable`s it) before it checks what it waits for under a lock, and every change it waits for
+/// is made under that lock before the wake-up looks. A waker that finds none made then ran its
+/// critical section before the waiter's check, which sees the change.
+pub(crate) struct LazyNotify(OnceBox<Notify>);
+
+impl LazyNotify {
+    pub(crate) fn new() -> Self {
+        LazyNotify(OnceBox::new())
+    }
+
+    /// Made here if nobody waited before.
+    pub(crate) fn notified(&self) -> Notified<'_> {
+        self.0.get_or_init(|| Box::new(Notify::new())).notified()
+    }
+
+    /// Nothing if nobody ever waited (no permit is stored for a first waiter: it checks first).
+    pub(crate) fn notify_one(&self) {
+        if let Some(notify) = self.0.get() {
+            notify.notify_one();
+        }
+    }
+}
+
+impl Default for LazyNotify {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(jsonrpc_duplex_loom)]
 mod model {
     use std::future::Future;

@@ -28,7 +28,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::Notify;
 
 use self::turns::{Content, OutQueue, OutTurns, Writer};
 use super::Direction;
@@ -156,10 +155,6 @@ struct Queue {
     answers_in_writer: usize,
     /// A sender waits for room (it is first in line: the others wait for the turnstile).
     waiting: bool,
-    /// An emptied tail buffer, swapped in when a sender takes the tail to write it inline.
-    /// Given back to the thread's pool, with the tail, when the writer lets go (an idle
-    /// connection holds no write buffer; the next message encoded takes one from the pool).
-    spare: BytesMut,
 }
 
 impl Content for Queue {
@@ -187,10 +182,9 @@ pub(crate) struct Outbound {
     /// Bytes of responses and cancellations queued without waiting for the budget, or taken by
     /// the writer and not written yet. They cannot wait (they are sent from `Drop`), so instead
     /// nothing that produces more of them (a new inbound request, an error answer to garbage)
-    /// starts while they exceed the budget.
+    /// starts while they exceed the budget. Whoever waits for them to drain waits on
+    /// [`Waits::drained`].
     unbudgeted: AtomicUsize,
-    /// Signalled when fewer unbudgeted bytes wait (or the queue closes).
-    drained: Notify,
 }
 
 /// See [`Outbound::waits`]. Every waiter checks what it waits for under the queue lock after
@@ -207,10 +201,15 @@ pub(crate) struct Outbound {
 /// | made | a broadcaster registers for `caught_up`, then checks the backlog under the lock | returns, or waits |
 /// | made | the writer takes (or finishes writing) a batch over the budget | `caught_up` woken |
 /// | made | `close` | turnstile closed, `room` and `caught_up` woken: every waiter sees `closed` |
+/// | not made | the writer takes answers that held back new work: looks, finds none | not made (nobody waits) |
+/// | made | [`Outbound::wait_room`] registers for `drained`, then checks the unbudgeted bytes under the lock | returns, or waits |
+/// | made | the writer takes (or finishes writing) answers that held back new work | `drained` woken |
+/// | made | `close` | `drained` woken too |
 ///
 /// `room` is woken only when `waiting` was set, which its sender does after making these, so
 /// that wake-up never looks for them in vain; `caught_up`'s may (a broadcaster that has not made
-/// them yet), and then the broadcaster's check after making them sees the backlog gone. Checked
+/// them yet), and then the broadcaster's check after making them sees the backlog gone (so may
+/// `drained`'s, and then `wait_room`'s check under the lock sees the answers taken). Checked
 /// by the `loom_outbound_waits_*` models, which fail if either check after making is left out.
 /// Once made they stay made for the connection's life (one allocation, behind one pointer).
 struct Waits {
@@ -220,6 +219,9 @@ struct Waits {
     room: lazy::Notify,
     /// Signalled when the writer takes a queue that was over its budget (or the queue closes).
     caught_up: lazy::Notify,
+    /// Signalled when fewer unbudgeted bytes wait (or the queue closes): a reader that stopped
+    /// taking on work because its peer does not read the answers waits here.
+    drained: lazy::Notify,
 }
 
 impl Waits {
@@ -228,6 +230,7 @@ impl Waits {
             turnstile: lazy::Semaphore::new(1),
             room: lazy::Notify::new(),
             caught_up: lazy::Notify::new(),
+            drained: lazy::Notify::new(),
         })
     }
 }
@@ -244,7 +247,6 @@ impl Outbound {
                 in_writer: 0,
                 answers_in_writer: 0,
                 waiting: false,
-                spare: BytesMut::new(),
             }),
             codec,
             pump: Mutex::new(None),
@@ -253,7 +255,6 @@ impl Outbound {
             waits: OnceBox::new(),
             closed: AtomicBool::new(false),
             unbudgeted: AtomicUsize::new(0),
-            drained: Notify::new(),
         }
     }
 
@@ -435,9 +436,9 @@ impl Outbound {
         let (write_here, wake_task) = (writer == Writer::Here, writer == Writer::Task);
         // The new inline owner of a byte stream takes the tail now, under this lock, instead of
         // locking again to take it (unless large bodies are queued: they go first).
+        // (The next message framed here takes a buffer from this thread's pool.)
         let (first, taken) = if write_here && self.codec.is_some() && q.chunks.is_empty() {
-            let spare = std::mem::take(&mut q.spare);
-            let first = std::mem::replace(&mut q.tail, spare);
+            let first = std::mem::take(&mut q.tail);
             (Some(first), Some(self.took_locked(&mut q)))
         } else {
             (None, None)
@@ -505,7 +506,7 @@ impl Outbound {
 
     /// The owner's next batch: swap the queued chunks into `chunks` and the tail into `tail`
     /// (both must be empty), or, if nothing is queued, give up ownership (`false`); then `spare`,
-    /// an emptied buffer of the writer's, and the queue's own emptied buffers go back to this
+    /// an emptied buffer of the writer's, and the queue's own emptied tail go back to this
     /// thread's pool.
     pub(crate) fn take_or_release(
         &self,
@@ -532,7 +533,6 @@ impl Outbound {
                     crate::util::bufpool::give_bytes(spare);
                 }
                 crate::util::bufpool::give_bytes(std::mem::take(&mut q.tail));
-                crate::util::bufpool::give_bytes(std::mem::take(&mut q.spare));
                 shrink_idle(&mut q.chunks);
                 Taken { room: false, drained: answers + q.unbudgeted > self.budget_max, caught_up }
             },
@@ -562,7 +562,7 @@ impl Outbound {
 
     /// Wake who waits for what a take freed.
     fn after_take(&self, taken: Taken) {
-        if taken.room || taken.caught_up {
+        if taken.room || taken.caught_up || taken.drained {
             // None made yet: nobody waits (see `Waits`).
             if let Some(waits) = self.waits.get() {
                 if taken.room {
@@ -571,10 +571,10 @@ impl Outbound {
                 if taken.caught_up {
                     waits.caught_up.notify_waiters();
                 }
+                if taken.drained {
+                    waits.drained.notify_waiters();
+                }
             }
-        }
-        if taken.drained {
-            self.drained.notify_waiters();
         }
     }
 
@@ -590,12 +590,18 @@ impl Outbound {
         if self.has_room() {
             return;
         }
+        let waits = self.waits();
         loop {
-            let drained = self.drained.notified();
+            let drained = waits.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
-            if self.has_room() {
-                return;
+            {
+                // Under the lock (the mirror is stored under it, before the wake-up looks for
+                // `waits`): a take that found no `waits` is seen here.
+                let _q = self.lock();
+                if self.has_room() {
+                    return;
+                }
             }
             drained.await;
         }
@@ -613,7 +619,7 @@ impl Outbound {
         let waits = self.waits();
         waits.turnstile.close();
         waits.room.notify_waiters();
-        self.drained.notify_waiters();
+        waits.drained.notify_waiters();
         waits.caught_up.notify_waiters();
     }
 
