@@ -32,8 +32,9 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use futures::future::{AbortHandle, Abortable, Aborted, BoxFuture, FutureExt, Shared, abortable};
+use futures::stream::{FuturesUnordered, StreamExt};
 use futures::Sink;
-use futures::future::{FutureExt, Shared};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -164,7 +165,7 @@ impl Builder {
             client.http2_only(true).timer(hyper_util::rt::TokioTimer::new());
         }
         let client = client.build(connector);
-        let (tx, mut rx) = mpsc::channel(64);
+        let (tx, rx) = mpsc::unbounded_channel();
         let permits = Arc::new(Semaphore::new(target.max_in_flight));
         let shared = Arc::new(ClientShared {
             client,
@@ -174,12 +175,60 @@ impl Builder {
             tasks: Mutex::default(),
         });
         let sink = PostSink { shared, tx: Some(tx), permits: PollSemaphore::new(permits), permit: None, fence: None };
-        let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let incoming = Exchanges { new: rx, running: FuturesUnordered::new(), closed: false };
         self.connect_messages(incoming, sink)
     }
 }
 
-type Frames = mpsc::Sender<Result<Frame, FrameError>>;
+/// One exchange in flight: what it hands the connection when it is over (an answer, an error
+/// answer made here, or nothing: a notification's `202`, an abandoned `POST`).
+type Exchange = Abortable<BoxFuture<'static, Option<Frame>>>;
+
+/// Where the sink hands its exchanges to [`Exchanges`].
+type Frames = mpsc::UnboundedSender<Exchange>;
+
+/// The inbound side: the `POST`s in flight, polled by the connection's reader as its stream of
+/// inbound messages, so an exchange costs no task of its own (hyper's connection tasks do the
+/// I/O; the reader wakes when an answer is in and takes it as it takes any inbound message).
+/// Over plain HTTP nothing but answers arrive, which the reader routes straight to their
+/// calls, so it never pauses on the read-ahead limits while exchanges wait to be polled. The
+/// stream ends once the sink is closed or dropped, abandoning the `POST`s in flight (as it is
+/// dropped, with them, when the connection ends).
+struct Exchanges {
+    new: mpsc::UnboundedReceiver<Exchange>,
+    running: FuturesUnordered<Exchange>,
+    /// The sink is gone: no exchange will be added, and those in flight were dropped.
+    closed: bool,
+}
+
+impl futures::Stream for Exchanges {
+    type Item = Result<Frame, FrameError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        while !this.closed {
+            match this.new.poll_recv(cx) {
+                Poll::Ready(Some(exchange)) => this.running.push(exchange),
+                Poll::Ready(None) => {
+                    // The sink closed (the connection is ending): every `POST` is abandoned.
+                    this.closed = true;
+                    this.running.clear();
+                }
+                Poll::Pending => break,
+            }
+        }
+        loop {
+            match ready!(this.running.poll_next_unpin(cx)) {
+                Some(Ok(Some(frame))) => return Poll::Ready(Some(Ok(frame))),
+                // A notification's answer, or an exchange abandoned by its call's cancellation.
+                Some(Ok(None) | Err(Aborted)) => continue,
+                None if this.closed => return Poll::Ready(None),
+                // Empty, and the sink may add more: its send wakes us through `new`.
+                None => return Poll::Pending,
+            }
+        }
+    }
+}
 
 struct ClientShared {
     client: Client<HttpConnector, FullBody>,
@@ -189,14 +238,13 @@ struct ClientShared {
     tasks: Mutex<Tasks>,
 }
 
-/// The `POST`s in flight, to abandon one when its call is cancelled and all when the
-/// connection ends.
+/// The calls' `POST`s in flight, to abandon one when its call is cancelled. (All of them, and
+/// the notifications', are abandoned when the sink closes: [`Exchanges`] drops them.)
 #[derive(Default)]
 struct Tasks {
     next: u64,
-    running: HashMap<u64, tokio::task::AbortHandle>,
-    /// A request's id (as spelled) → its task, with what the call's answer must carry.
-    by_id: HashMap<String, u64>,
+    /// A request's id (as spelled) → its exchange's number and abort handle.
+    by_id: HashMap<String, (u64, AbortHandle)>,
 }
 
 impl ClientShared {
@@ -246,9 +294,7 @@ impl PostSink {
             return false;
         };
         let mut tasks = self.shared.tasks();
-        if let Some(seq) = tasks.by_id.remove(id.get())
-            && let Some(task) = tasks.running.remove(&seq)
-        {
+        if let Some((_, task)) = tasks.by_id.remove(id.get()) {
             task.abort();
             drop(tasks);
             if self.shared.cancel.answers_cancelled
@@ -260,19 +306,17 @@ impl PostSink {
                     "the call was cancelled: its HTTP request was abandoned",
                     None,
                 );
-                let tx = tx.clone();
-                tokio::spawn(async move { tx.send(Ok(answer)).await });
+                let (exchange, _) = abortable(futures::future::ready(Some(answer)).boxed());
+                let _ = tx.send(exchange);
             }
         }
         true
     }
 
-    fn abort_all(&self) {
-        let mut tasks = self.shared.tasks();
-        for (_, task) in tasks.running.drain() {
-            task.abort();
-        }
-        tasks.by_id.clear();
+    /// Abandon every `POST` in flight: closing the channel makes [`Exchanges`] drop them all.
+    fn abort_all(&mut self) {
+        self.tx = None;
+        self.shared.tasks().by_id.clear();
     }
 }
 
@@ -323,10 +367,12 @@ impl Sink<Vec<u8>> for PostSink {
         let mut tasks = self.shared.tasks();
         let seq = tasks.next;
         tasks.next += 1;
-        let task = tokio::spawn(post(shared, seq, id.clone(), body, tx, permit, order));
-        tasks.running.insert(seq, task.abort_handle());
+        let (exchange, abort) = abortable(post(shared, seq, id.clone(), body, permit, order).boxed());
+        if tx.send(exchange).is_err() {
+            return Err(std::io::Error::other("the HTTP client is closed"));
+        }
         if let Some(id) = id {
-            tasks.by_id.insert(id, seq);
+            tasks.by_id.insert(id, (seq, abort));
         }
         Ok(())
     }
@@ -337,7 +383,6 @@ impl Sink<Vec<u8>> for PostSink {
 
     fn poll_close(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         self.abort_all();
-        self.tx = None;
         Poll::Ready(Ok(()))
     }
 }
@@ -362,16 +407,17 @@ struct Order {
     done: Option<oneshot::Sender<()>>,
 }
 
-/// One `POST`: its answer (or what went wrong) becomes an inbound message.
+/// One `POST`: its answer (or what went wrong) becomes an inbound message. The in-flight
+/// permit is given back when the exchange is over (its answer is then handed to the reader at
+/// once).
 async fn post(
     shared: Arc<ClientShared>,
     seq: u64,
     id: Option<String>,
     body: Vec<u8>,
-    tx: Frames,
     permit: Option<OwnedSemaphorePermit>,
     order: Order,
-) {
+) -> Option<Frame> {
     if let Some(after) = order.after {
         // Answered or not (a failed notification is logged, an abandoned one dropped), the
         // fence is over once its `POST` is.
@@ -379,21 +425,19 @@ async fn post(
     }
     let outcome = exchange(&shared, body).await;
     drop(order.done);
-    {
+    if let Some(id) = &id {
         let mut tasks = shared.tasks();
-        tasks.running.remove(&seq);
-        if let Some(id) = &id
-            && tasks.by_id.get(id) == Some(&seq)
-        {
+        if tasks.by_id.get(id).is_some_and(|(at, _)| *at == seq) {
             tasks.by_id.remove(id);
         }
     }
-    let frame = match (outcome, id) {
-        (Ok(Some(answer)), _) => Ok(Frame::Message(BytesMut::from(&answer[..]))),
-        (Ok(None), None) => return,
+    drop(permit);
+    match (outcome, id) {
+        (Ok(Some(answer)), _) => Some(Frame::Message(BytesMut::from(&answer[..]))),
+        (Ok(None), None) => None,
         (Ok(None), Some(id)) => {
-            let Ok(id) = RawValue::from_string(id) else { return };
-            Ok(error_answer(
+            let id = RawValue::from_string(id).ok()?;
+            Some(error_answer(
                 &id,
                 super::client::TRANSPORT_ERROR,
                 "the server answered a request with no body (202/204)",
@@ -402,17 +446,15 @@ async fn post(
         }
         (Err(failure), None) => {
             tracing::warn!(target: crate::LOG_TARGET, "an HTTP notification failed: {}", failure.message);
-            return;
+            None
         }
         (Err(failure), Some(id)) => {
-            let Ok(id) = RawValue::from_string(id) else { return };
+            let id = RawValue::from_string(id).ok()?;
             let data =
                 failure.status.map(|status| serde_json::json!({ "status": status.as_u16(), "body": failure.body }));
-            Ok(error_answer(&id, TRANSPORT_ERROR, &failure.message, data))
+            Some(error_answer(&id, TRANSPORT_ERROR, &failure.message, data))
         }
-    };
-    let _ = tx.send(frame).await;
-    drop(permit);
+    }
 }
 
 async fn exchange(shared: &ClientShared, body: Vec<u8>) -> Result<Option<Bytes>, Failure> {
