@@ -11,7 +11,10 @@
 //!   declared length that does not fit and a chunked body that passes it get `503` with
 //!   `Retry-After: 1`; a session's own POSTs are not charged; the budget comes back;
 //! - resumption: a POST stream dropped in the middle, resumed by GET with `Last-Event-ID`,
-//!   replays what was missed and then the answer;
+//!   replays what was missed and then the answer; a request whose answer was parked (its
+//!   stream dropped, the handler finishing with nothing attached, or a resumption dropped
+//!   again while the handler waits) gets the held notifications and the answer exactly once,
+//!   and none of it on the GET stream;
 //! - the protocol's refusals: Host/Origin (`403`), unknown session (`404`), bad
 //!   `MCP-Protocol-Version`, batch, content type, `Accept`, a second GET stream (`409`), the
 //!   bearer hook (`401`, another principal `403`);
@@ -753,7 +756,7 @@ async fn a_parked_answer_reaches_the_resumption_once_with_the_held_notifications
     // The stream drops mid-request; the handler finishes with nothing attached.
     drop(raw);
     gate.add_permits(1);
-    eventually(|| answered.load(Ordering::SeqCst) == 1).await;
+    eventually("the handler answers", || answered.load(Ordering::SeqCst) == 1).await;
 
     // The GET stream (not a resumption) takes nothing of request 5's.
     let mut get = Raw::connect(addr).await;
@@ -808,4 +811,53 @@ async fn a_parked_answer_reaches_the_resumption_once_with_the_held_notifications
     for (_, data) in &standalone {
         assert!(!data.contains(r#""seq""#) && !data.contains(r#""id":5"#), "request 5's on the GET stream: {standalone:?}");
     }
+}
+
+/// A resumption is itself dropped while the handler is parked, and the client resumes again,
+/// from the priming event: everything of the request's stream, each event once, and the answer
+/// once at its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumption_dropped_while_the_handler_is_parked_resumes_again_from_the_start() {
+    let (bound, gate, answered) = serve_gated().await;
+    let addr = bound.local_addr();
+    let mut raw = Raw::connect(addr).await;
+    let id = initialize(&mut raw).await;
+    let slow = json!({"jsonrpc": "2.0", "id": 6, "method": "slow", "params": {"before": 2, "after": 2}}).to_string();
+    raw.send("POST", &with_session(&id, &[]), slow.as_bytes()).await;
+    assert_eq!(raw.head().await.status, 200);
+    let mut pending = String::new();
+    let first = raw.events(&mut pending, |data| data.contains("notifications/message")).await;
+    assert_eq!(first.len(), 2, "the priming event and one notification: {first:?}");
+    let (priming, seen) = (first[0].0.clone(), first[1].0.clone());
+    drop(raw);
+    let resume = |from: String| {
+        let id = id.clone();
+        async move {
+            let mut raw = Raw::connect(addr).await;
+            raw.send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id), ("Last-Event-ID", &from)], b"")
+                .await;
+            let head = raw.head().await;
+            assert_eq!(head.status, 200, "{head:?}");
+            raw
+        }
+    };
+    // The first resumption gets the second notification, then drops with the handler parked.
+    let mut second = resume(seen).await;
+    let mut pending = String::new();
+    let middle = second.events(&mut pending, |data| data.contains("notifications/message")).await;
+    assert!(middle.last().is_some_and(|(_, d)| d.contains(r#""seq":1"#)), "{middle:?}");
+    drop(second);
+    assert_eq!(answered.load(Ordering::SeqCst), 0, "the handler is parked");
+    gate.add_permits(1);
+    eventually("the handler answers", || answered.load(Ordering::SeqCst) == 1).await;
+    let mut third = resume(priming).await;
+    let mut pending = String::new();
+    let all = third.events(&mut pending, |_| false).await;
+    let datas: Vec<Value> = all.iter().map(|(_, d)| serde_json::from_str(d).expect("JSON")).collect();
+    let seqs: Vec<u64> = datas.iter().filter_map(|m| m["params"]["seq"].as_u64()).collect();
+    assert_eq!(seqs, [0, 1, 2, 3], "every notification once, in order: {all:?}");
+    let answers: Vec<&Value> = datas.iter().filter(|m| m.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 1, "{all:?}");
+    assert_eq!((&answers[0]["id"], &answers[0]["result"]["notes"]), (&json!(6), &json!(4)));
+    assert!(datas.last().is_some_and(|m| m["id"] == 6), "the answer last: {all:?}");
 }
