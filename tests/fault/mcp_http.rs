@@ -704,7 +704,8 @@ async fn serve_gated() -> (BoundMcpServer, Arc<tokio::sync::Semaphore>, Arc<Atom
                 .method("slow", move |params: Value, ctx: jsonrpc_duplex::RequestContext| {
                     let (gate, answered) = (gate.clone(), answered.clone());
                     async move {
-                        let (before, after) = (params["before"].as_u64().unwrap_or(0), params["after"].as_u64().unwrap_or(0));
+                        let (before, after) =
+                            (params["before"].as_u64().unwrap_or(0), params["after"].as_u64().unwrap_or(0));
                         for seq in 0..before {
                             note(&ctx, "before", seq).await?;
                         }
@@ -809,7 +810,10 @@ async fn a_parked_answer_reaches_the_resumption_once_with_the_held_notifications
     let standalone = get.events(&mut pending, |data| data.contains(r#""mark""#)).await;
     assert!(standalone.last().is_some_and(|(_, d)| d.contains(r#""mark""#)), "{standalone:?}");
     for (_, data) in &standalone {
-        assert!(!data.contains(r#""seq""#) && !data.contains(r#""id":5"#), "request 5's on the GET stream: {standalone:?}");
+        assert!(
+            !data.contains(r#""seq""#) && !data.contains(r#""id":5"#),
+            "request 5's on the GET stream: {standalone:?}"
+        );
     }
 }
 

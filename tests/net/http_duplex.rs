@@ -93,11 +93,9 @@ async fn a_stream_over_plain_http_is_refused_saying_why_and_progress_is_dropped(
     assert_eq!(answer[0]["id"], 2);
     assert!(error_message(&answer[0]).contains(NO_STREAMS), "{answer}");
     // Progress reports are dropped; the call is answered.
-    let (status, answer) = post(
-        addr,
-        r#"{"jsonrpc":"2.0","id":3,"method":"session/long_task","params":{"steps":2,"progress":"p"}}"#,
-    )
-    .await;
+    let (status, answer) =
+        post(addr, r#"{"jsonrpc":"2.0","id":3,"method":"session/long_task","params":{"steps":2,"progress":"p"}}"#)
+            .await;
     assert_eq!((status, answer.as_ref().map(|a| a["result"].clone())), (200, Some(Value::from(2))), "{answer:?}");
 
     // Our HTTP client and a generated proxy: the stream's first item is the error, saying why.

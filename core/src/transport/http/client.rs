@@ -5,6 +5,9 @@
 //!   pooled client: connections are reused (keep-alive), and several calls are in flight at
 //!   once (each on a connection of the pool, up to [`HttpTarget::max_in_flight`]; a further
 //!   message waits for one to finish). Notifications are `POST`s too, answered `202`.
+//! - A `POST` costs no task of its own: the exchanges in flight are polled by the connection's
+//!   reader as its inbound stream (hyper's connection tasks, one per pooled connection, do the
+//!   I/O), so an answer goes from hyper to its call with one wake-up.
 //! - **Order.** Over HTTP nothing orders two requests on different connections, so the client
 //!   orders what needs it: a notification (or a batch) is a fence. It is posted once every
 //!   notification sent before it has been answered, and every message sent after it (calls
@@ -32,9 +35,9 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use futures::Sink;
 use futures::future::{AbortHandle, Abortable, Aborted, BoxFuture, FutureExt, Shared, abortable};
 use futures::stream::{FuturesUnordered, StreamExt};
-use futures::Sink;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -343,9 +346,13 @@ impl Sink<Vec<u8>> for PostSink {
         let Some(tx) = self.tx.clone() else {
             return Err(std::io::Error::other("the HTTP client is closed"));
         };
-        let (id, cancels) = match serde_json::from_slice::<Outbound<'_>>(&body) {
-            Ok(message) => (message.id.map(|id| id.get().to_owned()), self.cancels(&message)),
-            Err(_) => (None, false),
+        // A call as our encoder writes it carries its id up front: no need to parse the rest.
+        let (id, cancels) = match encoded_id(&body) {
+            Some(id) => (Some(id.to_owned()), false),
+            None => match serde_json::from_slice::<Outbound<'_>>(&body) {
+                Ok(message) => (message.id.map(|id| id.get().to_owned()), self.cancels(&message)),
+                Err(_) => (None, false),
+            },
         };
         if cancels {
             return Ok(());
@@ -385,6 +392,17 @@ impl Sink<Vec<u8>> for PostSink {
         self.abort_all();
         Poll::Ready(Ok(()))
     }
+}
+
+/// The id of a message as the connection's encoder writes a call (`{"jsonrpc":"2.0","id":7,…`),
+/// read off its first bytes; `None` for anything else (a notification, a batch), which is parsed.
+fn encoded_id(body: &[u8]) -> Option<&str> {
+    let rest = body.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    if end == 0 || rest[end] != b',' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 /// What went wrong with one exchange.
@@ -526,4 +544,21 @@ fn error_answer(id: &RawValue, code: i64, message: &str, data: Option<serde_json
     let body =
         serde_json::to_vec(&Answer { jsonrpc: "2.0", id, error: Object { code, message, data } }).unwrap_or_default();
     Frame::Message(BytesMut::from(&body[..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encoded_id;
+
+    #[test]
+    fn a_calls_id_is_read_off_its_first_bytes_and_anything_else_is_left_to_the_parser() {
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":42,"method":"add","params":[1,2]}"#), Some("42"));
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":0,"method":"shutdown"}"#), Some("0"));
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":4}}"#), None);
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":"a","method":"m"}"#), None);
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":12"#), None);
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":-1,"method":"m"}"#), None);
+        assert_eq!(encoded_id(br#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#), None);
+        assert_eq!(encoded_id(br#"{ "jsonrpc":"2.0","id":1,"method":"m"}"#), None);
+    }
 }
