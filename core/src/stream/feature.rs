@@ -147,6 +147,7 @@ impl Builder {
     /// consumer's `next` calls to the connection that offered it: plain HTTP). A stream offered
     /// there fails to serialize with `why` instead of being answered with a token nobody can
     /// pull.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn without_streams(mut self, why: &str) -> Self {
         self.feature_mut::<StreamsFeature>().unavailable = Some(why.into());
         self

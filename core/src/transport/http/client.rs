@@ -445,8 +445,11 @@ async fn post(
     drop(order.done);
     if let Some(id) = &id {
         let mut tasks = shared.tasks();
-        if tasks.by_id.get(id).is_some_and(|(at, _)| *at == seq) {
-            tasks.by_id.remove(id);
+        // One lookup: the entry is this exchange's unless the id was sent again meanwhile.
+        if let Some(entry) = tasks.by_id.remove(id)
+            && entry.0 != seq
+        {
+            tasks.by_id.insert(id.clone(), entry);
         }
     }
     drop(permit);
