@@ -11,7 +11,10 @@
 //!   declared length that does not fit and a chunked body that passes it get `503` with
 //!   `Retry-After: 1`; a session's own POSTs are not charged; the budget comes back;
 //! - resumption: a POST stream dropped in the middle, resumed by GET with `Last-Event-ID`,
-//!   replays what was missed and then the answer;
+//!   replays what was missed and then the answer; a request whose answer was parked (its
+//!   stream dropped, the handler finishing with nothing attached, or a resumption dropped
+//!   again while the handler waits) gets the held notifications and the answer exactly once,
+//!   and none of it on the GET stream;
 //! - the protocol's refusals: Host/Origin (`403`), unknown session (`404`), bad
 //!   `MCP-Protocol-Version`, batch, content type, `Accept`, a second GET stream (`409`), the
 //!   bearer hook (`401`, another principal `403`);
@@ -680,4 +683,185 @@ async fn closing_the_client_deletes_its_session() {
     assert_eq!(bound.server().session_count(), 1);
     within(conn.close()).await;
     eventually("the DELETE ends the session", || bound.server().session_count() == 0).await;
+}
+
+/// A server whose `slow` request sends `before` notifications, waits for the test's gate, sends
+/// `after` more and answers; `mark` (a notification) sends a `notifications/message` of its
+/// own, with nothing open but the GET stream.
+async fn serve_gated() -> (BoundMcpServer, Arc<tokio::sync::Semaphore>, Arc<AtomicUsize>) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let (for_sessions, answers) = (gate.clone(), answered.clone());
+    let server = McpHttpServer::new(move |_| {
+        let (gate, answered) = (for_sessions.clone(), answers.clone());
+        let note = |ctx: &jsonrpc_duplex::RequestContext, stage: &str, seq: u64| {
+            let peer = ctx.peer();
+            let params = json!({"level": "info", "data": stage, "seq": seq});
+            async move { peer.notify("notifications/message", params).await.map_err(ErrorObject::internal_error) }
+        };
+        Connection::builder().profile(Profile::mcp()).serve(
+            router(Arc::default())
+                .method("slow", move |params: Value, ctx: jsonrpc_duplex::RequestContext| {
+                    let (gate, answered) = (gate.clone(), answered.clone());
+                    async move {
+                        let (before, after) =
+                            (params["before"].as_u64().unwrap_or(0), params["after"].as_u64().unwrap_or(0));
+                        for seq in 0..before {
+                            note(&ctx, "before", seq).await?;
+                        }
+                        gate.acquire().await.map_err(ErrorObject::internal_error)?.forget();
+                        for seq in before..before + after {
+                            note(&ctx, "after", seq).await?;
+                        }
+                        answered.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, ErrorObject>(json!({"notes": before + after}))
+                    }
+                })
+                .notification("mark", |_: Value, ctx: jsonrpc_duplex::NotificationContext| async move {
+                    let _ = ctx.peer().notify("notifications/message", json!({"level": "info", "data": "mark"})).await;
+                }),
+        )
+    });
+    let bound = within(server.bind("127.0.0.1:0")).await.expect("bind");
+    (bound, gate, answered)
+}
+
+/// Revision 2025-11-25, a request whose answer is parked: its POST's SSE stream drops after two
+/// notifications, with the handler still running; the handler then sends two more and answers
+/// while no stream is attached. A GET with the `Last-Event-ID` of the last event read gets the
+/// two held notifications and the answer, each once, and ends; the GET stream (opened after)
+/// carries none of them; resuming again after the answer brings no second answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_answer_reaches_the_resumption_once_with_the_held_notifications() {
+    let (bound, gate, answered) = serve_gated().await;
+    let addr = bound.local_addr();
+    let mut raw = Raw::connect(addr).await;
+    let id = initialize(&mut raw).await;
+    let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "slow", "params": {"before": 2, "after": 2}}).to_string();
+    raw.send("POST", &with_session(&id, &[]), slow.as_bytes()).await;
+    let head = raw.head().await;
+    assert_eq!(head.status, 200, "{head:?}");
+    assert!(head.header("content-type").is_some_and(|t| t.starts_with("text/event-stream")), "{head:?}");
+    let mut pending = String::new();
+    let mut notes = 0;
+    let first = raw
+        .events(&mut pending, |data| {
+            notes += usize::from(data.contains("notifications/message"));
+            notes == 2
+        })
+        .await;
+    assert_eq!(first.len(), 3, "the priming event and two notifications: {first:?}");
+    assert_eq!(first[0].1, "", "the priming event first");
+    let (last_id, _) = first.last().unwrap().clone();
+    assert!(!last_id.is_empty(), "every event of a 2025-11-25 stream has an id: {first:?}");
+    // The stream drops mid-request; the handler finishes with nothing attached.
+    drop(raw);
+    gate.add_permits(1);
+    eventually("the handler answers", || answered.load(Ordering::SeqCst) == 1).await;
+
+    // The GET stream (not a resumption) takes nothing of request 5's.
+    let mut get = Raw::connect(addr).await;
+    get.send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id)], b"").await;
+    assert_eq!(get.head().await.status, 200);
+
+    let mut resumed = Raw::connect(addr).await;
+    resumed
+        .send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id), ("Last-Event-ID", &last_id)], b"")
+        .await;
+    let head = resumed.head().await;
+    assert_eq!(head.status, 200, "{head:?}");
+    let mut pending = String::new();
+    // To the end of the body: the stream ends after its answer.
+    let rest = resumed.events(&mut pending, |_| false).await;
+    let datas: Vec<Value> = rest.iter().map(|(_, d)| serde_json::from_str(d).expect("JSON")).collect();
+    let seqs: Vec<u64> = datas.iter().filter_map(|m| m["params"]["seq"].as_u64()).collect();
+    assert_eq!(seqs, [2, 3], "the held notifications, once each, in order: {rest:?}");
+    let answers: Vec<&Value> = datas.iter().filter(|m| m.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 1, "one answer: {rest:?}");
+    assert_eq!(answers[0]["id"], 5);
+    assert_eq!(answers[0]["result"]["notes"], 4);
+    assert!(datas.last().is_some_and(|m| m.get("id").is_some()), "the answer ends the stream: {rest:?}");
+    let ids: std::collections::HashSet<&str> = first.iter().chain(&rest).map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids.len(), first.len() + rest.len(), "no event id twice: {first:?} {rest:?}");
+
+    // Resuming after the answer: nothing more (an ended stream, or a 404 once it is forgotten).
+    let answer_id = rest.last().unwrap().0.clone();
+    let mut again = Raw::connect(addr).await;
+    again
+        .send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id), ("Last-Event-ID", &answer_id)], b"")
+        .await;
+    let head = again.head().await;
+    match head.status {
+        200 => {
+            let mut pending = String::new();
+            let more = again.events(&mut pending, |_| false).await;
+            assert!(more.is_empty(), "nothing after the answer: {more:?}");
+        }
+        404 => {}
+        other => panic!("resuming after the answer: {other} {head:?}"),
+    }
+
+    // The GET stream: the marker of a notification sent now, and nothing of request 5's before it.
+    let mut poster = Raw::connect(addr).await;
+    let mark = json!({"jsonrpc": "2.0", "method": "mark"}).to_string();
+    poster.send("POST", &with_session(&id, &[]), mark.as_bytes()).await;
+    assert_eq!(poster.head().await.status, 202);
+    let mut pending = String::new();
+    let standalone = get.events(&mut pending, |data| data.contains(r#""mark""#)).await;
+    assert!(standalone.last().is_some_and(|(_, d)| d.contains(r#""mark""#)), "{standalone:?}");
+    for (_, data) in &standalone {
+        assert!(
+            !data.contains(r#""seq""#) && !data.contains(r#""id":5"#),
+            "request 5's on the GET stream: {standalone:?}"
+        );
+    }
+}
+
+/// A resumption is itself dropped while the handler is parked, and the client resumes again,
+/// from the priming event: everything of the request's stream, each event once, and the answer
+/// once at its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumption_dropped_while_the_handler_is_parked_resumes_again_from_the_start() {
+    let (bound, gate, answered) = serve_gated().await;
+    let addr = bound.local_addr();
+    let mut raw = Raw::connect(addr).await;
+    let id = initialize(&mut raw).await;
+    let slow = json!({"jsonrpc": "2.0", "id": 6, "method": "slow", "params": {"before": 2, "after": 2}}).to_string();
+    raw.send("POST", &with_session(&id, &[]), slow.as_bytes()).await;
+    assert_eq!(raw.head().await.status, 200);
+    let mut pending = String::new();
+    let first = raw.events(&mut pending, |data| data.contains("notifications/message")).await;
+    assert_eq!(first.len(), 2, "the priming event and one notification: {first:?}");
+    let (priming, seen) = (first[0].0.clone(), first[1].0.clone());
+    drop(raw);
+    let resume = |from: String| {
+        let id = id.clone();
+        async move {
+            let mut raw = Raw::connect(addr).await;
+            raw.send("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id), ("Last-Event-ID", &from)], b"")
+                .await;
+            let head = raw.head().await;
+            assert_eq!(head.status, 200, "{head:?}");
+            raw
+        }
+    };
+    // The first resumption gets the second notification, then drops with the handler parked.
+    let mut second = resume(seen).await;
+    let mut pending = String::new();
+    let middle = second.events(&mut pending, |data| data.contains("notifications/message")).await;
+    assert!(middle.last().is_some_and(|(_, d)| d.contains(r#""seq":1"#)), "{middle:?}");
+    drop(second);
+    assert_eq!(answered.load(Ordering::SeqCst), 0, "the handler is parked");
+    gate.add_permits(1);
+    eventually("the handler answers", || answered.load(Ordering::SeqCst) == 1).await;
+    let mut third = resume(priming).await;
+    let mut pending = String::new();
+    let all = third.events(&mut pending, |_| false).await;
+    let datas: Vec<Value> = all.iter().map(|(_, d)| serde_json::from_str(d).expect("JSON")).collect();
+    let seqs: Vec<u64> = datas.iter().filter_map(|m| m["params"]["seq"].as_u64()).collect();
+    assert_eq!(seqs, [0, 1, 2, 3], "every notification once, in order: {all:?}");
+    let answers: Vec<&Value> = datas.iter().filter(|m| m.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 1, "{all:?}");
+    assert_eq!((&answers[0]["id"], &answers[0]["result"]["notes"]), (&json!(6), &json!(4)));
+    assert!(datas.last().is_some_and(|m| m["id"] == 6), "the answer last: {all:?}");
 }

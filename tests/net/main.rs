@@ -7,6 +7,8 @@ mod support;
 
 pub mod http;
 pub mod http_attack;
+pub mod http_client;
+pub mod http_duplex;
 pub mod http_order;
 pub mod isolation;
 pub mod kv_example_bounds;

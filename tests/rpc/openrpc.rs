@@ -655,6 +655,7 @@ impl bridge_protocol::Tools for BridgeTools {
 /// `session/fail`'s, which always answers its typed error (`-32050` with its data: no result to
 /// judge, so the tool judges it invalid), and `session/history`'s: a stream is pulled on the
 /// connection that offered it, which an HTTP exchange is not, so it is answered `-32603` there
+/// with `NO_STREAMS`
 /// (over stdio and TCP the drive programs pull it). `tools/event` is skipped: a notification has
 /// no `result`, on which the tool throws.
 #[cfg(feature = "http")]
@@ -697,11 +698,11 @@ async fn test_coverage_judges_every_call_to_the_sdk_bridge_traits_valid() {
             }
             if call["methodName"] == "session/history" {
                 // A stream is pulled on the connection that offered it; an HTTP exchange ends
-                // with its answer, so a stream is refused there, with a clear error.
+                // with its answer, so a stream is refused there, saying why.
                 assert_eq!(call["valid"], false, "{call:#}");
                 assert_eq!(call["error"]["code"], -32603, "{call:#}");
                 let message = call["error"]["message"].as_str().unwrap_or_default();
-                assert!(message.contains("a stream can only be sent"), "{call:#}");
+                assert!(message.contains(jsonrpc_duplex::transport::http::server::NO_STREAMS), "{call:#}");
                 continue;
             }
             assert_eq!(call["valid"], true, "{name}: judged invalid: {call:#}");

@@ -24,6 +24,9 @@ pub(crate) struct StreamsFeature {
     protocol: Arc<EnumeratorProtocol>,
     /// The protocol was set one by one (a profile leaves it alone).
     explicit: bool,
+    /// Why this builder's connections can offer no stream (their transport cannot carry the
+    /// consumer's `next` calls back to them): an offered stream then fails to serialize saying so.
+    unavailable: Option<Arc<str>>,
 }
 
 impl Feature for StreamsFeature {
@@ -33,6 +36,7 @@ impl Feature for StreamsFeature {
             tracer: start.tracer().clone(),
             settings: self.settings,
             protocol: self.protocol.clone(),
+            unavailable: self.unavailable.clone(),
         })
     }
 }
@@ -45,6 +49,8 @@ pub(crate) struct Streams {
     pub(crate) protocol: Arc<EnumeratorProtocol>,
     /// How the connection quotes peer input (for the `next` requests it serves).
     tracer: Tracer,
+    /// Why no stream can be offered here (see [`Builder::without_streams`]).
+    pub(crate) unavailable: Option<Arc<str>>,
 }
 
 impl Extension for Streams {
@@ -134,6 +140,16 @@ impl Builder {
         let feature = self.feature_mut::<StreamsFeature>();
         feature.protocol = Arc::new(protocol);
         feature.explicit = true;
+        self
+    }
+
+    /// Connections that can offer no stream, because `why` (their transport cannot carry the
+    /// consumer's `next` calls to the connection that offered it: plain HTTP). A stream offered
+    /// there fails to serialize with `why` instead of being answered with a token nobody can
+    /// pull.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn without_streams(mut self, why: &str) -> Self {
+        self.feature_mut::<StreamsFeature>().unavailable = Some(why.into());
         self
     }
 

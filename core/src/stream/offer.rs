@@ -63,6 +63,8 @@ pub struct OfferedStream {
     sent: AtomicBool,
     /// Refused at the connection's limit of live offered streams (the limit): sending it fails.
     refused: Option<usize>,
+    /// Refused because the connection can offer no stream (why): sending it fails.
+    unavailable: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for OfferedStream {
@@ -114,6 +116,16 @@ impl Handle {
         E: Into<ErrorObject>,
     {
         let streams = self.builtin::<Streams>();
+        if let Some(why) = streams.unavailable.clone() {
+            return OfferedStream {
+                streams,
+                token: None,
+                values: None,
+                sent: AtomicBool::new(false),
+                refused: None,
+                unavailable: Some(why),
+            };
+        }
         let token = streams.producers.next_token();
         let producer = Producer::new(token, Box::new(Items(Box::pin(stream))), settings);
         let refused = streams.producers.insert(producer).err();
@@ -126,6 +138,7 @@ impl Handle {
             values: None,
             sent: AtomicBool::new(false),
             refused,
+            unavailable: None,
         }
     }
 
@@ -193,6 +206,9 @@ impl Serialize for OfferedStream {
                 "this connection already has {limit} live offered streams, its limit \
                  (Builder::max_offered_streams): the peer must finish or abort some first"
             )));
+        }
+        if let Some(why) = &self.unavailable {
+            return Err(S::Error::custom(format!("a stream cannot be offered on this connection: {why}")));
         }
         if self.sent.swap(true, Ordering::AcqRel) {
             return Err(S::Error::custom("an offered stream can be sent only once"));

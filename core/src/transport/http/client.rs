@@ -5,6 +5,9 @@
 //!   pooled client: connections are reused (keep-alive), and several calls are in flight at
 //!   once (each on a connection of the pool, up to [`HttpTarget::max_in_flight`]; a further
 //!   message waits for one to finish). Notifications are `POST`s too, answered `202`.
+//! - A `POST` costs no task of its own: the exchanges in flight are polled by the connection's
+//!   reader as its inbound stream (hyper's connection tasks, one per pooled connection, do the
+//!   I/O), so an answer goes from hyper to its call with one wake-up.
 //! - **Order.** Over HTTP nothing orders two requests on different connections, so the client
 //!   orders what needs it: a notification (or a batch) is a fence. It is posted once every
 //!   notification sent before it has been answered, and every message sent after it (calls
@@ -33,7 +36,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::Sink;
-use futures::future::{FutureExt, Shared};
+use futures::future::{AbortHandle, Abortable, Aborted, BoxFuture, FutureExt, Shared, abortable};
+use futures::stream::{FuturesUnordered, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -164,7 +168,7 @@ impl Builder {
             client.http2_only(true).timer(hyper_util::rt::TokioTimer::new());
         }
         let client = client.build(connector);
-        let (tx, mut rx) = mpsc::channel(64);
+        let (tx, rx) = mpsc::unbounded_channel();
         let permits = Arc::new(Semaphore::new(target.max_in_flight));
         let shared = Arc::new(ClientShared {
             client,
@@ -174,12 +178,60 @@ impl Builder {
             tasks: Mutex::default(),
         });
         let sink = PostSink { shared, tx: Some(tx), permits: PollSemaphore::new(permits), permit: None, fence: None };
-        let incoming = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let incoming = Exchanges { new: rx, running: FuturesUnordered::new(), closed: false };
         self.connect_messages(incoming, sink)
     }
 }
 
-type Frames = mpsc::Sender<Result<Frame, FrameError>>;
+/// One exchange in flight: what it hands the connection when it is over (an answer, an error
+/// answer made here, or nothing: a notification's `202`, an abandoned `POST`).
+type Exchange = Abortable<BoxFuture<'static, Option<Frame>>>;
+
+/// Where the sink hands its exchanges to [`Exchanges`].
+type Frames = mpsc::UnboundedSender<Exchange>;
+
+/// The inbound side: the `POST`s in flight, polled by the connection's reader as its stream of
+/// inbound messages, so an exchange costs no task of its own (hyper's connection tasks do the
+/// I/O; the reader wakes when an answer is in and takes it as it takes any inbound message).
+/// Over plain HTTP nothing but answers arrive, which the reader routes straight to their
+/// calls, so it never pauses on the read-ahead limits while exchanges wait to be polled. The
+/// stream ends once the sink is closed or dropped, abandoning the `POST`s in flight (as it is
+/// dropped, with them, when the connection ends).
+struct Exchanges {
+    new: mpsc::UnboundedReceiver<Exchange>,
+    running: FuturesUnordered<Exchange>,
+    /// The sink is gone: no exchange will be added, and those in flight were dropped.
+    closed: bool,
+}
+
+impl futures::Stream for Exchanges {
+    type Item = Result<Frame, FrameError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        while !this.closed {
+            match this.new.poll_recv(cx) {
+                Poll::Ready(Some(exchange)) => this.running.push(exchange),
+                Poll::Ready(None) => {
+                    // The sink closed (the connection is ending): every `POST` is abandoned.
+                    this.closed = true;
+                    this.running.clear();
+                }
+                Poll::Pending => break,
+            }
+        }
+        loop {
+            match ready!(this.running.poll_next_unpin(cx)) {
+                Some(Ok(Some(frame))) => return Poll::Ready(Some(Ok(frame))),
+                // A notification's answer, or an exchange abandoned by its call's cancellation.
+                Some(Ok(None) | Err(Aborted)) => continue,
+                None if this.closed => return Poll::Ready(None),
+                // Empty, and the sink may add more: its send wakes us through `new`.
+                None => return Poll::Pending,
+            }
+        }
+    }
+}
 
 struct ClientShared {
     client: Client<HttpConnector, FullBody>,
@@ -189,14 +241,13 @@ struct ClientShared {
     tasks: Mutex<Tasks>,
 }
 
-/// The `POST`s in flight, to abandon one when its call is cancelled and all when the
-/// connection ends.
+/// The calls' `POST`s in flight, to abandon one when its call is cancelled. (All of them, and
+/// the notifications', are abandoned when the sink closes: [`Exchanges`] drops them.)
 #[derive(Default)]
 struct Tasks {
     next: u64,
-    running: HashMap<u64, tokio::task::AbortHandle>,
-    /// A request's id (as spelled) → its task, with what the call's answer must carry.
-    by_id: HashMap<String, u64>,
+    /// A request's id (as spelled) → its exchange's number and abort handle.
+    by_id: HashMap<String, (u64, AbortHandle)>,
 }
 
 impl ClientShared {
@@ -246,9 +297,7 @@ impl PostSink {
             return false;
         };
         let mut tasks = self.shared.tasks();
-        if let Some(seq) = tasks.by_id.remove(id.get())
-            && let Some(task) = tasks.running.remove(&seq)
-        {
+        if let Some((_, task)) = tasks.by_id.remove(id.get()) {
             task.abort();
             drop(tasks);
             if self.shared.cancel.answers_cancelled
@@ -260,19 +309,17 @@ impl PostSink {
                     "the call was cancelled: its HTTP request was abandoned",
                     None,
                 );
-                let tx = tx.clone();
-                tokio::spawn(async move { tx.send(Ok(answer)).await });
+                let (exchange, _) = abortable(futures::future::ready(Some(answer)).boxed());
+                let _ = tx.send(exchange);
             }
         }
         true
     }
 
-    fn abort_all(&self) {
-        let mut tasks = self.shared.tasks();
-        for (_, task) in tasks.running.drain() {
-            task.abort();
-        }
-        tasks.by_id.clear();
+    /// Abandon every `POST` in flight: closing the channel makes [`Exchanges`] drop them all.
+    fn abort_all(&mut self) {
+        self.tx = None;
+        self.shared.tasks().by_id.clear();
     }
 }
 
@@ -299,9 +346,13 @@ impl Sink<Vec<u8>> for PostSink {
         let Some(tx) = self.tx.clone() else {
             return Err(std::io::Error::other("the HTTP client is closed"));
         };
-        let (id, cancels) = match serde_json::from_slice::<Outbound<'_>>(&body) {
-            Ok(message) => (message.id.map(|id| id.get().to_owned()), self.cancels(&message)),
-            Err(_) => (None, false),
+        // A call as our encoder writes it carries its id up front: no need to parse the rest.
+        let (id, cancels) = match encoded_id(&body) {
+            Some(id) => (Some(id.to_owned()), false),
+            None => match serde_json::from_slice::<Outbound<'_>>(&body) {
+                Ok(message) => (message.id.map(|id| id.get().to_owned()), self.cancels(&message)),
+                Err(_) => (None, false),
+            },
         };
         if cancels {
             return Ok(());
@@ -323,10 +374,12 @@ impl Sink<Vec<u8>> for PostSink {
         let mut tasks = self.shared.tasks();
         let seq = tasks.next;
         tasks.next += 1;
-        let task = tokio::spawn(post(shared, seq, id.clone(), body, tx, permit, order));
-        tasks.running.insert(seq, task.abort_handle());
+        let (exchange, abort) = abortable(post(shared, seq, id.clone(), body, permit, order).boxed());
+        if tx.send(exchange).is_err() {
+            return Err(std::io::Error::other("the HTTP client is closed"));
+        }
         if let Some(id) = id {
-            tasks.by_id.insert(id, seq);
+            tasks.by_id.insert(id, (seq, abort));
         }
         Ok(())
     }
@@ -337,9 +390,19 @@ impl Sink<Vec<u8>> for PostSink {
 
     fn poll_close(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         self.abort_all();
-        self.tx = None;
         Poll::Ready(Ok(()))
     }
+}
+
+/// The id of a message as the connection's encoder writes a call (`{"jsonrpc":"2.0","id":7,…`),
+/// read off its first bytes; `None` for anything else (a notification, a batch), which is parsed.
+fn encoded_id(body: &[u8]) -> Option<&str> {
+    let rest = body.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    if end == 0 || rest[end] != b',' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 /// What went wrong with one exchange.
@@ -362,16 +425,17 @@ struct Order {
     done: Option<oneshot::Sender<()>>,
 }
 
-/// One `POST`: its answer (or what went wrong) becomes an inbound message.
+/// One `POST`: its answer (or what went wrong) becomes an inbound message. The in-flight
+/// permit is given back when the exchange is over (its answer is then handed to the reader at
+/// once).
 async fn post(
     shared: Arc<ClientShared>,
     seq: u64,
     id: Option<String>,
     body: Vec<u8>,
-    tx: Frames,
     permit: Option<OwnedSemaphorePermit>,
     order: Order,
-) {
+) -> Option<Frame> {
     if let Some(after) = order.after {
         // Answered or not (a failed notification is logged, an abandoned one dropped), the
         // fence is over once its `POST` is.
@@ -379,21 +443,22 @@ async fn post(
     }
     let outcome = exchange(&shared, body).await;
     drop(order.done);
-    {
+    if let Some(id) = &id {
         let mut tasks = shared.tasks();
-        tasks.running.remove(&seq);
-        if let Some(id) = &id
-            && tasks.by_id.get(id) == Some(&seq)
+        // One lookup: the entry is this exchange's unless the id was sent again meanwhile.
+        if let Some(entry) = tasks.by_id.remove(id)
+            && entry.0 != seq
         {
-            tasks.by_id.remove(id);
+            tasks.by_id.insert(id.clone(), entry);
         }
     }
-    let frame = match (outcome, id) {
-        (Ok(Some(answer)), _) => Ok(Frame::Message(BytesMut::from(&answer[..]))),
-        (Ok(None), None) => return,
+    drop(permit);
+    match (outcome, id) {
+        (Ok(Some(answer)), _) => Some(Frame::Message(BytesMut::from(&answer[..]))),
+        (Ok(None), None) => None,
         (Ok(None), Some(id)) => {
-            let Ok(id) = RawValue::from_string(id) else { return };
-            Ok(error_answer(
+            let id = RawValue::from_string(id).ok()?;
+            Some(error_answer(
                 &id,
                 super::client::TRANSPORT_ERROR,
                 "the server answered a request with no body (202/204)",
@@ -402,17 +467,15 @@ async fn post(
         }
         (Err(failure), None) => {
             tracing::warn!(target: crate::LOG_TARGET, "an HTTP notification failed: {}", failure.message);
-            return;
+            None
         }
         (Err(failure), Some(id)) => {
-            let Ok(id) = RawValue::from_string(id) else { return };
+            let id = RawValue::from_string(id).ok()?;
             let data =
                 failure.status.map(|status| serde_json::json!({ "status": status.as_u16(), "body": failure.body }));
-            Ok(error_answer(&id, TRANSPORT_ERROR, &failure.message, data))
+            Some(error_answer(&id, TRANSPORT_ERROR, &failure.message, data))
         }
-    };
-    let _ = tx.send(frame).await;
-    drop(permit);
+    }
 }
 
 async fn exchange(shared: &ClientShared, body: Vec<u8>) -> Result<Option<Bytes>, Failure> {
@@ -484,4 +547,21 @@ fn error_answer(id: &RawValue, code: i64, message: &str, data: Option<serde_json
     let body =
         serde_json::to_vec(&Answer { jsonrpc: "2.0", id, error: Object { code, message, data } }).unwrap_or_default();
     Frame::Message(BytesMut::from(&body[..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encoded_id;
+
+    #[test]
+    fn a_calls_id_is_read_off_its_first_bytes_and_anything_else_is_left_to_the_parser() {
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":42,"method":"add","params":[1,2]}"#), Some("42"));
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":0,"method":"shutdown"}"#), Some("0"));
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":4}}"#), None);
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":"a","method":"m"}"#), None);
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":12"#), None);
+        assert_eq!(encoded_id(br#"{"jsonrpc":"2.0","id":-1,"method":"m"}"#), None);
+        assert_eq!(encoded_id(br#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#), None);
+        assert_eq!(encoded_id(br#"{ "jsonrpc":"2.0","id":1,"method":"m"}"#), None);
+    }
 }

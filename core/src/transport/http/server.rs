@@ -53,6 +53,12 @@
 //! ([`NO_CALLS_BACK`]: [`Error::ConnectionLost`](crate::Error::ConnectionLost) when served
 //! directly or on a short connection, the error object `-32000` on a kept one); a notification to the client is dropped
 //! (logged at DEBUG).
+//!
+//! **Streams.** A stream's items are pulled by the client's calls to the connection that offered
+//! it, which over plain HTTP is gone once its POST is answered: a method that returns a stream
+//! (`impl Stream`, [`Handle::offer_stream`](crate::Handle::offer_stream)) is answered `-32603`
+//! with [`NO_STREAMS`] in its message. Progress reports are notifications to the client: they
+//! are dropped, and the call is answered as usual.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -89,6 +95,10 @@ pub const DEFAULT_MAX_HELD_BYTES: usize = 256 * 1024 * 1024;
 pub const NO_CALLS_BACK: &str = "plain JSON-RPC over HTTP cannot carry a request from the server to the client (an HTTP \
      response answers one POST and nothing else); serve over a WebSocket, a socket or MCP's Streamable HTTP for calls \
      back";
+
+/// Why a stream (a method returning `impl Stream`, [`Handle::offer_stream`](crate::Handle::offer_stream))
+/// cannot be offered over plain HTTP: its answer is a `-32603` saying so.
+pub const NO_STREAMS: &str = "plain HTTP carries no server-to-client calls: a stream's items are pulled by      `$/enumerator/next` calls that only the connection that offered it can answer, and each POST is served on its      own; use MCP Streamable HTTP, a WebSocket or a byte stream";
 
 /// What the code building a request's handlers knows about the HTTP request
 /// ([`HttpService::serve_with`]).
@@ -184,7 +194,7 @@ impl HttpService {
         let max_message_size = builder.frame_limits().max_message_size;
         HttpService {
             inner: Arc::new(Inner {
-                builder,
+                builder: builder.without_streams(NO_STREAMS),
                 factory: None,
                 allow: AllowList::loopback(),
                 auth: None,
