@@ -499,15 +499,17 @@ enum PlainKey {
 /// no search for the closing quote first (which cost row A ~350 instructions a call).
 fn plain_key(s: &[u8]) -> Option<(PlainKey, &[u8])> {
     let body = s.strip_prefix(b"\"")?;
-    // Each name a constant of its own: compared inline, not by a `memcmp` call.
-    Some(match body.first()? {
-        b'j' => (PlainKey::Jsonrpc, body.strip_prefix(b"jsonrpc\"")?),
-        b'i' => (PlainKey::Id, body.strip_prefix(b"id\"")?),
-        b'm' => (PlainKey::Method, body.strip_prefix(b"method\"")?),
-        b'p' => (PlainKey::Params, body.strip_prefix(b"params\"")?),
-        b'r' => (PlainKey::Result, body.strip_prefix(b"result\"")?),
+    // One comparison for all five (a `memcmp` call): comparing inline in each arm made the
+    // whole parse loop dearer (callgrind, row A: ~145 instructions a call more).
+    let (key, name): (_, &[u8]) = match body.first()? {
+        b'j' => (PlainKey::Jsonrpc, b"jsonrpc\""),
+        b'i' => (PlainKey::Id, b"id\""),
+        b'm' => (PlainKey::Method, b"method\""),
+        b'p' => (PlainKey::Params, b"params\""),
+        b'r' => (PlainKey::Result, b"result\""),
         _ => return None,
-    })
+    };
+    Some((key, body.strip_prefix(name)?))
 }
 
 /// A string that needs no unescaping (no backslash, no control character), and what follows
