@@ -55,6 +55,7 @@ const SHORT: usize = 16;
 /// dispatch) is used; from there on the run-time dispatched one (AVX2 where there is). On a
 /// 64-byte line the SSE2 search costs ~80 instructions for two bytes and ~70 for one against
 /// ~100 and ~85 (their own callgrind counts); the AVX2 one wins from about 128 bytes on.
+#[cfg(target_arch = "x86_64")]
 const MID: usize = 128;
 
 /// The first `\n` in `s`.
