@@ -187,6 +187,15 @@ impl ContentLengthCodec {
         matches!(self.state, State::Body { .. })
     }
 
+    /// How many bytes the body being read still lacks when `buffered` bytes of it are at hand
+    /// (0 outside a body).
+    pub(crate) fn body_rest(&self, buffered: usize) -> usize {
+        match self.state {
+            State::Body { len } => len.saturating_sub(buffered),
+            State::Header { .. } => 0,
+        }
+    }
+
     /// [`ContentLengthCodec::decode_at`] once the stream has ended: what is left must be nothing.
     pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         if let Some(found) = self.decode_at(src)? {

@@ -249,6 +249,15 @@ impl FrameCodec {
         }
     }
 
+    /// How many bytes the frame being read still lacks, when the framing knows (a
+    /// `Content-Length` body, `buffered` bytes of it at hand); 0 when it does not.
+    pub(crate) fn frame_rest(&self, buffered: usize) -> usize {
+        match self {
+            FrameCodec::ContentLength(c) => c.body_rest(buffered),
+            FrameCodec::Newline(_) => 0,
+        }
+    }
+
     /// The next frame once the stream has ended.
     pub(crate) fn decode_eof_at(&mut self, src: &mut BytesMut) -> Result<Option<Found>, FrameError> {
         match self {
