@@ -327,12 +327,45 @@ impl Handle {
     ) -> Result<Box<RawValue>, Error> {
         let call = self.encode_call(method, params)?;
         if let Some(layered) = &self.shared.config.layered {
+            if let Some(watcher) = layered.watcher() {
+                return self.call_watched(&**watcher, method, call, options).await;
+            }
             return match layered.call(self, method, call, options).await? {
                 Some(result) => Ok(result),
                 None => RawValue::from_string("null".into()).map_err(Error::Deserialize),
             };
         }
         self.send_call(call, options).await
+    }
+
+    /// A call through the connection's one layer, a hook, run in this future: no future and
+    /// no allocation of the hook's own.
+    async fn call_watched(
+        &self,
+        watcher: &dyn super::Watcher,
+        method: &str,
+        call: EncodedCall,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        use std::task::Poll;
+        let mut state = Some(watcher.on_outbound(self, method, &call));
+        let mut sending = std::pin::pin!(self.send_call(call, options));
+        // The state is moved into the poll, not borrowed across the await: it is `Send`, not `Sync`.
+        let (outcome, state) = std::future::poll_fn(move |cx| {
+            let Some(now) = state.as_ref() else { return Poll::Pending };
+            let mut out = Poll::Pending;
+            watcher.in_scope(now, &mut || out = sending.as_mut().poll(cx));
+            let out = std::task::ready!(out);
+            state.take().map_or(Poll::Pending, |state| Poll::Ready((out, state)))
+        })
+        .await;
+        let outcome = outcome.map(Some);
+        watcher.on_response(state, &outcome);
+        match outcome {
+            Ok(Some(result)) => Ok(result),
+            Ok(None) => RawValue::from_string("null".into()).map_err(Error::Deserialize),
+            Err(e) => Err(e),
+        }
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to

@@ -58,6 +58,7 @@
 //! # }
 //! ```
 
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -68,6 +69,7 @@ use super::chain::Stack;
 use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome};
 use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
+    Watcher,
 };
 use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router};
 use crate::message::{ErrorObject, Id};
@@ -247,9 +249,6 @@ impl<H: Hook> Middleware for InChain<H> {
     }
 }
 
-/// A connection whose one layer is a hook: each call runs in one future, the hook's state in it.
-pub(crate) struct Alone<H>(pub(crate) Arc<H>);
-
 /// Run `poll` inside the hook's scope until it is ready; then the output, with the state back.
 /// The state is kept by the future, not borrowed across an await: it needs `Send`, not `Sync`.
 fn scoped<'h, H: Hook, T>(
@@ -268,39 +267,178 @@ fn scoped<'h, H: Hook, T>(
     })
 }
 
+/// A connection whose one layer is a hook: the connection runs it itself (see
+/// [`Layered::watcher`]), the hook's state kept in the inbound request's reply slot or in the
+/// outbound call's own future.
+pub(crate) struct Alone<H> {
+    hook: Arc<H>,
+    /// The same hook, erased.
+    watcher: Arc<dyn Watcher>,
+}
+
+impl<H: Hook> Alone<H> {
+    fn new(hook: Arc<H>) -> Self {
+        let watcher: Arc<dyn Watcher> = Arc::new(Erased(hook.clone()));
+        Alone { hook, watcher }
+    }
+}
+
+/// A hook's state for one call, erased (what the connection keeps of it: see
+/// [`Watcher`]). The shipped hooks' states are kept as they are; any other is boxed (which
+/// allocates nothing for a zero-sized state).
+pub(crate) enum HookState {
+    Trace(super::trace::InCall),
+    #[cfg(feature = "metrics")]
+    Metrics(super::metrics::InFlight),
+    Other(Box<dyn Any + Send>),
+}
+
+impl std::fmt::Debug for HookState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookState")
+    }
+}
+
+impl HookState {
+    fn new<S: Send + 'static>(state: S) -> Self {
+        let mut state = Some(state);
+        let any: &mut dyn Any = &mut state;
+        if let Some(trace) = any.downcast_mut::<Option<super::trace::InCall>>().and_then(Option::take) {
+            return HookState::Trace(trace);
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = any.downcast_mut::<Option<super::metrics::InFlight>>().and_then(Option::take) {
+            return HookState::Metrics(metrics);
+        }
+        HookState::Other(Box::new(state))
+    }
+
+    fn get<S: 'static>(&self) -> Option<&S> {
+        match self {
+            HookState::Trace(trace) => (trace as &dyn Any).downcast_ref(),
+            #[cfg(feature = "metrics")]
+            HookState::Metrics(metrics) => (metrics as &dyn Any).downcast_ref(),
+            HookState::Other(other) => other.downcast_ref::<Option<S>>()?.as_ref(),
+        }
+    }
+
+    fn take<S: 'static>(self) -> Option<S> {
+        let mut out: Option<S> = None;
+        let into: &mut dyn Any = &mut out;
+        match self {
+            HookState::Trace(trace) => {
+                if let Some(into) = into.downcast_mut::<Option<super::trace::InCall>>() {
+                    *into = Some(trace);
+                }
+            }
+            #[cfg(feature = "metrics")]
+            HookState::Metrics(metrics) => {
+                if let Some(into) = into.downcast_mut::<Option<super::metrics::InFlight>>() {
+                    *into = Some(metrics);
+                }
+            }
+            HookState::Other(other) => return other.downcast::<Option<S>>().ok().and_then(|state| *state),
+        }
+        out
+    }
+}
+
+/// A hook as the connection runs it.
+struct Erased<H>(Arc<H>);
+
+impl<H: Hook> Watcher for Erased<H> {
+    fn on_inbound(&self, request: &Request, peer: &PeerInfo) -> HookState {
+        let info = CallInfo {
+            direction: Direction::Incoming,
+            kind: Kind::Request,
+            method: request.method(),
+            id: Some(request.id()),
+            peer,
+            params: Params::Raw(request.params()),
+            extensions: &crate::handler::EMPTY_EXTENSIONS,
+        };
+        HookState::new(self.0.on_request(&info))
+    }
+
+    fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState {
+        let id = Id::from(call.id);
+        let info = CallInfo {
+            direction: Direction::Outgoing,
+            kind: Kind::Request,
+            method,
+            id: Some(&id),
+            peer: handle.peer_ref(),
+            params: Params::Encoded(&call.body, Some(call.id)),
+            extensions: &crate::handler::EMPTY_EXTENSIONS,
+        };
+        HookState::new(self.0.on_request(&info))
+    }
+
+    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {
+        match state.get::<H::State>() {
+            Some(state) => self.0.in_scope(state, f),
+            None => f(),
+        }
+    }
+
+    fn on_response(&self, state: HookState, outcome: &Outcome) {
+        if let Some(state) = state.take::<H::State>() {
+            self.0.on_response(state, outcome);
+        }
+    }
+}
+
+/// [`scoped`] for an erased hook.
+fn scoped_erased<'h, T>(
+    hook: &'h dyn Watcher,
+    state: HookState,
+    mut poll: impl FnMut(&mut Context<'_>) -> Poll<T> + Send + 'h,
+) -> impl Future<Output = (T, HookState)> + Send + 'h {
+    let mut state = Some(state);
+    std::future::poll_fn(move |cx| {
+        let Some(now) = state.as_ref() else { return Poll::Pending };
+        let mut out = Poll::Pending;
+        hook.in_scope(now, &mut || out = poll(cx));
+        let out = std::task::ready!(out);
+        match state.take() {
+            Some(state) => Poll::Ready((out, state)),
+            None => Poll::Pending,
+        }
+    })
+}
+
 /// Poll `future` inside the hook's scope until it ends.
-async fn scoped_future<H: Hook, F: Future + Send>(hook: &H, state: H::State, future: F) -> (F::Output, H::State) {
+async fn scoped_future<F: Future + Send>(hook: &dyn Watcher, state: HookState, future: F) -> (F::Output, HookState) {
     let mut future = std::pin::pin!(future);
-    scoped(hook, state, move |cx| future.as_mut().poll(cx)).await
+    scoped_erased(hook, state, move |cx| future.as_mut().poll(cx)).await
 }
 
 impl<H: Hook> Alone<H> {
     fn wrap_request(
-        hook: Arc<H>,
+        watcher: Arc<dyn Watcher>,
         peer: Arc<PeerInfo>,
         handler: crate::handler::RequestFn,
     ) -> crate::handler::RequestFn {
-        let this = Arc::new((hook, peer, handler));
+        let this = Arc::new((watcher, peer, handler));
         Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
-            let info = CallInfo {
-                direction: Direction::Incoming,
-                kind: Kind::Request,
-                method: request.method(),
-                id: Some(request.id()),
-                peer: &this.1,
-                params: Params::Raw(request.params()),
-                extensions: &crate::handler::EMPTY_EXTENSIONS,
+            let state = this.0.on_inbound(&request, &this.1);
+            // Most often the state waits in the request's reply slot: the connection polls the
+            // handler inside the hook's scope and tells the hook the answer as it is given.
+            // No future of the hook's own.
+            let state = match request.slot.hook(&this.0, state) {
+                Ok(()) => return (this.2)(request, responder),
+                Err(state) => state,
             };
-            let state = this.0.on_request(&info);
+            // A slot that cannot keep it (a notification routed to a request handler).
             let this = this.clone();
             Box::pin(async move {
-                let (hook, handler) = (&this.0, &this.2);
+                let (hook, handler) = (&*this.0, &this.2);
                 let slot = request.slot.clone();
                 let watched = slot.watch().then(|| slot.clone());
                 let mut start = Some((request, Responder::inside_layers(slot)));
                 let mut running: Option<HandlerFuture> = None;
                 // The handler is started in the first poll, inside the scope.
-                let ((), state) = scoped(&**hook, state, move |cx| {
+                let ((), state) = scoped_erased(hook, state, move |cx| {
                     if let Some((request, responder)) = start.take() {
                         running = Some(handler(request, responder));
                     }
@@ -379,11 +517,15 @@ impl<H: Hook> Layered for Alone<H> {
         false
     }
 
+    fn watcher(&self) -> Option<&Arc<dyn Watcher>> {
+        Some(&self.watcher)
+    }
+
     fn wrap(&self, router: Router, peer: Arc<PeerInfo>, _: TraceContextPlacement) -> Router {
         let router = Stack::with_fallback(router);
-        let (hook, at) = (self.0.clone(), peer.clone());
-        let router = router.map_requests(move |handler| Self::wrap_request(hook.clone(), at.clone(), handler));
-        let hook = self.0.clone();
+        let (watcher, at) = (self.watcher.clone(), peer.clone());
+        let router = router.map_requests(move |handler| Self::wrap_request(watcher.clone(), at.clone(), handler));
+        let hook = self.hook.clone();
         router.map_notifications(move |handler| Self::wrap_notification(hook.clone(), peer.clone(), handler))
     }
 
@@ -394,18 +536,10 @@ impl<H: Hook> Layered for Alone<H> {
         call: EncodedCall,
         options: &'a CallOptions,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
-        let id = Id::from(call.id);
-        let info = CallInfo {
-            direction: Direction::Outgoing,
-            kind: Kind::Request,
-            method,
-            id: Some(&id),
-            peer: handle.peer_ref(),
-            params: Params::Encoded(&call.body, Some(call.id)),
-            extensions: &crate::handler::EMPTY_EXTENSIONS,
-        };
-        let state = self.0.on_request(&info);
-        let hook = &*self.0;
+        // `Handle` runs the hook itself (see `Layered::watcher`); this is for a caller that
+        // does not.
+        let state = self.watcher.on_outbound(handle, method, &call);
+        let hook = &*self.watcher;
         Box::pin(async move {
             let (outcome, state) = scoped_future(hook, state, handle.send_call(call, options)).await;
             let outcome = outcome.map(Some);
@@ -429,10 +563,11 @@ impl<H: Hook> Layered for Alone<H> {
             params: Params::Encoded(&body, None),
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
-        let state = self.0.on_request(&info);
-        let hook = &*self.0;
+        let state = self.hook.on_request(&info);
+        let hook = &*self.hook;
         Box::pin(async move {
-            let (outcome, state) = scoped_future(hook, state, handle.send_notification(body)).await;
+            let mut sending = std::pin::pin!(handle.send_notification(body));
+            let (outcome, state) = scoped(hook, state, move |cx| sending.as_mut().poll(cx)).await;
             let outcome = outcome.map(|()| None);
             hook.on_response(state, &outcome);
             outcome
@@ -494,6 +629,6 @@ impl<M: Middleware> IntoLayer<AsMiddleware> for M {
 impl<H: Hook> IntoLayer<AsHook> for H {
     fn into_layer(self) -> Installed {
         let hook = Arc::new(self);
-        Installed { layer: Arc::new(InChain(hook.clone())), alone: Some(Arc::new(Alone(hook))), propagate: None }
+        Installed { layer: Arc::new(InChain(hook.clone())), alone: Some(Arc::new(Alone::new(hook))), propagate: None }
     }
 }
