@@ -348,17 +348,23 @@ impl Handle {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         use std::task::Poll;
-        let mut state = Some(watcher.on_outbound(self, method, &call));
-        let mut sending = std::pin::pin!(self.send_call(call, options));
-        // The state is moved into the poll, not borrowed across the await: it is `Send`, not `Sync`.
-        let (outcome, state) = std::future::poll_fn(move |cx| {
-            let Some(now) = state.as_ref() else { return Poll::Pending };
-            let mut out = Poll::Pending;
-            watcher.in_scope(now, &mut || out = sending.as_mut().poll(cx));
-            let out = std::task::ready!(out);
-            state.take().map_or(Poll::Pending, |state| Poll::Ready((out, state)))
-        })
-        .await;
+        let state = watcher.on_outbound(self, method, &call);
+        let (outcome, state) = if watcher.scoped() {
+            let mut state = Some(state);
+            let mut sending = std::pin::pin!(self.send_call(call, options));
+            // The state is moved into the poll, not borrowed across the await: it is `Send`,
+            // not `Sync`.
+            std::future::poll_fn(move |cx| {
+                let Some(now) = state.as_ref() else { return Poll::Pending };
+                let mut out = Poll::Pending;
+                watcher.in_scope(now, &mut || out = sending.as_mut().poll(cx));
+                let out = std::task::ready!(out);
+                state.take().map_or(Poll::Pending, |state| Poll::Ready((out, state)))
+            })
+            .await
+        } else {
+            (self.send_call(call, options).await, state)
+        };
         let outcome = outcome.map(Some);
         watcher.on_response(state, &outcome);
         match outcome {

@@ -56,6 +56,8 @@ pub(crate) trait Watcher: Send + Sync + 'static {
     fn on_inbound(&self, request: &crate::handler::Request, peer: &PeerInfo) -> HookState;
     /// Before an outbound call, encoded, is sent.
     fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState;
+    /// Whether [`Watcher::in_scope`] does anything (`false`: the connection polls without it).
+    fn scoped(&self) -> bool;
     /// Run `f` (one poll) inside the hook's scope for the call.
     fn in_scope(&self, state: &HookState, f: &mut dyn FnMut());
     /// How the call ended.

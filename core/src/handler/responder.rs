@@ -131,7 +131,7 @@ pub(crate) struct ReplySlot {
     /// Middleware wraps this request ([`ReplySlot::watch`]): set before the slot is shared, so a
     /// connection without layers tests a plain bool and nothing else.
     watched: bool,
-    /// A hook's state waits in `watch` ([`ReplySlot::hook`]).
+    /// A hook's state waits in `watch` ([`ReplySlot::hook`]), to be polled in its scope.
     hooked: AtomicBool,
     /// Told the answer once it is given (middleware observing it); only used when `watched`.
     watch: std::sync::Mutex<Watch>,
@@ -307,7 +307,9 @@ impl ReplySlot {
             return Err(state);
         }
         *self.watch_state() = Watch::Hooked(watcher.clone(), state);
-        self.hooked.store(true, Ordering::Relaxed);
+        if watcher.scoped() {
+            self.hooked.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 

@@ -99,6 +99,11 @@ pub trait Hook: Send + Sync + 'static {
         let _ = state;
         f()
     }
+
+    /// Whether [`Hook::in_scope`] does anything (`true` unless the hook says not): a hook
+    /// without a scope lets the connection poll its calls without asking it.
+    #[doc(hidden)]
+    const SCOPED: bool = true;
 }
 
 impl<H: Hook> Hook for Arc<H> {
@@ -112,6 +117,7 @@ impl<H: Hook> Hook for Arc<H> {
     fn in_scope<R>(&self, state: &H::State, f: impl FnOnce() -> R) -> R {
         (**self).in_scope(state, f)
     }
+    const SCOPED: bool = H::SCOPED;
 }
 
 /// Two hooks as one: `A` outside `B` (`A` sees the call first and its outcome last), as
@@ -129,6 +135,7 @@ impl<A: Hook, B: Hook> Hook for (A, B) {
     fn in_scope<R>(&self, (a, b): &Self::State, f: impl FnOnce() -> R) -> R {
         self.0.in_scope(a, || self.1.in_scope(b, f))
     }
+    const SCOPED: bool = A::SCOPED || B::SCOPED;
 }
 
 /// What a [`Hook`] sees of a call: borrowed, nothing copied.
@@ -372,6 +379,10 @@ impl<H: Hook> Watcher for Erased<H> {
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
         HookState::new(self.0.on_request(&info))
+    }
+
+    fn scoped(&self) -> bool {
+        H::SCOPED
     }
 
     fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {

@@ -144,4 +144,7 @@ impl Hook for MetricsLayer {
             metrics::counter!(ERRORS, labels).increment(1);
         }
     }
+
+    // No scope: the connection polls its calls without asking it.
+    const SCOPED: bool = false;
 }
