@@ -46,14 +46,17 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
         Some((watcher, state)) => {
             let mut poll = Some(poll);
             let mut out = None;
-            let scope =
-                std::panic::catch_unwind(AssertUnwindSafe(|| watcher.in_scope(state, &mut || out = poll.take().map(|p| p()))));
+            let scope = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                watcher.in_scope(state, &mut || out = poll.take().map(|p| p()))
+            }));
             match (scope, out, poll) {
                 (Err(payload), _, _) => Err(payload),
                 (Ok(()), Some(out), _) => Ok(out),
                 // A scope that did not run it.
                 (Ok(()), None, Some(poll)) => std::panic::catch_unwind(AssertUnwindSafe(poll)),
-                (Ok(()), None, None) => Err(Box::new("the hook's scope lost the handler's poll") as Box<dyn Any + Send>),
+                (Ok(()), None, None) => {
+                    Err(Box::new("the hook's scope lost the handler's poll") as Box<dyn Any + Send>)
+                }
             }
         }
     };

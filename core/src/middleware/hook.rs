@@ -4,9 +4,13 @@
 //! state for this call) and its outcome after ([`Hook::on_response`], given that state back),
 //! and may run every poll of the call inside a scope of its own ([`Hook::in_scope`]: a
 //! `tracing` span entered). It cannot refuse, hold or change a call: that is what a
-//! [`Middleware`] is for. In exchange it costs less: a connection whose
-//! only layer is a hook runs each call in one future (one allocation per call and direction,
-//! no chain to walk, no boxed future per layer), and the hook's state lives inside it.
+//! [`Middleware`] is for. In exchange it costs less: a connection whose only layer is a hook
+//! runs it itself, with no future and no allocation of the hook's own for a request (the hook's
+//! state waits in an inbound request's reply slot, or in an outbound call's own future; a state
+//! of [`TraceLayer`](super::trace::TraceLayer) or `MetricsLayer` as it is, another hook's
+//! boxed unless zero-sized) and no chain to walk. For an inbound request, the hook is told the
+//! outcome as the answer is sent, by whoever answers (the handler, or a task it handed its
+//! responder to); a notification still runs in one future of the hook's.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
 //! are hooks. To run several hooks at the price of one, give them as a tuple: `(a, b)` is a
 //! hook running `a` outside `b`.
@@ -79,8 +83,10 @@ use crate::message::{ErrorObject, Id};
 pub trait Hook: Send + Sync + 'static {
     /// What the hook keeps for one call, from [`Hook::on_request`] to [`Hook::on_response`].
     /// Dropped without reaching `on_response` when the call's future is dropped before it ends
-    /// (an outbound call the caller gave up on, a handler cancelled as the connection closes):
-    /// give it a `Drop` for what must happen then (a gauge going down).
+    /// (an outbound call the caller gave up on; inside other layers, a handler cancelled as the
+    /// connection closes): give it a `Drop` for what must happen then (a gauge going down). An
+    /// inbound request under a connection's only layer reaches `on_response` however it ends
+    /// (a handler dropped unanswered is answered, and the hook told, `-32800` or `-32603`).
     type State: Send + 'static;
 
     /// A call or notification, in either direction, before it runs (before an inbound call's
