@@ -39,7 +39,7 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
         return std::panic::catch_unwind(AssertUnwindSafe(poll));
     };
     // A hook's state waiting in the slot: the poll runs inside its scope.
-    let hooked = if slot.hooked.load(Ordering::Relaxed) { slot.take_hook() } else { None };
+    let hooked = if slot.watched && slot.hooked.load(Ordering::Relaxed) { slot.take_hook() } else { None };
     slot.supervision.store(supervision::POLLING, Ordering::SeqCst);
     let out = match &hooked {
         None => std::panic::catch_unwind(AssertUnwindSafe(poll)),
