@@ -306,10 +306,17 @@ impl ReplySlot {
     /// From here on its handler is polled inside the hook's scope ([`poll_supervised`]) and
     /// the hook is told the answer once it is given, with no future of the hook's own.
     pub(crate) fn hook(&self, watcher: &Arc<dyn Watcher>, state: HookState) -> Result<(), HookState> {
-        if !self.watched || self.is_answered() {
+        if !self.watched {
             return Err(state);
         }
-        *self.watch_state() = Watch::Hooked(watcher.clone(), state);
+        let mut watch = self.watch_state();
+        // Under the lock: an answer given after it finds the state (the flag is set before
+        // the answer takes the lock).
+        if self.is_answered() {
+            return Err(state);
+        }
+        *watch = Watch::Hooked(watcher.clone(), state);
+        drop(watch);
         if watcher.scoped() {
             self.hooked.store(true, Ordering::Relaxed);
         }

@@ -444,6 +444,8 @@ impl<H: Hook> Alone<H> {
             // No future of the hook's own.
             let state = match request.slot.hook(&this.0, state) {
                 Ok(()) => return (this.2)(request, responder),
+                // Answered already (cancelled as it started): the state is dropped untold.
+                Err(_) if request.slot.is_answered() => return (this.2)(request, responder),
                 Err(state) => state,
             };
             // A slot that cannot keep it (a notification routed to a request handler).
