@@ -328,7 +328,9 @@ impl Handle {
         let call = self.encode_call(method, params)?;
         if let Some(layered) = &self.shared.config.layered {
             if let Some(watcher) = layered.watcher() {
-                return self.call_watched(&**watcher, method, call, options).await;
+                // Boxed: the future every caller holds stays small (see `send_call`); the hook
+                // runs inside the call's own future, no future of its own.
+                return Box::pin(self.call_watched(&**watcher, method, call, options)).await;
             }
             return match layered.call(self, method, call, options).await? {
                 Some(result) => Ok(result),
@@ -338,8 +340,8 @@ impl Handle {
         self.send_call(call, options).await
     }
 
-    /// A call through the connection's one layer, a hook, run in this future: no future and
-    /// no allocation of the hook's own.
+    /// A call through the connection's one layer, a hook, run in the call's future (boxed by
+    /// the caller): no future of the hook's own.
     async fn call_watched(
         &self,
         watcher: &dyn super::Watcher,

@@ -51,17 +51,13 @@ pub(crate) trait Layered: Send + Sync + 'static {
 
 /// A hook, as the connection runs it (see [`Layered::watcher`]): its state per call erased
 /// into a [`HookState`] (kept inline for the shipped hooks' states).
-pub(crate) trait Watcher: Send + Sync + 'static {
+pub(crate) trait Watcher: crate::handler::SlotHook {
     /// Before an inbound request's handler starts.
     fn on_inbound(&self, request: &crate::handler::Request, peer: &PeerInfo) -> HookState;
     /// Before an outbound call, encoded, is sent.
     fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState;
-    /// Whether [`Watcher::in_scope`] does anything (`false`: the connection polls without it).
-    fn scoped(&self) -> bool;
-    /// Run `f` (one poll) inside the hook's scope for the call.
-    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut());
     /// How the call ended.
     fn on_response(&self, state: HookState, outcome: &Result<Option<Box<RawValue>>, Error>);
 }
 
-pub(crate) use crate::middleware::hook::HookState;
+pub(crate) use crate::middleware::state::HookState;

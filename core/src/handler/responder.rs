@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Batch;
 use super::host::Host;
-use crate::connection::{HookState, Watcher};
 use crate::message::bind::{Binder, UNBOUND};
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
+use crate::middleware::state::HookState;
 
 /// A request handler's panic supervision, per reply slot (no thread-local state): while its
 /// handler is polled the slot is `POLLING`; a [`Responder`] dropped by a panicking thread then
@@ -72,10 +72,20 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
     out
 }
 
+/// A hook as a request's reply slot runs it ([`ReplySlot::hook`]).
+pub(crate) trait SlotHook: Send + Sync + 'static {
+    /// Whether [`SlotHook::in_scope`] does anything (`false`: the handler is polled without it).
+    fn scoped(&self) -> bool;
+    /// Run `f` (one poll) inside the hook's scope for the call.
+    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut());
+    /// The request is answered with this.
+    fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>);
+}
+
 /// Tell a hook how its request ended. The request is answered: a panic in the hook changes
 /// nothing, and is logged, not let through to whoever answered.
-fn tell_hook(watcher: &dyn Watcher, state: HookState, outcome: &crate::middleware::Outcome) {
-    if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| watcher.on_response(state, outcome))) {
+fn tell_hook(watcher: &dyn SlotHook, state: HookState, answer: Result<(), &ErrorObject>) {
+    if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| watcher.on_answer(state, answer))) {
         tracing::error!(target: crate::LOG_TARGET, panic = %panic_message(&payload), "a hook panicked after the answer");
     }
 }
@@ -305,7 +315,7 @@ impl ReplySlot {
     /// Keep a hook's state for this request (`Err`, the state back: the slot is not watched).
     /// From here on its handler is polled inside the hook's scope ([`poll_supervised`]) and
     /// the hook is told the answer once it is given, with no future of the hook's own.
-    pub(crate) fn hook(&self, watcher: &Arc<dyn Watcher>, state: HookState) -> Result<(), HookState> {
+    pub(crate) fn hook(&self, watcher: Arc<dyn SlotHook>, state: HookState) -> Result<(), HookState> {
         if !self.watched {
             return Err(state);
         }
@@ -315,16 +325,17 @@ impl ReplySlot {
         if self.is_answered() {
             return Err(state);
         }
-        *watch = Watch::Hooked(watcher.clone(), state);
+        let scoped = watcher.scoped();
+        *watch = Watch::Hooked(watcher, state);
         drop(watch);
-        if watcher.scoped() {
+        if scoped {
             self.hooked.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
 
     /// The hook's state for a poll of the handler (put back after it by [`ReplySlot::put_hook`]).
-    fn take_hook(&self) -> Option<(Arc<dyn Watcher>, HookState)> {
+    fn take_hook(&self) -> Option<(Arc<dyn SlotHook>, HookState)> {
         let mut watch = self.watch_state();
         if !matches!(&*watch, Watch::Hooked(..)) {
             return None;
@@ -336,13 +347,13 @@ impl ReplySlot {
     }
 
     /// After a poll: the hook's state back in the slot, or, answered meanwhile, to the hook.
-    fn put_hook(&self, watcher: Arc<dyn Watcher>, state: HookState) {
+    fn put_hook(&self, watcher: Arc<dyn SlotHook>, state: HookState) {
         let mut watch = self.watch_state();
         match std::mem::replace(&mut *watch, Watch::Idle) {
             Watch::HookPolling => *watch = Watch::Hooked(watcher, state),
             Watch::HookTold(answer) => {
                 drop(watch);
-                tell_hook(&*watcher, state, &answer.map(|()| None).map_err(crate::Error::Remote));
+                tell_hook(&*watcher, state, answer.as_ref().map(|()| ()));
             }
             // Renewed meanwhile cannot be (the poller holds the slot): nothing to tell.
             other => *watch = other,
@@ -422,7 +433,7 @@ impl ReplySlot {
 
     /// Tell the watch the answer; a hook's state waiting in the slot is returned, for the
     /// hook to be told once the answer is sent.
-    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) -> Option<(Arc<dyn Watcher>, HookState)> {
+    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) -> Option<(Arc<dyn SlotHook>, HookState)> {
         let mut watch = self.watch_state();
         match &mut *watch {
             Watch::Waiting(waker) => {
@@ -512,11 +523,7 @@ impl ReplySlot {
         let sent = self.send_answer(encode, writes);
         // The hook is told once the answer is on its way.
         if let Some((watcher, state)) = hooked {
-            let outcome = match seen {
-                Ok(()) => Ok(None),
-                Err(error) => Err(crate::Error::Remote(error.clone())),
-            };
-            tell_hook(&*watcher, state, &outcome);
+            tell_hook(&*watcher, state, seen);
         }
         sent
     }
@@ -620,7 +627,7 @@ pub(crate) enum Watch {
     /// The handler's responder was dropped unanswered.
     Closed,
     /// A hook's state for the request ([`ReplySlot::hook`]), unanswered, the handler not polled now.
-    Hooked(Arc<dyn Watcher>, HookState),
+    Hooked(Arc<dyn SlotHook>, HookState),
     /// The hook's state is with the handler's poll ([`poll_supervised`]).
     HookPolling,
     /// Answered during the handler's poll, which tells the hook.

@@ -62,7 +62,6 @@
 //! # }
 //! ```
 
-use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -70,12 +69,13 @@ use std::task::{Context, Poll};
 use serde_json::value::RawValue;
 
 use super::chain::Stack;
+use super::state::HookState;
 use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome};
 use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
     Watcher,
 };
-use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router};
+use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router, SlotHook};
 use crate::message::{ErrorObject, Id};
 
 /// A layer with a synchronous step before each call and one after it (see the
@@ -296,68 +296,29 @@ impl<H: Hook> Alone<H> {
     }
 }
 
-/// A hook's state for one call, erased (what the connection keeps of it: see
-/// [`Watcher`]). The shipped hooks' states are kept as they are; any other is boxed (which
-/// allocates nothing for a zero-sized state).
-pub(crate) enum HookState {
-    Trace(super::trace::InCall),
-    #[cfg(feature = "metrics")]
-    Metrics(super::metrics::InFlight),
-    Other(Box<dyn Any + Send>),
-}
-
-impl std::fmt::Debug for HookState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HookState")
-    }
-}
-
-impl HookState {
-    fn new<S: Send + 'static>(state: S) -> Self {
-        let mut state = Some(state);
-        let any: &mut dyn Any = &mut state;
-        if let Some(trace) = any.downcast_mut::<Option<super::trace::InCall>>().and_then(Option::take) {
-            return HookState::Trace(trace);
-        }
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = any.downcast_mut::<Option<super::metrics::InFlight>>().and_then(Option::take) {
-            return HookState::Metrics(metrics);
-        }
-        HookState::Other(Box::new(state))
-    }
-
-    fn get<S: 'static>(&self) -> Option<&S> {
-        match self {
-            HookState::Trace(trace) => (trace as &dyn Any).downcast_ref(),
-            #[cfg(feature = "metrics")]
-            HookState::Metrics(metrics) => (metrics as &dyn Any).downcast_ref(),
-            HookState::Other(other) => other.downcast_ref::<Option<S>>()?.as_ref(),
-        }
-    }
-
-    fn take<S: 'static>(self) -> Option<S> {
-        let mut out: Option<S> = None;
-        let into: &mut dyn Any = &mut out;
-        match self {
-            HookState::Trace(trace) => {
-                if let Some(into) = into.downcast_mut::<Option<super::trace::InCall>>() {
-                    *into = Some(trace);
-                }
-            }
-            #[cfg(feature = "metrics")]
-            HookState::Metrics(metrics) => {
-                if let Some(into) = into.downcast_mut::<Option<super::metrics::InFlight>>() {
-                    *into = Some(metrics);
-                }
-            }
-            HookState::Other(other) => return other.downcast::<Option<S>>().ok().and_then(|state| *state),
-        }
-        out
-    }
-}
-
 /// A hook as the connection runs it.
 struct Erased<H>(Arc<H>);
+
+impl<H: Hook> SlotHook for Erased<H> {
+    fn scoped(&self) -> bool {
+        H::SCOPED
+    }
+
+    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {
+        match state.get::<H::State>() {
+            Some(state) => self.0.in_scope(state, f),
+            None => f(),
+        }
+    }
+
+    fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>) {
+        let outcome = match answer {
+            Ok(()) => Ok(None),
+            Err(error) => Err(Error::Remote(error.clone())),
+        };
+        Watcher::on_response(self, state, &outcome);
+    }
+}
 
 impl<H: Hook> Watcher for Erased<H> {
     fn on_inbound(&self, request: &Request, peer: &PeerInfo) -> HookState {
@@ -385,17 +346,6 @@ impl<H: Hook> Watcher for Erased<H> {
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
         HookState::new(self.0.on_request(&info))
-    }
-
-    fn scoped(&self) -> bool {
-        H::SCOPED
-    }
-
-    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {
-        match state.get::<H::State>() {
-            Some(state) => self.0.in_scope(state, f),
-            None => f(),
-        }
     }
 
     fn on_response(&self, state: HookState, outcome: &Outcome) {
@@ -442,7 +392,7 @@ impl<H: Hook> Alone<H> {
             // Most often the state waits in the request's reply slot: the connection polls the
             // handler inside the hook's scope and tells the hook the answer as it is given.
             // No future of the hook's own.
-            let state = match request.slot.hook(&this.0, state) {
+            let state = match request.slot.hook(this.0.clone(), state) {
                 Ok(()) => return (this.2)(request, responder),
                 // Answered already (cancelled as it started): the state is dropped untold.
                 Err(_) if request.slot.is_answered() => return (this.2)(request, responder),

@@ -72,6 +72,7 @@ pub mod metrics;
 pub mod names;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub(crate) mod state;
 #[cfg(feature = "tower")]
 pub mod tower;
 pub mod trace;

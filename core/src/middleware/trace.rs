@@ -13,6 +13,7 @@ use std::time::Instant;
 use tracing::field::Empty;
 
 use super::names::MethodNames;
+pub use super::state::InCall;
 #[cfg(feature = "otel")]
 use super::{BoxFuture, Call, Next};
 use super::{CallInfo, Hook, Kind, Outcome, error_code};
@@ -193,18 +194,6 @@ impl std::fmt::Display for IdText<'_> {
             Id::Null => Ok(()),
         }
     }
-}
-
-/// What [`TraceLayer`] keeps for one call: its span (entered while the call is polled) and
-/// when it started (`None`: the span is disabled, nothing is recorded).
-#[derive(Debug)]
-pub struct InCall {
-    span: tracing::Span,
-    started: Option<Instant>,
-    /// The span's `duration_ms` field (`None`: recorded by name).
-    duration: Option<&'static tracing::field::Field>,
-    /// Entered while the call is polled (an inbound call: its handler runs inside it).
-    enter: bool,
 }
 
 impl Hook for TraceLayer {
