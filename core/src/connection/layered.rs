@@ -43,7 +43,7 @@ pub(crate) trait Layered: Send + Sync + 'static {
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>>;
     /// The connection's one layer, when it is a hook: run by the connection itself around an
     /// outbound call (in the call's own future) and an inbound request (its state kept in the
-    /// request's reply slot), with no future and no allocation of its own.
+    /// request's reply slot), with no future of its own.
     fn watcher(&self) -> Option<&Arc<dyn Watcher>> {
         None
     }

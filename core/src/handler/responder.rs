@@ -353,7 +353,7 @@ impl ReplySlot {
             Watch::HookPolling => *watch = Watch::Hooked(watcher, state),
             Watch::HookTold(answer) => {
                 drop(watch);
-                tell_hook(&*watcher, state, answer.as_ref().map(|()| ()));
+                tell_hook(&*watcher, state, answer.as_ref().copied());
             }
             // Renewed meanwhile cannot be (the poller holds the slot): nothing to tell.
             other => *watch = other,

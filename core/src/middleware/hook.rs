@@ -5,10 +5,10 @@
 //! and may run every poll of the call inside a scope of its own ([`Hook::in_scope`]: a
 //! `tracing` span entered). It cannot refuse, hold or change a call: that is what a
 //! [`Middleware`] is for. In exchange it costs less: a connection whose only layer is a hook
-//! runs it itself, with no future and no allocation of the hook's own for a request (the hook's
-//! state waits in an inbound request's reply slot, or in an outbound call's own future; a state
-//! of [`TraceLayer`](super::trace::TraceLayer) or `MetricsLayer` as it is, another hook's
-//! boxed unless zero-sized) and no chain to walk. For an inbound request, the hook is told the
+//! runs it itself, with no chain to walk: an inbound request's hook state waits in its reply
+//! slot (no future and no allocation of the hook's own), an outbound call's hook runs inside
+//! the call's one boxed future (a state of [`TraceLayer`](super::trace::TraceLayer) or
+//! `MetricsLayer` is kept as it is, another hook's boxed unless zero-sized). For an inbound request, the hook is told the
 //! outcome as the answer is sent, by whoever answers (the handler, or a task it handed its
 //! responder to); a notification still runs in one future of the hook's.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)

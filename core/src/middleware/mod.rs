@@ -31,9 +31,9 @@
 //! **Cost.** A connection without layers pays nothing for them: no allocation, no atomic
 //! operation, one branch on an `Option` per message. With layers, each call pays a boxed future
 //! per middleware and pass, and one for the chain's end; a connection whose only layer is a
-//! hook pays no future and no allocation of its own for a request in either direction (the
-//! connection runs the hook itself: an inbound request's hook state waits in its reply slot, an
-//! outbound call's in the call's own future), and no chain.
+//! hook pays no chain, and the connection runs the hook itself: an inbound request's hook state
+//! waits in its reply slot (no future, no allocation of the hook's own), an outbound call's
+//! hook runs inside the call's one boxed future.
 //!
 //! A layer in full (a log line per call, with its time):
 //!
