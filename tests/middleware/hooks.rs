@@ -1,7 +1,7 @@
 //! Hooks (`middleware::Hook`, the synchronous before/after layers) over real bytes, against a
 //! peer written by hand: what a hook sees in both directions and the outcomes it is told, its
 //! place among other layers, two hooks as a tuple, its scope around the handler, a panicking
-//! hook, a handler that drops its responder.
+//! hook, a handler that drops its responder, one that answers from another task.
 
 use crate::support;
 
@@ -224,4 +224,52 @@ async fn a_handler_dropping_its_responder_under_a_hook_is_answered_and_the_hook_
     assert_eq!((got, code), (json!(5), -32603), "{message}");
     wait_for(&log, 2).await;
     assert_eq!(*log.lock().unwrap(), ["H> in drop 5 -", "H< in drop: error -32603"]);
+}
+
+/// `Logging` with a scope: counts the polls it was asked to wrap.
+struct Counted(Logging, Arc<std::sync::atomic::AtomicUsize>);
+
+impl Hook for Counted {
+    type State = String;
+    fn on_request(&self, call: &CallInfo<'_>) -> String {
+        self.0.on_request(call)
+    }
+    fn on_response(&self, what: String, outcome: &Outcome) {
+        self.0.on_response(what, outcome)
+    }
+    fn in_scope<R>(&self, _: &String, f: impl FnOnce() -> R) -> R {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        f()
+    }
+}
+
+#[tokio::test]
+async fn a_responder_answered_from_another_task_tells_the_hook_once_with_the_answer() {
+    for scoped in [false, true] {
+        let log: Log = Arc::default();
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let logging = Logging("H", log.clone());
+        let router = Router::new().request_raw(
+            "later",
+            |_request: jsonrpc_duplex::Request, responder: jsonrpc_duplex::Responder| async move {
+                // Answered by a task of its own after the handler's future has ended.
+                tokio::spawn(async move {
+                    tokio::task::yield_now().await;
+                    responder.err(ErrorObject::new(-32077, "later"));
+                });
+            },
+        );
+        let builder = if scoped {
+            Connection::builder().layer(Counted(logging, polls.clone())).serve(router)
+        } else {
+            Connection::builder().layer(logging).serve(router)
+        };
+        let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+        let answer = peer.call(r#"{"jsonrpc":"2.0","id":9,"method":"later"}"#).await;
+        assert_eq!(answer, r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32077,"message":"later"}}"#);
+        wait_for(&log, 2).await;
+        assert_eq!(*log.lock().unwrap(), ["H> in later 9 -", "H< in later: error -32077"], "scoped: {scoped}");
+        // The handler's one poll was in the scope (its start, before the hook's state, is not).
+        assert_eq!(polls.load(std::sync::atomic::Ordering::SeqCst), usize::from(scoped));
+    }
 }

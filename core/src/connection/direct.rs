@@ -310,6 +310,10 @@ impl Binder for DirectHost {
 }
 
 impl Host for DirectHost {
+    fn handle(self: Arc<Self>, lane: Option<u64>) -> Handle {
+        self.dead_handle(lane)
+    }
+
     fn enter(&self, _slot: &Arc<ReplySlot>) {}
 
     fn leave(&self, _slot: &ReplySlot) {}

@@ -327,12 +327,53 @@ impl Handle {
     ) -> Result<Box<RawValue>, Error> {
         let call = self.encode_call(method, params)?;
         if let Some(layered) = &self.shared.config.layered {
+            if let Some(watcher) = layered.watcher() {
+                // Boxed: the future every caller holds stays small (see `send_call`); the hook
+                // runs inside the call's own future, no future of its own.
+                return Box::pin(self.call_watched(&**watcher, method, call, options)).await;
+            }
             return match layered.call(self, method, call, options).await? {
                 Some(result) => Ok(result),
                 None => RawValue::from_string("null".into()).map_err(Error::Deserialize),
             };
         }
         self.send_call(call, options).await
+    }
+
+    /// A call through the connection's one layer, a hook, run in the call's future (boxed by
+    /// the caller): no future of the hook's own.
+    async fn call_watched(
+        &self,
+        watcher: &dyn super::Watcher,
+        method: &str,
+        call: EncodedCall,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        use std::task::Poll;
+        let state = watcher.on_outbound(self, method, &call);
+        let (outcome, state) = if watcher.scoped() {
+            let mut state = Some(state);
+            let mut sending = std::pin::pin!(self.send_call(call, options));
+            // The state is moved into the poll, not borrowed across the await: it is `Send`,
+            // not `Sync`.
+            std::future::poll_fn(move |cx| {
+                let Some(now) = state.as_ref() else { return Poll::Pending };
+                let mut out = Poll::Pending;
+                watcher.in_scope(now, &mut || out = sending.as_mut().poll(cx));
+                let out = std::task::ready!(out);
+                state.take().map_or(Poll::Pending, |state| Poll::Ready((out, state)))
+            })
+            .await
+        } else {
+            (self.send_call(call, options).await, state)
+        };
+        let outcome = outcome.map(Some);
+        watcher.on_response(state, &outcome);
+        match outcome {
+            Ok(Some(result)) => Ok(result),
+            Ok(None) => RawValue::from_string("null".into()).map_err(Error::Deserialize),
+            Err(e) => Err(e),
+        }
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to

@@ -47,21 +47,18 @@ impl Host for Shared {
     fn quote(&self, value: &dyn fmt::Display) -> String {
         self.quote(value).to_string()
     }
+
+    fn handle(self: Arc<Self>, lane: Option<u64>) -> Handle {
+        Handle { shared: self, lane_seq: lane }
+    }
 }
 
 impl Handle {
-    /// The handle of the connection that read a request or notification (the only host there
-    /// is), as given to the handler of the lane's message `lane`, if any.
+    /// The handle of the connection that read a request or notification, as given to the
+    /// handler of the lane's message `lane`, if any (a request served with no connection, in
+    /// `direct.rs`, gives the ended connection it stands for).
     pub(crate) fn of_host(host: &Arc<dyn Host>, lane: Option<u64>) -> Handle {
-        let host: Arc<dyn std::any::Any + Send + Sync> = host.clone();
-        match host.downcast::<Shared>() {
-            Ok(shared) => Handle { shared, lane_seq: lane },
-            // A request served with no connection (`direct.rs`): the ended connection it stands for.
-            Err(host) => match host.downcast::<super::direct::DirectHost>() {
-                Ok(direct) => direct.dead_handle(lane),
-                Err(_) => unreachable!("a request's host is a connection or a direct request's"),
-            },
-        }
+        host.clone().handle(lane)
     }
 }
 

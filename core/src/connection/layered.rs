@@ -41,4 +41,23 @@ pub(crate) trait Layered: Send + Sync + 'static {
         method: &'a str,
         body: Vec<u8>,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>>;
+    /// The connection's one layer, when it is a hook: run by the connection itself around an
+    /// outbound call (in the call's own future) and an inbound request (its state kept in the
+    /// request's reply slot), with no future of its own.
+    fn watcher(&self) -> Option<&Arc<dyn Watcher>> {
+        None
+    }
 }
+
+/// A hook, as the connection runs it (see [`Layered::watcher`]): its state per call erased
+/// into a [`HookState`] (kept inline for the shipped hooks' states).
+pub(crate) trait Watcher: crate::handler::SlotHook {
+    /// Before an inbound request's handler starts.
+    fn on_inbound(&self, request: &crate::handler::Request, peer: &PeerInfo) -> HookState;
+    /// Before an outbound call, encoded, is sent.
+    fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState;
+    /// How the call ended.
+    fn on_response(&self, state: HookState, outcome: &Result<Option<Box<RawValue>>, Error>);
+}
+
+pub(crate) use crate::middleware::state::HookState;

@@ -52,7 +52,7 @@ pub(crate) use direct::{Direct, Served};
 pub use error::Error;
 pub(crate) use handle::EncodedCall;
 pub use handle::{CallOptions, Handle};
-pub(crate) use layered::{Layered, LayeredFuture};
+pub(crate) use layered::{Layered, LayeredFuture, Watcher};
 pub(crate) use peer_info::UNKNOWN as UNKNOWN_PEER;
 pub use peer_info::{PeerAddr, PeerCredentials, PeerInfo};
 pub use weak::WeakHandle;

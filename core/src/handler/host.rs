@@ -34,4 +34,7 @@ pub(crate) trait Host: Binder + Any + Send + Sync {
     fn send_answer(&self, body: Vec<u8>, later: bool);
     /// Peer input made fit for a log line (cut, redacted).
     fn quote(&self, value: &dyn fmt::Display) -> String;
+    /// A handle to call the peer back, as given to the handler of the lane's message `lane`
+    /// (if any): what a request's or notification's `peer()` is.
+    fn handle(self: Arc<Self>, lane: Option<u64>) -> crate::Handle;
 }

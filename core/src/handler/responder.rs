@@ -12,6 +12,7 @@ use super::Batch;
 use super::host::Host;
 use crate::message::bind::{Binder, UNBOUND};
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
+use crate::middleware::state::HookState;
 
 /// A request handler's panic supervision, per reply slot (no thread-local state): while its
 /// handler is polled the slot is `POLLING`; a [`Responder`] dropped by a panicking thread then
@@ -37,15 +38,56 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
     let Some(slot) = slot else {
         return std::panic::catch_unwind(AssertUnwindSafe(poll));
     };
+    // A hook's state waiting in the slot: the poll runs inside its scope.
+    let hooked = if slot.watched && slot.hooked.load(Ordering::Relaxed) { slot.take_hook() } else { None };
     slot.supervision.store(supervision::POLLING, Ordering::SeqCst);
-    let out = std::panic::catch_unwind(AssertUnwindSafe(poll));
+    let out = match &hooked {
+        None => std::panic::catch_unwind(AssertUnwindSafe(poll)),
+        Some((watcher, state)) => {
+            let mut poll = Some(poll);
+            let mut out = None;
+            let scope = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                watcher.in_scope(state, &mut || out = poll.take().map(|p| p()))
+            }));
+            match (scope, out, poll) {
+                (Err(payload), _, _) => Err(payload),
+                (Ok(()), Some(out), _) => Ok(out),
+                // A scope that did not run it.
+                (Ok(()), None, Some(poll)) => std::panic::catch_unwind(AssertUnwindSafe(poll)),
+                (Ok(()), None, None) => {
+                    Err(Box::new("the hook's scope lost the handler's poll") as Box<dyn Any + Send>)
+                }
+            }
+        }
+    };
     let deferred = slot.supervision.swap(supervision::IDLE, Ordering::SeqCst) == supervision::DEFERRED;
+    if let Some((watcher, state)) = hooked {
+        slot.put_hook(watcher, state);
+    }
     match &out {
         Err(payload) => slot.answer_panic(payload),
         Ok(_) if deferred => slot.answer_unanswered("the task holding the reply panicked"),
         Ok(_) => {}
     }
     out
+}
+
+/// A hook as a request's reply slot runs it ([`ReplySlot::hook`]).
+pub(crate) trait SlotHook: Send + Sync + 'static {
+    /// Whether [`SlotHook::in_scope`] does anything (`false`: the handler is polled without it).
+    fn scoped(&self) -> bool;
+    /// Run `f` (one poll) inside the hook's scope for the call.
+    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut());
+    /// The request is answered with this.
+    fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>);
+}
+
+/// Tell a hook how its request ended. The request is answered: a panic in the hook changes
+/// nothing, and is logged, not let through to whoever answered.
+fn tell_hook(watcher: &dyn SlotHook, state: HookState, answer: Result<(), &ErrorObject>) {
+    if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| watcher.on_answer(state, answer))) {
+        tracing::error!(target: crate::LOG_TARGET, panic = %panic_message(&payload), "a hook panicked after the answer");
+    }
 }
 
 /// The message of a caught panic.
@@ -102,6 +144,8 @@ pub(crate) struct ReplySlot {
     /// Middleware wraps this request ([`ReplySlot::watch`]): set before the slot is shared, so a
     /// connection without layers tests a plain bool and nothing else.
     watched: bool,
+    /// A hook's state waits in `watch` ([`ReplySlot::hook`]), to be polled in its scope.
+    hooked: AtomicBool,
     /// Told the answer once it is given (middleware observing it); only used when `watched`.
     watch: std::sync::Mutex<Watch>,
     /// What the layers attached to the call, for its handler's context; only set when `watched`.
@@ -136,6 +180,7 @@ impl ReplySlot {
             cancel_reason: OnceLock::new(),
             never_cancelled: false,
             watched: false,
+            hooked: AtomicBool::new(false),
             watch: std::sync::Mutex::new(Watch::Idle),
             extensions: OnceLock::new(),
             trace: None,
@@ -181,6 +226,7 @@ impl ReplySlot {
         s.never_cancelled = false;
         if s.watched {
             s.watched = false;
+            *s.hooked.get_mut() = false;
             s.watch = std::sync::Mutex::new(Watch::Idle);
             s.extensions = OnceLock::new();
             s.trace = None;
@@ -266,6 +312,54 @@ impl ReplySlot {
         true
     }
 
+    /// Keep a hook's state for this request (`Err`, the state back: the slot is not watched).
+    /// From here on its handler is polled inside the hook's scope ([`poll_supervised`]) and
+    /// the hook is told the answer once it is given, with no future of the hook's own.
+    pub(crate) fn hook(&self, watcher: Arc<dyn SlotHook>, state: HookState) -> Result<(), HookState> {
+        if !self.watched {
+            return Err(state);
+        }
+        let mut watch = self.watch_state();
+        // Under the lock: an answer given after it finds the state (the flag is set before
+        // the answer takes the lock).
+        if self.is_answered() {
+            return Err(state);
+        }
+        let scoped = watcher.scoped();
+        *watch = Watch::Hooked(watcher, state);
+        drop(watch);
+        if scoped {
+            self.hooked.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The hook's state for a poll of the handler (put back after it by [`ReplySlot::put_hook`]).
+    fn take_hook(&self) -> Option<(Arc<dyn SlotHook>, HookState)> {
+        let mut watch = self.watch_state();
+        if !matches!(&*watch, Watch::Hooked(..)) {
+            return None;
+        }
+        match std::mem::replace(&mut *watch, Watch::HookPolling) {
+            Watch::Hooked(watcher, state) => Some((watcher, state)),
+            _ => None,
+        }
+    }
+
+    /// After a poll: the hook's state back in the slot, or, answered meanwhile, to the hook.
+    fn put_hook(&self, watcher: Arc<dyn SlotHook>, state: HookState) {
+        let mut watch = self.watch_state();
+        match std::mem::replace(&mut *watch, Watch::Idle) {
+            Watch::HookPolling => *watch = Watch::Hooked(watcher, state),
+            Watch::HookTold(answer) => {
+                drop(watch);
+                tell_hook(&*watcher, state, answer.as_ref().copied());
+            }
+            // Renewed meanwhile cannot be (the poller holds the slot): nothing to tell.
+            other => *watch = other,
+        }
+    }
+
     /// What [`ReplySlot::watch`] learnt, once it has.
     pub(crate) fn poll_watched(
         &self,
@@ -276,6 +370,11 @@ impl ReplySlot {
         match std::mem::replace(&mut *state, Watch::Idle) {
             Watch::Told(answer) => Poll::Ready(Ok(answer)),
             Watch::Closed | Watch::Idle => Poll::Ready(Err(Closed)),
+            // A hook's, not a watch (never both on one slot): left as it was.
+            other @ (Watch::Hooked(..) | Watch::HookPolling | Watch::HookTold(_)) => {
+                *state = other;
+                Poll::Ready(Err(Closed))
+            }
             Watch::Waiting(_) => {
                 *state = Watch::Waiting(Some(cx.waker().clone()));
                 Poll::Pending
@@ -332,8 +431,31 @@ impl ReplySlot {
         self.extensions.get().unwrap_or(&super::extensions::EMPTY)
     }
 
-    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) {
-        self.end_watch(|| Watch::Told(outcome.map_err(Clone::clone)));
+    /// Tell the watch the answer; a hook's state waiting in the slot is returned, for the
+    /// hook to be told once the answer is sent.
+    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) -> Option<(Arc<dyn SlotHook>, HookState)> {
+        let mut watch = self.watch_state();
+        match &mut *watch {
+            Watch::Waiting(waker) => {
+                let waker = waker.take();
+                *watch = Watch::Told(outcome.map_err(Clone::clone));
+                drop(watch);
+                if let Some(waker) = waker {
+                    waker.wake();
+                }
+                None
+            }
+            Watch::Hooked(..) => match std::mem::replace(&mut *watch, Watch::Idle) {
+                Watch::Hooked(watcher, state) => Some((watcher, state)),
+                _ => None,
+            },
+            // Its handler is being polled: the poller tells the hook.
+            Watch::HookPolling => {
+                *watch = Watch::HookTold(outcome.map_err(Clone::clone));
+                None
+            }
+            Watch::Idle | Watch::Told(_) | Watch::Closed | Watch::HookTold(_) => None,
+        }
     }
 
     /// The protocol forbids cancelling this request.
@@ -394,9 +516,20 @@ impl ReplySlot {
         if self.answered.swap(true, Ordering::SeqCst) {
             return false;
         }
-        if self.watched {
-            self.tell_watch(seen);
+        if !self.watched {
+            return self.send_answer(encode, writes);
         }
+        let hooked = self.tell_watch(seen);
+        let sent = self.send_answer(encode, writes);
+        // The hook is told once the answer is on its way.
+        if let Some((watcher, state)) = hooked {
+            tell_hook(&*watcher, state, seen);
+        }
+        sent
+    }
+
+    /// Send an answer just given (the rest of [`ReplySlot::answer_with`]).
+    fn send_answer(&self, encode: impl FnOnce(&mut Vec<u8>), writes: Writes) -> bool {
         if self.registered.load(Ordering::SeqCst) {
             self.host.leave(self);
         }
@@ -484,7 +617,6 @@ impl std::fmt::Debug for Responder {
 }
 
 /// A watch on a slot's answer (see [`ReplySlot::watch`]).
-#[derive(Debug)]
 pub(crate) enum Watch {
     /// Nobody watches.
     Idle,
@@ -494,6 +626,12 @@ pub(crate) enum Watch {
     Told(Result<(), ErrorObject>),
     /// The handler's responder was dropped unanswered.
     Closed,
+    /// A hook's state for the request ([`ReplySlot::hook`]), unanswered, the handler not polled now.
+    Hooked(Arc<dyn SlotHook>, HookState),
+    /// The hook's state is with the handler's poll ([`poll_supervised`]).
+    HookPolling,
+    /// Answered during the handler's poll, which tells the hook.
+    HookTold(Result<(), ErrorObject>),
 }
 
 /// The handler's responder was dropped without answering (see [`ReplySlot::watch`]).

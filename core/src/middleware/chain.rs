@@ -249,6 +249,10 @@ impl Layered for Stack {
         self.propagate.iter().any(|p| p.unwrap_or(placement) == TraceContextPlacement::TopLevel)
     }
 
+    fn watcher(&self) -> Option<&Arc<dyn crate::connection::Watcher>> {
+        self.alone.as_ref()?.watcher()
+    }
+
     fn wrap(&self, router: Router, peer: Arc<PeerInfo>, placement: TraceContextPlacement) -> Router {
         if let Some(alone) = &self.alone {
             return alone.wrap(router, peer, placement);

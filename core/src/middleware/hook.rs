@@ -4,9 +4,13 @@
 //! state for this call) and its outcome after ([`Hook::on_response`], given that state back),
 //! and may run every poll of the call inside a scope of its own ([`Hook::in_scope`]: a
 //! `tracing` span entered). It cannot refuse, hold or change a call: that is what a
-//! [`Middleware`] is for. In exchange it costs less: a connection whose
-//! only layer is a hook runs each call in one future (one allocation per call and direction,
-//! no chain to walk, no boxed future per layer), and the hook's state lives inside it.
+//! [`Middleware`] is for. In exchange it costs less: a connection whose only layer is a hook
+//! runs it itself, with no chain to walk: an inbound request's hook state waits in its reply
+//! slot (no future and no allocation of the hook's own), an outbound call's hook runs inside
+//! the call's one boxed future (a state of [`TraceLayer`](super::trace::TraceLayer) or
+//! `MetricsLayer` is kept as it is, another hook's boxed unless zero-sized). For an inbound request, the hook is told the
+//! outcome as the answer is sent, by whoever answers (the handler, or a task it handed its
+//! responder to); a notification still runs in one future of the hook's.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
 //! are hooks. To run several hooks at the price of one, give them as a tuple: `(a, b)` is a
 //! hook running `a` outside `b`.
@@ -65,11 +69,13 @@ use std::task::{Context, Poll};
 use serde_json::value::RawValue;
 
 use super::chain::Stack;
+use super::state::HookState;
 use super::{BoxFuture, Call, Kind, Middleware, Next, Outcome};
 use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
+    Watcher,
 };
-use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router};
+use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router, SlotHook};
 use crate::message::{ErrorObject, Id};
 
 /// A layer with a synchronous step before each call and one after it (see the
@@ -77,8 +83,10 @@ use crate::message::{ErrorObject, Id};
 pub trait Hook: Send + Sync + 'static {
     /// What the hook keeps for one call, from [`Hook::on_request`] to [`Hook::on_response`].
     /// Dropped without reaching `on_response` when the call's future is dropped before it ends
-    /// (an outbound call the caller gave up on, a handler cancelled as the connection closes):
-    /// give it a `Drop` for what must happen then (a gauge going down).
+    /// (an outbound call the caller gave up on; inside other layers, a handler cancelled as the
+    /// connection closes): give it a `Drop` for what must happen then (a gauge going down). An
+    /// inbound request under a connection's only layer reaches `on_response` however it ends
+    /// (a handler dropped unanswered is answered, and the hook told, `-32800` or `-32603`).
     type State: Send + 'static;
 
     /// A call or notification, in either direction, before it runs (before an inbound call's
@@ -97,6 +105,11 @@ pub trait Hook: Send + Sync + 'static {
         let _ = state;
         f()
     }
+
+    /// Whether [`Hook::in_scope`] does anything (`true` unless the hook says not): a hook
+    /// without a scope lets the connection poll its calls without asking it.
+    #[doc(hidden)]
+    const SCOPED: bool = true;
 }
 
 impl<H: Hook> Hook for Arc<H> {
@@ -110,6 +123,7 @@ impl<H: Hook> Hook for Arc<H> {
     fn in_scope<R>(&self, state: &H::State, f: impl FnOnce() -> R) -> R {
         (**self).in_scope(state, f)
     }
+    const SCOPED: bool = H::SCOPED;
 }
 
 /// Two hooks as one: `A` outside `B` (`A` sees the call first and its outcome last), as
@@ -127,6 +141,7 @@ impl<A: Hook, B: Hook> Hook for (A, B) {
     fn in_scope<R>(&self, (a, b): &Self::State, f: impl FnOnce() -> R) -> R {
         self.0.in_scope(a, || self.1.in_scope(b, f))
     }
+    const SCOPED: bool = A::SCOPED || B::SCOPED;
 }
 
 /// What a [`Hook`] sees of a call: borrowed, nothing copied.
@@ -247,9 +262,6 @@ impl<H: Hook> Middleware for InChain<H> {
     }
 }
 
-/// A connection whose one layer is a hook: each call runs in one future, the hook's state in it.
-pub(crate) struct Alone<H>(pub(crate) Arc<H>);
-
 /// Run `poll` inside the hook's scope until it is ready; then the output, with the state back.
 /// The state is kept by the future, not borrowed across an await: it needs `Send`, not `Sync`.
 fn scoped<'h, H: Hook, T>(
@@ -268,39 +280,134 @@ fn scoped<'h, H: Hook, T>(
     })
 }
 
+/// A connection whose one layer is a hook: the connection runs it itself (see
+/// [`Layered::watcher`]), the hook's state kept in the inbound request's reply slot or in the
+/// outbound call's own future.
+pub(crate) struct Alone<H> {
+    hook: Arc<H>,
+    /// The same hook, erased.
+    watcher: Arc<dyn Watcher>,
+}
+
+impl<H: Hook> Alone<H> {
+    fn new(hook: Arc<H>) -> Self {
+        let watcher: Arc<dyn Watcher> = Arc::new(Erased(hook.clone()));
+        Alone { hook, watcher }
+    }
+}
+
+/// A hook as the connection runs it.
+struct Erased<H>(Arc<H>);
+
+impl<H: Hook> SlotHook for Erased<H> {
+    fn scoped(&self) -> bool {
+        H::SCOPED
+    }
+
+    fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {
+        match state.get::<H::State>() {
+            Some(state) => self.0.in_scope(state, f),
+            None => f(),
+        }
+    }
+
+    fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>) {
+        let outcome = match answer {
+            Ok(()) => Ok(None),
+            Err(error) => Err(Error::Remote(error.clone())),
+        };
+        Watcher::on_response(self, state, &outcome);
+    }
+}
+
+impl<H: Hook> Watcher for Erased<H> {
+    fn on_inbound(&self, request: &Request, peer: &PeerInfo) -> HookState {
+        let info = CallInfo {
+            direction: Direction::Incoming,
+            kind: Kind::Request,
+            method: request.method(),
+            id: Some(request.id()),
+            peer,
+            params: Params::Raw(request.params()),
+            extensions: &crate::handler::EMPTY_EXTENSIONS,
+        };
+        HookState::new(self.0.on_request(&info))
+    }
+
+    fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState {
+        let id = Id::from(call.id);
+        let info = CallInfo {
+            direction: Direction::Outgoing,
+            kind: Kind::Request,
+            method,
+            id: Some(&id),
+            peer: handle.peer_ref(),
+            params: Params::Encoded(&call.body, Some(call.id)),
+            extensions: &crate::handler::EMPTY_EXTENSIONS,
+        };
+        HookState::new(self.0.on_request(&info))
+    }
+
+    fn on_response(&self, state: HookState, outcome: &Outcome) {
+        if let Some(state) = state.take::<H::State>() {
+            self.0.on_response(state, outcome);
+        }
+    }
+}
+
+/// [`scoped`] for an erased hook.
+fn scoped_erased<'h, T>(
+    hook: &'h dyn Watcher,
+    state: HookState,
+    mut poll: impl FnMut(&mut Context<'_>) -> Poll<T> + Send + 'h,
+) -> impl Future<Output = (T, HookState)> + Send + 'h {
+    let mut state = Some(state);
+    std::future::poll_fn(move |cx| {
+        let Some(now) = state.as_ref() else { return Poll::Pending };
+        let mut out = Poll::Pending;
+        hook.in_scope(now, &mut || out = poll(cx));
+        let out = std::task::ready!(out);
+        match state.take() {
+            Some(state) => Poll::Ready((out, state)),
+            None => Poll::Pending,
+        }
+    })
+}
+
 /// Poll `future` inside the hook's scope until it ends.
-async fn scoped_future<H: Hook, F: Future + Send>(hook: &H, state: H::State, future: F) -> (F::Output, H::State) {
+async fn scoped_future<F: Future + Send>(hook: &dyn Watcher, state: HookState, future: F) -> (F::Output, HookState) {
     let mut future = std::pin::pin!(future);
-    scoped(hook, state, move |cx| future.as_mut().poll(cx)).await
+    scoped_erased(hook, state, move |cx| future.as_mut().poll(cx)).await
 }
 
 impl<H: Hook> Alone<H> {
     fn wrap_request(
-        hook: Arc<H>,
+        watcher: Arc<dyn Watcher>,
         peer: Arc<PeerInfo>,
         handler: crate::handler::RequestFn,
     ) -> crate::handler::RequestFn {
-        let this = Arc::new((hook, peer, handler));
+        let this = Arc::new((watcher, peer, handler));
         Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
-            let info = CallInfo {
-                direction: Direction::Incoming,
-                kind: Kind::Request,
-                method: request.method(),
-                id: Some(request.id()),
-                peer: &this.1,
-                params: Params::Raw(request.params()),
-                extensions: &crate::handler::EMPTY_EXTENSIONS,
+            let state = this.0.on_inbound(&request, &this.1);
+            // Most often the state waits in the request's reply slot: the connection polls the
+            // handler inside the hook's scope and tells the hook the answer as it is given.
+            // No future of the hook's own.
+            let state = match request.slot.hook(this.0.clone(), state) {
+                Ok(()) => return (this.2)(request, responder),
+                // Answered already (cancelled as it started): the state is dropped untold.
+                Err(_) if request.slot.is_answered() => return (this.2)(request, responder),
+                Err(state) => state,
             };
-            let state = this.0.on_request(&info);
+            // A slot that cannot keep it (a notification routed to a request handler).
             let this = this.clone();
             Box::pin(async move {
-                let (hook, handler) = (&this.0, &this.2);
+                let (hook, handler) = (&*this.0, &this.2);
                 let slot = request.slot.clone();
                 let watched = slot.watch().then(|| slot.clone());
                 let mut start = Some((request, Responder::inside_layers(slot)));
                 let mut running: Option<HandlerFuture> = None;
                 // The handler is started in the first poll, inside the scope.
-                let ((), state) = scoped(&**hook, state, move |cx| {
+                let ((), state) = scoped_erased(hook, state, move |cx| {
                     if let Some((request, responder)) = start.take() {
                         running = Some(handler(request, responder));
                     }
@@ -379,11 +486,15 @@ impl<H: Hook> Layered for Alone<H> {
         false
     }
 
+    fn watcher(&self) -> Option<&Arc<dyn Watcher>> {
+        Some(&self.watcher)
+    }
+
     fn wrap(&self, router: Router, peer: Arc<PeerInfo>, _: TraceContextPlacement) -> Router {
         let router = Stack::with_fallback(router);
-        let (hook, at) = (self.0.clone(), peer.clone());
-        let router = router.map_requests(move |handler| Self::wrap_request(hook.clone(), at.clone(), handler));
-        let hook = self.0.clone();
+        let (watcher, at) = (self.watcher.clone(), peer.clone());
+        let router = router.map_requests(move |handler| Self::wrap_request(watcher.clone(), at.clone(), handler));
+        let hook = self.hook.clone();
         router.map_notifications(move |handler| Self::wrap_notification(hook.clone(), peer.clone(), handler))
     }
 
@@ -394,18 +505,10 @@ impl<H: Hook> Layered for Alone<H> {
         call: EncodedCall,
         options: &'a CallOptions,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
-        let id = Id::from(call.id);
-        let info = CallInfo {
-            direction: Direction::Outgoing,
-            kind: Kind::Request,
-            method,
-            id: Some(&id),
-            peer: handle.peer_ref(),
-            params: Params::Encoded(&call.body, Some(call.id)),
-            extensions: &crate::handler::EMPTY_EXTENSIONS,
-        };
-        let state = self.0.on_request(&info);
-        let hook = &*self.0;
+        // `Handle` runs the hook itself (see `Layered::watcher`); this is for a caller that
+        // does not.
+        let state = self.watcher.on_outbound(handle, method, &call);
+        let hook = &*self.watcher;
         Box::pin(async move {
             let (outcome, state) = scoped_future(hook, state, handle.send_call(call, options)).await;
             let outcome = outcome.map(Some);
@@ -429,10 +532,11 @@ impl<H: Hook> Layered for Alone<H> {
             params: Params::Encoded(&body, None),
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
-        let state = self.0.on_request(&info);
-        let hook = &*self.0;
+        let state = self.hook.on_request(&info);
+        let hook = &*self.hook;
         Box::pin(async move {
-            let (outcome, state) = scoped_future(hook, state, handle.send_notification(body)).await;
+            let mut sending = std::pin::pin!(handle.send_notification(body));
+            let (outcome, state) = scoped(hook, state, move |cx| sending.as_mut().poll(cx)).await;
             let outcome = outcome.map(|()| None);
             hook.on_response(state, &outcome);
             outcome
@@ -494,6 +598,6 @@ impl<M: Middleware> IntoLayer<AsMiddleware> for M {
 impl<H: Hook> IntoLayer<AsHook> for H {
     fn into_layer(self) -> Installed {
         let hook = Arc::new(self);
-        Installed { layer: Arc::new(InChain(hook.clone())), alone: Some(Arc::new(Alone(hook))), propagate: None }
+        Installed { layer: Arc::new(InChain(hook.clone())), alone: Some(Arc::new(Alone::new(hook))), propagate: None }
     }
 }

@@ -10,7 +10,10 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use metrics::{Counter, Gauge, Histogram, Label};
+use metrics::Label;
+
+use super::state::Handles;
+pub use super::state::InFlight;
 
 use super::names::{MethodNames, OTHER};
 use super::{CallInfo, Hook, Kind, Outcome, error_code};
@@ -52,16 +55,6 @@ pub struct MetricsLayer {
     handles: Arc<[[OnceLock<Arc<Handles>>; 4]]>,
 }
 
-#[derive(Debug)]
-struct Handles {
-    labels: Vec<Label>,
-    /// The layer's [`MetricsLayer::error_codes`] (kept here: one reference per call).
-    codes: Arc<Vec<i64>>,
-    calls: Counter,
-    duration: Histogram,
-    in_flight: Gauge,
-}
-
 impl Default for MetricsLayer {
     /// Every method reported as `_OTHER`.
     fn default() -> Self {
@@ -93,7 +86,7 @@ impl MetricsLayer {
 }
 
 impl Handles {
-    fn register(method: &str, direction: Direction, kind: Kind, codes: &Arc<Vec<i64>>) -> Handles {
+    pub(super) fn register(method: &str, direction: Direction, kind: Kind, codes: &Arc<Vec<i64>>) -> Handles {
         let labels = vec![
             Label::new("rpc.method", method.to_owned()),
             Label::new("direction", if direction == Direction::Incoming { "inbound" } else { "outbound" }),
@@ -112,17 +105,6 @@ impl Handles {
 /// A code as a label: itself inside JSON-RPC's reserved range or when listed, else `_OTHER`.
 fn code_label(listed: &[i64], code: i64) -> String {
     if (-32768..=-32000).contains(&code) || listed.contains(&code) { code.to_string() } else { OTHER.to_owned() }
-}
-
-/// What [`MetricsLayer`] keeps for one call: its handles and when it started. Dropped, it takes
-/// the call out of the in-flight gauge however it ended (answered, dropped, cancelled).
-#[derive(Debug)]
-pub struct InFlight(Arc<Handles>, Instant);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.decrement(1.0);
-    }
 }
 
 impl Hook for MetricsLayer {
@@ -144,4 +126,7 @@ impl Hook for MetricsLayer {
             metrics::counter!(ERRORS, labels).increment(1);
         }
     }
+
+    // No scope: the connection polls its calls without asking it.
+    const SCOPED: bool = false;
 }

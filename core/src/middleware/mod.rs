@@ -31,7 +31,9 @@
 //! **Cost.** A connection without layers pays nothing for them: no allocation, no atomic
 //! operation, one branch on an `Option` per message. With layers, each call pays a boxed future
 //! per middleware and pass, and one for the chain's end; a connection whose only layer is a
-//! hook pays one boxed future per call and direction, and no chain.
+//! hook pays no chain, and the connection runs the hook itself: an inbound request's hook state
+//! waits in its reply slot (no future, no allocation of the hook's own), an outbound call's
+//! hook runs inside the call's one boxed future.
 //!
 //! A layer in full (a log line per call, with its time):
 //!
@@ -70,6 +72,7 @@ pub mod metrics;
 pub mod names;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub(crate) mod state;
 #[cfg(feature = "tower")]
 pub mod tower;
 pub mod trace;

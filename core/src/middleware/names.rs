@@ -24,7 +24,13 @@ pub const OTHER: &str = "_OTHER";
 pub struct MethodNames {
     /// Each name and its place (`0..len`), for layers that keep something per name.
     known: Arc<HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>>,
+    /// The names in their places, when they are few enough to be looked up one by one (a
+    /// compare per name, cheaper than hashing the method name for a short list).
+    few: Option<Arc<[Box<str>]>>,
 }
+
+/// Up to this many names are looked up one by one.
+const FEW: usize = 8;
 
 /// FNV-1a: a method name is looked up on every call, and SipHash, the map's default, costs
 /// more than the rest of the lookup. Its resistance to chosen collisions is not needed: the
@@ -71,18 +77,30 @@ impl MethodNames {
             let next = known.len();
             known.entry(name.as_ref().into()).or_insert(next);
         }
-        MethodNames { known: Arc::new(known) }
+        let few = (known.len() <= FEW).then(|| {
+            let mut few = vec![Box::<str>::default(); known.len()];
+            for (name, at) in known.iter() {
+                few[*at] = name.clone();
+            }
+            few.into()
+        });
+        MethodNames { known: Arc::new(known), few }
     }
 
     /// The name to report for `method`: itself if listed, else [`OTHER`].
     pub fn report<'a>(&'a self, method: &str) -> &'a str {
-        self.known.get_key_value(method).map_or(OTHER, |(n, _)| n)
+        self.report_at(method).0
     }
 
     /// [`MethodNames::report`], with the name's place among [`MethodNames::len`] (`len` for
     /// [`OTHER`]): one lookup for a layer that keeps something per reported name.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
+        if let Some(few) = &self.few {
+            return match few.iter().position(|name| **name == *method) {
+                Some(at) => (&few[at], at),
+                None => (OTHER, few.len()),
+            };
+        }
         self.known.get_key_value(method).map_or((OTHER, self.known.len()), |(n, at)| (n, *at))
     }
 
@@ -90,5 +108,29 @@ impl MethodNames {
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.known.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FEW, MethodNames, OTHER};
+
+    #[test]
+    fn a_short_list_and_a_long_one_report_the_same_names_and_places() {
+        let short: Vec<String> = (0..FEW).map(|i| format!("m/{i}")).collect();
+        let long: Vec<String> = (0..FEW * 3).map(|i| format!("m/{i}")).collect();
+        let (few, many) = (MethodNames::new(&short), MethodNames::new(&long));
+        assert!(few.few.is_some() && many.few.is_none());
+        for (i, name) in short.iter().enumerate() {
+            assert_eq!(few.report_at(name), (name.as_str(), i));
+            assert_eq!(many.report_at(name), (name.as_str(), i));
+        }
+        assert_eq!(few.report_at("m/"), (OTHER, FEW));
+        assert_eq!(many.report_at(&long[FEW * 2]), (long[FEW * 2].as_str(), FEW * 2));
+        assert_eq!(many.report("nope"), OTHER);
+        // Added later, a name keeps its first place.
+        let again = few.with(["m/0", "new"]);
+        assert_eq!(again.report_at("new"), ("new", FEW));
+        assert_eq!(again.report_at("m/0"), ("m/0", 0));
     }
 }

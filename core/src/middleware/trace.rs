@@ -13,6 +13,7 @@ use std::time::Instant;
 use tracing::field::Empty;
 
 use super::names::MethodNames;
+pub use super::state::InCall;
 #[cfg(feature = "otel")]
 use super::{BoxFuture, Call, Next};
 use super::{CallInfo, Hook, Kind, Outcome, error_code};
@@ -39,7 +40,8 @@ pub const TRACE_TARGET: &str = "jsonrpc_duplex::rpc";
 ///
 /// The handler runs inside the span, so the calls it makes back to the peer (or onward, through
 /// another connection with this layer) get spans that are its children. The span also records
-/// `duration_ms`, the time until the answer.
+/// `duration_ms`, the time until the answer. An outbound call's span is made and ended, not
+/// entered: nothing runs inside it but the connection's sending and waiting.
 ///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, middleware::{names::MethodNames, trace::TraceLayer}};
@@ -194,26 +196,16 @@ impl std::fmt::Display for IdText<'_> {
     }
 }
 
-/// What [`TraceLayer`] keeps for one call: its span (entered while the call is polled) and
-/// when it started (`None`: the span is disabled, nothing is recorded).
-#[derive(Debug)]
-pub struct InCall {
-    span: tracing::Span,
-    started: Option<Instant>,
-    /// The span's `duration_ms` field (`None`: recorded by name).
-    duration: Option<&'static tracing::field::Field>,
-}
-
 impl Hook for TraceLayer {
     type State = InCall;
 
     fn on_request(&self, call: &CallInfo<'_>) -> InCall {
         let (span, at) = self.span_at(call);
         if span.is_disabled() {
-            return InCall { span, started: None, duration: None };
+            return InCall { span, started: None, duration: None, enter: false };
         }
         let duration = duration_field(&span, at);
-        InCall { span, started: Some(Instant::now()), duration }
+        InCall { span, started: Some(Instant::now()), duration, enter: call.is_inbound() }
     }
 
     fn on_response(&self, state: InCall, outcome: &Outcome) {
@@ -222,7 +214,7 @@ impl Hook for TraceLayer {
     }
 
     fn in_scope<R>(&self, state: &InCall, f: impl FnOnce() -> R) -> R {
-        if state.started.is_none() {
+        if !state.enter {
             return f();
         }
         let _entered = state.span.enter();
