@@ -111,18 +111,15 @@ fn handler(m: &Method, types: &Types<'_>) -> String {
         MethodKind::Request => {
             call_args.push("token".into());
             let call = format!("service.{method}({})", call_args.join(", "));
-            // A value is handed back as the implementation returns it (a value or a promise; both
-            // connections take either): no `async` wrapper, whose promise would put the answer a
-            // turn of the microtask queue later.
-            let (asynchronous, body) = match &m.returns {
-                Returns::Nothing | Returns::Unit => ("async ", format!("    await {call};\n    return null;\n")),
-                Returns::Value(_) => ("", format!("    return {call};\n")),
+            let body = match &m.returns {
+                Returns::Nothing | Returns::Unit => format!("    await {call};\n    return null;\n"),
+                Returns::Value(_) => format!("    return await {call};\n"),
                 Returns::Stream(item) => {
-                    ("", format!("    return rpcOfferResult<{}>(connection, {call});\n", types.expr(item, 2)))
+                    format!("    return rpcOfferResult<{}>(connection, {call});\n", types.expr(item, 2))
                 }
             };
             out.push_str(&format!(
-                "  const {local} = {asynchronous}(...args: unknown[]) => {{\n    const token = args.pop() as CancellationToken;\n{decode}{body}  }};\n"
+                "  const {local} = async (...args: unknown[]) => {{\n    const token = args.pop() as CancellationToken;\n{decode}{body}  }};\n"
             ));
             for name in names {
                 out.push_str(&format!("  handlers.push(connection.onRequest({}, {local}));\n", string_literal(name)));

@@ -292,19 +292,15 @@ function typedParamsOf(type: MessageType, args: unknown[]): { params: unknown; t
   return { params, token };
 }
 
-/**
- * Call `handler` with `params` spread as vscode-jsonrpc spreads them (an array's items, an object
- * whole), then `token` when there is one (a request's). No rest parameter or spread but an
- * array's: each message of a turn passes here, most of them before the JIT has compiled it.
- */
-function callHandler(handler: Handler, params: unknown, token?: CancellationToken): unknown {
+/** Call `handler` with `params` spread as vscode-jsonrpc spreads them (an array's items, an object whole), then `last`. */
+function callHandler(handler: Handler, params: unknown, ...last: unknown[]): unknown {
   if (params === undefined) {
-    return token === undefined ? handler() : handler(token);
+    return handler(...last);
   }
   if (Array.isArray(params)) {
-    return token === undefined ? handler(...params) : handler(...params, token);
+    return handler(...params, ...last);
   }
-  return token === undefined ? handler(params) : handler(params, token);
+  return handler(params, ...last);
 }
 
 /** Why a typed handler refuses `params`, if it does. */

@@ -220,10 +220,10 @@ export interface Tools {
  */
 export function serveTools(connection: MessageConnection, service: Tools): Disposable {
   const handlers: Disposable[] = [];
-  const onCallTool = (...args: unknown[]) => {
+  const onCallTool = async (...args: unknown[]) => {
     const token = args.pop() as CancellationToken;
     const p = rpcReceived(args, ParameterStructures.byName, ["name", "input"]);
-    return service.callTool({ name: p[0] as string, input: p[1] as string }, token);
+    return await service.callTool({ name: p[0] as string, input: p[1] as string }, token);
   };
   handlers.push(connection.onRequest("tools/callTool", onCallTool));
   const onEvent = (...args: unknown[]): void => {
