@@ -276,10 +276,10 @@ export interface Editor {
  */
 export function serveEditor(connection: MessageConnection, service: Editor): Disposable {
   const handlers: Disposable[] = [];
-  const onConfirm = (...args: unknown[]) => {
+  const onConfirm = async (...args: unknown[]) => {
     const token = args.pop() as CancellationToken;
     const p = rpcReceived(args, ParameterStructures.byPosition, ["question"]);
-    return service.confirm(p[0] as string, token);
+    return await service.confirm(p[0] as string, token);
   };
   handlers.push(connection.onRequest("editor/confirm", onConfirm));
   const onShowMessage = (...args: unknown[]): void => {
@@ -287,7 +287,7 @@ export function serveEditor(connection: MessageConnection, service: Editor): Dis
     rpcNotification("editor/showMessage", () => service.showMessage(p[0] as MessageLevel, p[1] as string));
   };
   handlers.push(connection.onNotification("editor/showMessage", onShowMessage));
-  const onOpenDocuments = (...args: unknown[]) => {
+  const onOpenDocuments = async (...args: unknown[]) => {
     const token = args.pop() as CancellationToken;
     return rpcOfferResult<OpenDocument>(connection, service.openDocuments(token));
   };
