@@ -342,28 +342,17 @@ impl Handle {
 
     /// A call through the connection's one layer, a hook, run in the call's future (boxed by
     /// the caller): no future of the hook's own.
-    async fn call_watched(
+    pub(crate) async fn call_watched(
         &self,
         watcher: &dyn super::Watcher,
         method: &str,
         call: EncodedCall,
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        use std::task::Poll;
         let state = watcher.on_outbound(self, method, &call);
         let (outcome, state) = if watcher.scoped() {
-            let mut state = Some(state);
             let mut sending = std::pin::pin!(self.send_call(call, options));
-            // The state is moved into the poll, not borrowed across the await: it is `Send`,
-            // not `Sync`.
-            std::future::poll_fn(move |cx| {
-                let Some(now) = state.as_ref() else { return Poll::Pending };
-                let mut out = Poll::Pending;
-                watcher.in_scope(now, &mut || out = sending.as_mut().poll(cx));
-                let out = std::task::ready!(out);
-                state.take().map_or(Poll::Pending, |state| Poll::Ready((out, state)))
-            })
-            .await
+            crate::handler::scoped(watcher, state, move |cx| sending.as_mut().poll(cx)).await
         } else {
             (self.send_call(call, options).await, state)
         };

@@ -14,6 +14,6 @@ pub use extensions::Extensions;
 pub(crate) use host::Host;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
-pub(crate) use responder::{ReplySlot, SlotHook, panic_message, poll_supervised};
+pub(crate) use responder::{ReplySlot, SlotHook, panic_message, poll_supervised, scoped};
 pub(crate) use router::{BoxFuture, NotificationFn, RequestFn, Route};
 pub use router::{MethodClash, Router};

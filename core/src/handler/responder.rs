@@ -82,6 +82,25 @@ pub(crate) trait SlotHook: Send + Sync + 'static {
     fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>);
 }
 
+/// Poll with `poll` inside `hook`'s scope until it is ready; then the output, with the state
+/// back. The state is moved into the poll, not borrowed across an await: it is `Send`, not
+/// `Sync`.
+pub(crate) fn scoped<'h, T>(
+    hook: &'h dyn SlotHook,
+    state: HookState,
+    mut poll: impl FnMut(&mut std::task::Context<'_>) -> std::task::Poll<T> + Send + 'h,
+) -> impl Future<Output = (T, HookState)> + Send + 'h {
+    use std::task::Poll;
+    let mut state = Some(state);
+    std::future::poll_fn(move |cx| {
+        let Some(now) = state.as_ref() else { return Poll::Pending };
+        let mut out = Poll::Pending;
+        hook.in_scope(now, &mut || out = poll(cx));
+        let out = std::task::ready!(out);
+        state.take().map_or(Poll::Pending, |state| Poll::Ready((out, state)))
+    })
+}
+
 /// Tell a hook how its request ended. The request is answered: a panic in the hook changes
 /// nothing, and is logged, not let through to whoever answered.
 fn tell_hook(watcher: &dyn SlotHook, state: HookState, answer: Result<(), &ErrorObject>) {

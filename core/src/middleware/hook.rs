@@ -355,31 +355,6 @@ impl<H: Hook> Watcher for Erased<H> {
     }
 }
 
-/// [`scoped`] for an erased hook.
-fn scoped_erased<'h, T>(
-    hook: &'h dyn Watcher,
-    state: HookState,
-    mut poll: impl FnMut(&mut Context<'_>) -> Poll<T> + Send + 'h,
-) -> impl Future<Output = (T, HookState)> + Send + 'h {
-    let mut state = Some(state);
-    std::future::poll_fn(move |cx| {
-        let Some(now) = state.as_ref() else { return Poll::Pending };
-        let mut out = Poll::Pending;
-        hook.in_scope(now, &mut || out = poll(cx));
-        let out = std::task::ready!(out);
-        match state.take() {
-            Some(state) => Poll::Ready((out, state)),
-            None => Poll::Pending,
-        }
-    })
-}
-
-/// Poll `future` inside the hook's scope until it ends.
-async fn scoped_future<F: Future + Send>(hook: &dyn Watcher, state: HookState, future: F) -> (F::Output, HookState) {
-    let mut future = std::pin::pin!(future);
-    scoped_erased(hook, state, move |cx| future.as_mut().poll(cx)).await
-}
-
 impl<H: Hook> Alone<H> {
     fn wrap_request(
         watcher: Arc<dyn Watcher>,
@@ -407,7 +382,7 @@ impl<H: Hook> Alone<H> {
                 let mut start = Some((request, Responder::inside_layers(slot)));
                 let mut running: Option<HandlerFuture> = None;
                 // The handler is started in the first poll, inside the scope.
-                let ((), state) = scoped_erased(hook, state, move |cx| {
+                let ((), state) = crate::handler::scoped(hook, state, move |cx| {
                     if let Some((request, responder)) = start.take() {
                         running = Some(handler(request, responder));
                     }
@@ -506,15 +481,8 @@ impl<H: Hook> Layered for Alone<H> {
         options: &'a CallOptions,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>> {
         // `Handle` runs the hook itself (see `Layered::watcher`); this is for a caller that
-        // does not.
-        let state = self.watcher.on_outbound(handle, method, &call);
-        let hook = &*self.watcher;
-        Box::pin(async move {
-            let (outcome, state) = scoped_future(hook, state, handle.send_call(call, options)).await;
-            let outcome = outcome.map(Some);
-            hook.on_response(state, &outcome);
-            outcome
-        })
+        // does not, the same way.
+        Box::pin(async move { handle.call_watched(&*self.watcher, method, call, options).await.map(Some) })
     }
 
     fn notify<'a>(
