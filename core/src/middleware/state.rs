@@ -10,8 +10,8 @@ use std::time::Instant;
 #[cfg(feature = "metrics")]
 use metrics::{Counter, Gauge, Histogram, Label};
 
-/// What [`TraceLayer`] keeps for one call: its span (entered while the call is polled) and
-/// when it started (`None`: the span is disabled, nothing is recorded).
+/// What [`TraceLayer`](super::trace::TraceLayer) keeps for one call: its span (entered while
+/// the call is polled) and when it started (`None`: the span is disabled, nothing is recorded).
 #[derive(Debug)]
 pub struct InCall {
     pub(crate) span: tracing::Span,
@@ -26,7 +26,7 @@ pub struct InCall {
 #[derive(Debug)]
 pub(crate) struct Handles {
     pub(crate) labels: Vec<Label>,
-    /// The layer's [`MetricsLayer::error_codes`] (kept here: one reference per call).
+    /// The layer's [`MetricsLayer::error_codes`](super::metrics::MetricsLayer::error_codes) (kept here: one reference per call).
     pub(crate) codes: Arc<Vec<i64>>,
     pub(crate) calls: Counter,
     pub(crate) duration: Histogram,
@@ -34,8 +34,9 @@ pub(crate) struct Handles {
 }
 
 #[cfg(feature = "metrics")]
-/// What [`MetricsLayer`] keeps for one call: its handles and when it started. Dropped, it takes
-/// the call out of the in-flight gauge however it ended (answered, dropped, cancelled).
+/// What [`MetricsLayer`](super::metrics::MetricsLayer) keeps for one call: its handles and when
+/// it started. Dropped, it takes the call out of the in-flight gauge however it ended
+/// (answered, dropped, cancelled).
 #[derive(Debug)]
 pub struct InFlight(pub(crate) Arc<Handles>, pub(crate) Instant);
 
@@ -47,7 +48,7 @@ impl Drop for InFlight {
 }
 
 /// A hook's state for one call, erased (what the connection keeps of it: see
-/// [`Watcher`]). The shipped hooks' states are kept as they are; any other is boxed (which
+/// [`Watcher`](crate::connection::Watcher)). The shipped hooks' states are kept as they are; any other is boxed (which
 /// allocates nothing for a zero-sized state).
 pub(crate) enum HookState {
     Trace(InCall),
