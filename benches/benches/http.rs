@@ -1,7 +1,19 @@
 //! JSON-RPC over HTTP/1.1 keep-alive: our server (`ServerBuilder::bind_http`) against jsonrpsee
 //! 0.26's HTTP server, in the same run, interleaved: calls/s and the server's CPU time per call.
 //!
-//! Both servers run in this process (a tokio runtime of 2 workers, on a thread of its own) and
+//! A third contender is the floor: a **hand-written** minimal HTTP/1.1 keep-alive JSON-RPC server
+//! ([`floor`]) on plain tokio sockets in the same runtime, one task per connection: it reads into
+//! a buffer, finds each head's end (`\r\n\r\n`), takes `Content-Length` from it, parses the body
+//! with serde_json into a minimal request struct, computes `add`, and answers with the status
+//! line, two headers (`content-type`, `content-length`) and the body; every request complete in
+//! the buffer is answered, in order, and their answers go out in one write (pipelining-correct:
+//! a pipelined burst read at once is answered with one `write`, as hyper's `pipeline_flush`
+//! would). No hyper, no tower, no `Date` header, no timers, no allow-lists, no error paths
+//! beyond closing the connection on anything it does not expect. It is what any
+//! implementation's throughput is bounded by on this kernel and runtime: the column
+//! "hand-written ÷ jsonrpsee" is the most any server could gain over jsonrpsee here.
+//!
+//! The servers run in this process (a tokio runtime of 2 workers, on a thread of its own) and
 //! serve `add`; the load
 //! comes from this binary re-run as a client process (`--client`). A server's CPU time is that
 //! of the runtime's worker threads over the run (each thread's `schedstat`, in nanoseconds; the
@@ -23,9 +35,9 @@
 //!
 //! `cargo bench -p jsonrpc-duplex-benches --bench http` (medians of 3; `BENCH_QUICK=1`: a
 //! hundredth of the calls, once). For a profile of one server in one scenario (callgrind, perf):
-//! `HTTP_ONLY=ours` (or `jsonrpsee`), `HTTP_SCENARIO=100` (a part of the scenario's name) and
+//! `HTTP_ONLY=ours` (or `jsonrpsee`, `hand-written`), `HTTP_SCENARIO=100` (a part of the scenario's name) and
 //! `HTTP_CALLS=N` (calls per run); `HTTP_TIMEOUTS=off` runs ours without its read timeouts;
-//! `HTTP_WORKERS=current` (or a number) puts both servers on a current-thread runtime (or that
+//! `HTTP_WORKERS=current` (or a number) puts the three servers on a current-thread runtime (or that
 //! many workers).
 
 use std::io::Write;
@@ -137,19 +149,23 @@ fn main() {
                 .expect("bind jsonrpsee");
             let theirs_addr = server.local_addr().expect("bound");
             let theirs = server.start(module);
-            addrs_tx.send((ours.local_addr(), theirs_addr)).expect("report the addresses");
+            let floor_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind hand-written");
+            let floor_addr = floor_listener.local_addr().expect("bound");
+            let floor = tokio::spawn(floor::serve(floor_listener));
+            addrs_tx.send((ours.local_addr(), theirs_addr, floor_addr)).expect("report the addresses");
             let _ = stop_rx.await;
+            floor.abort();
             ours.shutdown(Duration::from_secs(1)).await;
             let _ = theirs.stop();
         });
     });
-    let (ours_addr, theirs_addr) = addrs_rx.recv().expect("the servers started");
+    let (ours_addr, theirs_addr, floor_addr) = addrs_rx.recv().expect("the servers started");
     let stop = move || {
         let _ = stop_tx.send(());
         server_thread.join().expect("the servers' thread");
     };
     let only = std::env::var("HTTP_ONLY").ok();
-    let servers: Vec<_> = [("ours", ours_addr), ("jsonrpsee 0.26", theirs_addr)]
+    let servers: Vec<_> = [("ours", ours_addr), ("jsonrpsee 0.26", theirs_addr), ("hand-written", floor_addr)]
         .into_iter()
         .filter(|(name, _)| only.as_deref().is_none_or(|only| name.starts_with(only)))
         .collect();
@@ -175,9 +191,9 @@ fn main() {
         if quick() { " QUICK: figures meaningless." } else { "" }
     );
     println!(
-        "| scenario | ours calls/s | jsonrpsee calls/s | ours ÷ jsonrpsee | ours server CPU/call | jsonrpsee server CPU/call | ours ÷ jsonrpsee | client CPU/call (ours / jsonrpsee runs) |"
+        "| scenario | ours calls/s | jsonrpsee calls/s | hand-written calls/s | ours ÷ jsonrpsee | hand-written ÷ jsonrpsee | ours server CPU/call | jsonrpsee server CPU/call | hand-written server CPU/call | ours ÷ jsonrpsee | hand-written ÷ jsonrpsee | client CPU/call (ours / jsonrpsee / hand-written runs) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, conns, depth, calls) in scenarios {
         let mut rates = vec![Vec::new(); servers.len()];
         let mut cpus = vec![Vec::new(); servers.len()];
@@ -197,21 +213,25 @@ fn main() {
         let rate: Vec<f64> = rates.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
         let cpu: Vec<f64> = cpus.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
         let client: Vec<f64> = client_cpus.into_iter().map(jsonrpc_duplex_benches::harness::median).collect();
-        if let [rate0, rate1] = rate[..]
-            && let [cpu0, cpu1] = cpu[..]
-            && let [client0, client1] = client[..]
+        if let [rate0, rate1, rate2] = rate[..]
+            && let [cpu0, cpu1, cpu2] = cpu[..]
+            && let [client0, client1, client2] = client[..]
         {
             println!(
-                "| {name} | {rate0:.0} | {rate1:.0} | {:.2} | {cpu0:.2} µs | {cpu1:.2} µs | {:.2} | {client0:.2} / {client1:.2} µs |",
+                "| {name} | {rate0:.0} | {rate1:.0} | {rate2:.0} | {:.2} | {:.2} | {cpu0:.2} µs | {cpu1:.2} µs | {cpu2:.2} µs | {:.2} | {:.2} | {client0:.2} / {client1:.2} / {client2:.2} µs |",
                 rate0 / rate1,
-                cpu0 / cpu1
+                rate2 / rate1,
+                cpu0 / cpu1,
+                cpu2 / cpu1
             );
         } else {
-            // One server (HTTP_ONLY): its figures alone.
-            println!(
-                "| {name} | {} | {:.0} calls/s | {:.2} µs server CPU/call | {:.2} µs client CPU/call |",
-                servers[0].0, rate[0], cpu[0], client[0]
-            );
+            // Some of the servers (HTTP_ONLY): their figures alone.
+            for (i, (server, _)) in servers.iter().enumerate() {
+                println!(
+                    "| {name} | {server} | {:.0} calls/s | {:.2} µs server CPU/call | {:.2} µs client CPU/call |",
+                    rate[i], cpu[i], client[i]
+                );
+            }
         }
         let _ = std::io::stdout().flush();
     }
@@ -370,4 +390,131 @@ fn response_len(buf: &[u8]) -> Option<usize> {
         })
         .expect("Content-Length");
     (buf.len() >= head_end + len).then_some(head_end + len)
+}
+
+/// The floor: a hand-written minimal HTTP/1.1 keep-alive JSON-RPC server on plain tokio
+/// sockets, serving `add` (see the module docs). Not a server to deploy: it trusts the client
+/// (the bench's own), checks nothing the bench does not need, and closes the connection on
+/// anything else.
+mod floor {
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// A head longer than this, or a body declared longer, closes the connection.
+    const MAX_HEAD: usize = 16 * 1024;
+    const MAX_BODY: usize = 1024 * 1024;
+
+    /// The request, as little of it as `add` needs (the id kept as spelled).
+    #[derive(Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+        method: &'a str,
+        params: (i64, i64),
+    }
+
+    /// Accept connections for ever, a task for each.
+    pub(crate) async fn serve(listener: TcpListener) {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(connection(stream));
+        }
+    }
+
+    /// One keep-alive connection: answer every complete request in the buffer, in order, in one
+    /// write; then read more.
+    async fn connection(mut stream: TcpStream) {
+        let mut buf: Vec<u8> = Vec::with_capacity(8 * 1024);
+        let mut out: Vec<u8> = Vec::with_capacity(8 * 1024);
+        loop {
+            let mut at = 0;
+            loop {
+                match request(&buf[at..]) {
+                    Parsed::Complete { head, body } => {
+                        let Some(()) = answer(&buf[at + head..at + head + body], &mut out) else { return };
+                        at += head + body;
+                    }
+                    Parsed::Partial => break,
+                    Parsed::Refused => return,
+                }
+            }
+            buf.drain(..at);
+            if !out.is_empty() {
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+                out.clear();
+            }
+            if buf.capacity() - buf.len() < 4096 {
+                buf.reserve(8 * 1024);
+            }
+            match stream.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    enum Parsed {
+        /// A whole request: its head's length (with the blank line) and its body's.
+        Complete { head: usize, body: usize },
+        /// Not all there yet.
+        Partial,
+        /// Not a request this server takes: the connection closes.
+        Refused,
+    }
+
+    /// The first request in `buf`, if it is all there.
+    fn request(buf: &[u8]) -> Parsed {
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return if buf.len() > MAX_HEAD { Parsed::Refused } else { Parsed::Partial };
+        };
+        let head = &buf[..end];
+        if !head.starts_with(b"POST ") {
+            return Parsed::Refused;
+        }
+        let mut length = None;
+        for line in head.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.len() > 15 && line[..15].eq_ignore_ascii_case(b"content-length:") {
+                length = std::str::from_utf8(&line[15..]).ok().and_then(|v| v.trim().parse::<usize>().ok());
+            }
+        }
+        match length {
+            Some(body) if body <= MAX_BODY => {
+                let head = end + 4;
+                if buf.len() >= head + body { Parsed::Complete { head, body } } else { Parsed::Partial }
+            }
+            _ => Parsed::Refused,
+        }
+    }
+
+    /// Append the answer to `body` to `out`: status line, headers and body.
+    fn answer(body: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        use std::io::Write;
+        let call: Call<'_> = serde_json::from_slice(body).ok()?;
+        if call.method != "add" {
+            return None;
+        }
+        let sum = call.params.0.wrapping_add(call.params.1);
+        // The sum's digits, on the stack (no allocation per call).
+        let mut digits = [0u8; 20];
+        let digits = {
+            let mut free = &mut digits[..];
+            write!(free, "{sum}").ok()?;
+            let used = 20 - free.len();
+            &digits[..used]
+        };
+        let id = call.id.get();
+        let len = r#"{"jsonrpc":"2.0","id":,"result":}"#.len() + id.len() + digits.len();
+        write!(out, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n").ok()?;
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        out.extend_from_slice(id.as_bytes());
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(digits);
+        out.push(b'}');
+        Some(())
+    }
 }
