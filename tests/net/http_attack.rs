@@ -233,3 +233,45 @@ async fn bodies_held_past_the_byte_budget_get_503_retry_after_and_the_budget_com
     assert_eq!(read_answer(&mut small).await.0, 200);
     still_serves(addr).await;
 }
+
+/// Pipelined requests (HTTP/1.1) are answered in order, and the server's batching of their
+/// answers (one write per burst) holds none back: an answer leaves while a later request's
+/// handler still runs, and while the next request has only half arrived.
+#[tokio::test]
+async fn pipelined_answers_come_in_order_and_none_waits_for_a_later_request() {
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    let opened = gate.clone();
+    let router = Router::new()
+        .method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) })
+        .method("gated", move |(n,): (i64,), _| {
+            let gate = opened.clone();
+            async move {
+                gate.notified().await;
+                Ok::<_, ErrorObject>(n)
+            }
+        });
+    let server = ServerBuilder::new(Connection::builder().serve(router)).bind_http("127.0.0.1:0").await.unwrap();
+    let request = |id: u32, method: &str, params: &str| {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+        format!("{HEAD}Content-Length: {}\r\n\r\n{body}", body.len())
+    };
+    let fourth = request(4, "add", "[5,6]");
+    let (first_half, second_half) = fourth.split_at(fourth.len() / 2);
+    let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+    // Three requests and half of a fourth, in one write.
+    let burst = [request(1, "add", "[1,2]"), request(2, "gated", "[7]"), request(3, "add", "[3,4]"), first_half.into()];
+    stream.write_all(burst.concat().as_bytes()).await.unwrap();
+    // The first answer arrives while the second request's handler waits for the gate.
+    let (status, body) = read_answer(&mut stream).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"jsonrpc":"2.0","id":1,"result":3}"#));
+    gate.notify_one();
+    let (status, body) = read_answer(&mut stream).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"jsonrpc":"2.0","id":2,"result":7}"#));
+    // The third arrives although the fourth is not all there.
+    let (status, body) = read_answer(&mut stream).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"jsonrpc":"2.0","id":3,"result":7}"#));
+    stream.write_all(second_half.as_bytes()).await.unwrap();
+    let (status, body) = read_answer(&mut stream).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"jsonrpc":"2.0","id":4,"result":11}"#));
+    server.shutdown(Duration::from_secs(1)).await;
+}

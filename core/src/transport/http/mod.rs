@@ -13,6 +13,7 @@ pub mod auth;
 pub mod body;
 pub(crate) mod budget;
 pub mod client;
+mod coalesce;
 pub mod guard;
 pub mod serve;
 pub mod server;

@@ -191,8 +191,11 @@ async fn serve_one<S, B>(
         tracing::debug!(target: crate::LOG_TARGET, "HTTP connection from {peer} sent nothing within {timeout:?}");
         return;
     }
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    if let Err(e) = watcher.watch(connection).await {
+    // What hyper writes in one poll of this task leaves in one write at its end (a pipelined
+    // burst's answers together), within a bound: see `coalesce`.
+    let (io, held) = super::coalesce::split(stream);
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    if let Err(e) = super::coalesce::flushing(watcher.watch(connection), held).await {
         tracing::debug!(target: crate::LOG_TARGET, "HTTP connection from {peer} ended: {e}");
     }
 }
@@ -251,9 +254,9 @@ fn connection_builder(config: &ServeConfig) -> auto::Builder<TokioExecutor> {
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout)
         .keep_alive(config.keep_alive);
-    // (Not hyper's `pipeline_flush`: it would answer pipelined requests with one write instead
-    // of one each, but it lifts the bound on the write buffer (`can_buffer` is always true), so
-    // a peer that pipelines and never reads would make us hold every answer.)
+    // (Not hyper's `pipeline_flush`: it lifts the bound on the write buffer (`can_buffer` is
+    // always true), so a peer that pipelines and never reads would make us hold every answer;
+    // `coalesce` batches a pipelined burst's answers within a bound instead.)
     builder.http2().timer(TokioTimer::new());
     if config.http2 { builder } else { builder.http1_only() }
 }
