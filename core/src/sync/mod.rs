@@ -6,6 +6,8 @@
 //! hand-offs written on them ([`turns`], the lane's and the outbound queue's turns). The command
 //! is in `ARCHITECTURE.md` ("Checking the hand-offs"); CI runs it.
 
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) mod inline;
 pub(crate) mod lazy;
 pub(crate) mod turns;
 

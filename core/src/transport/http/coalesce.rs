@@ -44,6 +44,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
+use crate::sync::inline::InlineWake;
+
 /// The most bytes held for the end of a poll (64 KiB).
 pub(crate) const MAX_PENDING: usize = 64 * 1024;
 
@@ -151,21 +153,44 @@ impl AsyncWrite for Coalescing {
     }
 }
 
+/// How many times in a row [`flushing`] polls the connection again at once because it woke
+/// itself; past that it yields to the runtime.
+const MAX_INLINE: usize = 8;
+
 /// `connection`, sending what its I/O holds after every poll of it (see the [module docs](self)).
 /// A send that fails is left to the connection to find (its next read or write fails too).
+///
+/// A connection that wakes itself while it is polled (hyper's body channel does, once per
+/// request: it hands the body's bytes to the service's future in the same task) is polled
+/// again here, at once, up to [`MAX_INLINE`] times in a row, instead of being rescheduled by
+/// the runtime (a yielded task is put at the back of the queue and another worker is woken to
+/// steal it: a `futex` and a thread's wake-up per request, for nothing); see
+/// [`InlineWake`](crate::sync::inline::InlineWake).
 pub(crate) async fn flushing<F: Future>(connection: F, shared: Shared) -> F::Output {
     let mut connection = std::pin::pin!(connection);
+    let inline = InlineWake::new();
+    let waker = std::task::Waker::from(inline.clone());
     std::future::poll_fn(move |cx| {
-        let polled = connection.as_mut().poll(cx);
-        let mut pending = lock(&shared);
-        if !pending.out.is_empty() {
-            // `Pending`: the socket's write readiness wakes the task, and this poll sends the
-            // rest. An error: the bytes are dropped, the connection's next I/O fails.
-            if let Poll::Ready(Err(_)) = pending.poll_send(cx) {
-                pending.out.clear();
+        inline.set_task(cx.waker());
+        for _ in 0..MAX_INLINE {
+            inline.begin_poll();
+            let polled = connection.as_mut().poll(&mut Context::from_waker(&waker));
+            let again = inline.end_poll();
+            let mut pending = lock(&shared);
+            if !pending.out.is_empty() {
+                // `Pending`: the socket's write readiness wakes the task, and this poll sends
+                // the rest. An error: the bytes are dropped, the connection's next I/O fails.
+                if let Poll::Ready(Err(_)) = pending.poll_send(cx) {
+                    pending.out.clear();
+                }
+            }
+            drop(pending);
+            if polled.is_ready() || !again {
+                return polled;
             }
         }
-        polled
+        cx.waker().wake_by_ref();
+        Poll::Pending
     })
     .await
 }
