@@ -21,12 +21,14 @@
 //!   stops producing, and stops reading the peer's requests): a peer that does not read is held
 //!   at that many bytes, as with no coalescing. A write larger than the bound goes to the socket
 //!   itself (no copy of large bodies);
-//! - shutting the write side down sends the buffer first.
+//! - shutting the write side down sends the buffer first; once sent, a buffer grown past 8 KiB
+//!   (a burst's) is freed, so an idle connection keeps at most that much.
 //!
 //! The buffer is shared by the connection's I/O (inside hyper) and the future around it, which
 //! are polled by the same task, one after the other, never at once: the mutex is there to make
 //! the sharing `Send`, not to hand anything between tasks (it is never contended, and there is
-//! no hand-off to model). Its states:
+//! no hand-off to model). (The waker [`flushing`] polls the connection with is a hand-off, with
+//! other threads' wakes: [`InlineWake`], modelled in `sync/inline.rs`.) The buffer's states:
 //!
 //! | state | reached by | left by |
 //! |---|---|---|
@@ -48,6 +50,9 @@ use crate::sync::inline::InlineWake;
 
 /// The most bytes held for the end of a poll (64 KiB).
 pub(crate) const MAX_PENDING: usize = 64 * 1024;
+
+/// The buffer kept once empty; a larger one (a pipelined burst's) is freed.
+const KEPT_CAPACITY: usize = 8 * 1024;
 
 /// The write side and the bytes waiting for it.
 pub(crate) struct Pending {
@@ -72,6 +77,11 @@ impl Pending {
             }
         };
         self.out.drain(..sent);
+        // A burst's buffer is not kept by an idle connection (a small one is, for the next
+        // answer).
+        if self.out.is_empty() && self.out.capacity() > KEPT_CAPACITY {
+            self.out = Vec::new();
+        }
         result
     }
 }
