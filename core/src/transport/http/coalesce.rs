@@ -11,7 +11,7 @@
 //! before it, never gets them). This does neither:
 //!
 //! - [`Coalescing`] is the connection's I/O: reads go straight to the socket; a write is copied
-//!   into a buffer shared with the task ([`Pending`]), and `poll_flush` leaves it there;
+//!   into a buffer shared with the task ([`Held`]), and `poll_flush` leaves it there;
 //! - [`flushing`] wraps the connection's future: after every poll of it (whether it returned
 //!   `Pending` or finished) the buffer goes to the socket. So whatever a poll produced, however
 //!   many responses (a pipelined burst, hyper answers up to 16 requests per poll), leaves in one
@@ -55,12 +55,12 @@ pub(crate) const MAX_PENDING: usize = 64 * 1024;
 const KEPT_CAPACITY: usize = 8 * 1024;
 
 /// The write side and the bytes waiting for it.
-pub(crate) struct Pending {
+pub(crate) struct Held {
     write: OwnedWriteHalf,
     out: Vec<u8>,
 }
 
-impl Pending {
+impl Held {
     /// Send what is held; `Pending` (woken by the socket's write readiness) while the socket
     /// takes no more.
     fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -86,9 +86,9 @@ impl Pending {
     }
 }
 
-type Shared = Arc<Mutex<Pending>>;
+type Shared = Arc<Mutex<Held>>;
 
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Pending> {
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Held> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -102,7 +102,7 @@ pub(crate) struct Coalescing {
 /// The I/O for hyper and the handle [`flushing`] sends the held bytes with.
 pub(crate) fn split(stream: TcpStream) -> (Coalescing, Shared) {
     let (read, write) = stream.into_split();
-    let shared = Arc::new(Mutex::new(Pending { write, out: Vec::new() }));
+    let shared = Arc::new(Mutex::new(Held { write, out: Vec::new() }));
     (Coalescing { read, shared: shared.clone() }, shared)
 }
 
@@ -110,18 +110,18 @@ impl Coalescing {
     /// Hold `bufs` (their `total` bytes) for the end of the poll, sending what is held first if
     /// they would pass the bound; a write larger than the bound goes to the socket directly.
     fn hold(&mut self, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>], total: usize) -> Poll<io::Result<usize>> {
-        let mut pending = lock(&self.shared);
-        if pending.out.len() + total > MAX_PENDING {
-            ready!(pending.poll_send(cx))?;
+        let mut held = lock(&self.shared);
+        if held.out.len() + total > MAX_PENDING {
+            ready!(held.poll_send(cx))?;
             if total > MAX_PENDING {
-                return Pin::new(&mut pending.write).poll_write_vectored(cx, bufs);
+                return Pin::new(&mut held.write).poll_write_vectored(cx, bufs);
             }
         }
-        if pending.out.capacity() == 0 {
-            pending.out.reserve(total.max(4096));
+        if held.out.capacity() == 0 {
+            held.out.reserve(total.max(4096));
         }
         for buf in bufs {
-            pending.out.extend_from_slice(buf);
+            held.out.extend_from_slice(buf);
         }
         Poll::Ready(Ok(total))
     }
@@ -157,9 +157,9 @@ impl AsyncWrite for Coalescing {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut pending = lock(&self.shared);
-        ready!(pending.poll_send(cx))?;
-        Pin::new(&mut pending.write).poll_shutdown(cx)
+        let mut held = lock(&self.shared);
+        ready!(held.poll_send(cx))?;
+        Pin::new(&mut held.write).poll_shutdown(cx)
     }
 }
 
@@ -168,7 +168,9 @@ impl AsyncWrite for Coalescing {
 const MAX_INLINE: usize = 8;
 
 /// `connection`, sending what its I/O holds after every poll of it (see the [module docs](self)).
-/// A send that fails is left to the connection to find (its next read or write fails too).
+/// A send that fails is left to the connection to find (its next read or write fails too). A
+/// connection that ends sends its last bytes as it shuts the socket's write side down (hyper
+/// does when it ends a connection); what is still held after an error is dropped with it.
 ///
 /// A connection that wakes itself while it is polled (hyper's body channel does, once per
 /// request: it hands the body's bytes to the service's future in the same task) is polled
@@ -186,15 +188,15 @@ pub(crate) async fn flushing<F: Future>(connection: F, shared: Shared) -> F::Out
             inline.begin_poll();
             let polled = connection.as_mut().poll(&mut Context::from_waker(&waker));
             let again = inline.end_poll();
-            let mut pending = lock(&shared);
-            if !pending.out.is_empty() {
+            let mut held = lock(&shared);
+            if !held.out.is_empty() {
                 // `Pending`: the socket's write readiness wakes the task, and this poll sends
                 // the rest. An error: the bytes are dropped, the connection's next I/O fails.
-                if let Poll::Ready(Err(_)) = pending.poll_send(cx) {
-                    pending.out.clear();
+                if let Poll::Ready(Err(_)) = held.poll_send(cx) {
+                    held.out.clear();
                 }
             }
-            drop(pending);
+            drop(held);
             if polled.is_ready() || !again {
                 return polled;
             }
