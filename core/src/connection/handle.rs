@@ -154,33 +154,47 @@ impl fmt::Debug for Handle {
 type BoxedCall<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> + Send + 'a>>;
 
 /// An outbound call under the connection's one layer, a hook ([`Handle::call_watched`]): the
-/// hook's state and the call as [`Handle::start_call`] left it, polled inside the hook's scope.
-/// Dropped before it ends, the call is given up (its guard) and the hook's state dropped
-/// untold, as a dropped `send_call` would.
+/// hook's state and the call, started in its first poll ([`Handle::start_call`]), every poll
+/// inside the hook's scope. Dropped before it ends, the call is given up (its guard) and the
+/// hook's state dropped untold, as a dropped `send_call` would.
 pub(crate) struct WatchedCall<'a> {
-    shared: &'a Shared,
+    handle: &'a Handle,
+    options: &'a CallOptions,
     watcher: &'a dyn super::Watcher,
     /// `None` once told.
     state: Option<crate::middleware::state::HookState>,
+    /// Polled inside the hook's scope (asked once: an outbound span is not entered).
+    scoped: bool,
     sending: Sending<'a>,
 }
 
 /// The rest of a started call: its answer's receiver and guard (the common call), or the rest
 /// boxed (see [`Handle::start_call`]).
 enum Sending<'a> {
+    /// Not started yet (`None`: only while it starts).
+    Start(Option<EncodedCall>),
     /// The guard is taken (disarmed) once the answer is in.
     Answer(oneshot::Receiver<Outcome>, Option<CallGuard<'a>>),
     Slow(BoxedCall<'a>),
 }
 
-impl Sending<'_> {
+impl<'a> Sending<'a> {
     fn poll(
         &mut self,
-        shared: &Shared,
+        handle: &'a Handle,
+        options: &'a CallOptions,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<Box<RawValue>, Error>> {
         use std::task::Poll;
+        if let Sending::Start(call) = self {
+            let Some(call) = call.take() else { return Poll::Pending };
+            *self = match handle.start_call(call, options) {
+                Ok((rx, guard)) => Sending::Answer(rx, Some(guard)),
+                Err(slow) => Sending::Slow(slow),
+            };
+        }
         match self {
+            Sending::Start(_) => Poll::Pending,
             Sending::Slow(slow) => slow.as_mut().poll(cx),
             Sending::Answer(rx, guard) => {
                 let outcome = std::task::ready!(Pin::new(rx).poll(cx));
@@ -189,7 +203,7 @@ impl Sending<'_> {
                 }
                 Poll::Ready(match outcome {
                     Ok((result, _)) => result,
-                    Err(_) => Err(Error::ConnectionLost(shared.lost())),
+                    Err(_) => Err(Error::ConnectionLost(handle.shared.lost())),
                 })
             }
         }
@@ -205,13 +219,13 @@ impl Future for WatchedCall<'_> {
         let Some(state) = this.state.as_ref() else {
             return Poll::Ready(Err(Error::Protocol("polled after it ended".into())));
         };
-        let (shared, sending) = (this.shared, &mut this.sending);
-        let outcome = if this.watcher.scoped() {
+        let (handle, options, sending) = (this.handle, this.options, &mut this.sending);
+        let outcome = if this.scoped {
             let mut out = Poll::Pending;
-            this.watcher.in_scope(state, &mut || out = sending.poll(shared, cx));
+            this.watcher.in_scope(state, &mut || out = sending.poll(handle, options, cx));
             out
         } else {
-            sending.poll(shared, cx)
+            sending.poll(handle, options, cx)
         };
         let Poll::Ready(outcome) = outcome else { return Poll::Pending };
         let outcome = outcome.map(Some);
@@ -424,11 +438,8 @@ impl Handle {
         options: &'a CallOptions,
     ) -> WatchedCall<'a> {
         let state = watcher.on_outbound(self, method, &call);
-        let sending = match self.start_call(call, options) {
-            Ok((rx, guard)) => Sending::Answer(rx, Some(guard)),
-            Err(slow) => Sending::Slow(slow),
-        };
-        WatchedCall { shared: &self.shared, watcher, state: Some(state), sending }
+        let scoped = watcher.scoped(&state);
+        WatchedCall { handle: self, options, watcher, state: Some(state), scoped, sending: Sending::Start(Some(call)) }
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to

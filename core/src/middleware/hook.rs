@@ -110,6 +110,14 @@ pub trait Hook: Send + Sync + 'static {
     /// without a scope lets the connection poll its calls without asking it.
     #[doc(hidden)]
     const SCOPED: bool = true;
+
+    /// Whether [`Hook::in_scope`] does anything for this call (by default [`Hook::SCOPED`]):
+    /// [`TraceLayer`](super::trace::TraceLayer) enters no span around an outbound call's polls.
+    #[doc(hidden)]
+    fn scoped_for(&self, state: &Self::State) -> bool {
+        let _ = state;
+        Self::SCOPED
+    }
 }
 
 impl<H: Hook> Hook for Arc<H> {
@@ -124,6 +132,9 @@ impl<H: Hook> Hook for Arc<H> {
         (**self).in_scope(state, f)
     }
     const SCOPED: bool = H::SCOPED;
+    fn scoped_for(&self, state: &H::State) -> bool {
+        (**self).scoped_for(state)
+    }
 }
 
 /// Two hooks as one: `A` outside `B` (`A` sees the call first and its outcome last), as
@@ -142,6 +153,9 @@ impl<A: Hook, B: Hook> Hook for (A, B) {
         self.0.in_scope(a, || self.1.in_scope(b, f))
     }
     const SCOPED: bool = A::SCOPED || B::SCOPED;
+    fn scoped_for(&self, (a, b): &Self::State) -> bool {
+        self.0.scoped_for(a) || self.1.scoped_for(b)
+    }
 }
 
 /// What a [`Hook`] sees of a call: borrowed, nothing copied.
@@ -300,8 +314,8 @@ impl<H: Hook> Alone<H> {
 struct Erased<H>(Arc<H>);
 
 impl<H: Hook> SlotHook for Erased<H> {
-    fn scoped(&self) -> bool {
-        H::SCOPED
+    fn scoped(&self, state: &HookState) -> bool {
+        H::SCOPED && state.get::<H::State>().is_none_or(|state| self.0.scoped_for(state))
     }
 
     fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {

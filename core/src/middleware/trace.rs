@@ -219,6 +219,10 @@ impl Hook for TraceLayer {
         record_end(&state.span, started, outcome, state.duration);
     }
 
+    fn scoped_for(&self, state: &InCall) -> bool {
+        state.enter
+    }
+
     fn in_scope<R>(&self, state: &InCall, f: impl FnOnce() -> R) -> R {
         if !state.enter {
             return f();
