@@ -155,7 +155,7 @@ type BoxedCall<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> +
 
 /// An outbound call under the connection's one layer, a hook ([`Handle::call_watched`]): the
 /// hook's state and the call, started in its first poll ([`Handle::start_call`]), every poll
-/// inside the hook's scope. Dropped before it ends, the call is given up (its guard) and the
+/// inside the hook's scope (a hook without one for the call: started as it is made). Dropped before it ends, the call is given up (its guard) and the
 /// hook's state dropped untold, as a dropped `send_call` would.
 pub(crate) struct WatchedCall<'a> {
     handle: &'a Handle,
@@ -179,6 +179,22 @@ enum Sending<'a> {
 }
 
 impl<'a> Sending<'a> {
+    /// Start the call in its first poll (out of line: the poll that waits for the answer stays
+    /// small enough to be inlined into the call's future).
+    #[inline(never)]
+    fn start(&mut self, handle: &'a Handle, call: EncodedCall, options: &'a CallOptions) {
+        *self = Sending::started(handle, call, options);
+    }
+
+    /// The call registered and queued (or what it waits for, boxed).
+    fn started(handle: &'a Handle, call: EncodedCall, options: &'a CallOptions) -> Self {
+        match handle.start_call(call, options) {
+            Ok((rx, guard)) => Sending::Answer(rx, Some(guard)),
+            Err(slow) => Sending::Slow(slow),
+        }
+    }
+
+    #[inline]
     fn poll(
         &mut self,
         handle: &'a Handle,
@@ -188,10 +204,7 @@ impl<'a> Sending<'a> {
         use std::task::Poll;
         if let Sending::Start(call) = self {
             let Some(call) = call.take() else { return Poll::Pending };
-            *self = match handle.start_call(call, options) {
-                Ok((rx, guard)) => Sending::Answer(rx, Some(guard)),
-                Err(slow) => Sending::Slow(slow),
-            };
+            self.start(handle, call, options);
         }
         match self {
             Sending::Start(_) => Poll::Pending,
@@ -439,7 +452,10 @@ impl Handle {
     ) -> WatchedCall<'a> {
         let state = watcher.on_outbound(self, method, &call);
         let scoped = watcher.scoped(&state);
-        WatchedCall { handle: self, options, watcher, state: Some(state), scoped, sending: Sending::Start(Some(call)) }
+        // Started in the first poll, inside the hook's scope; without a scope, at once (the
+        // same poll: nothing can tell the difference, and the first poll is shorter).
+        let sending = if scoped { Sending::Start(Some(call)) } else { Sending::started(self, call, options) };
+        WatchedCall { handle: self, options, watcher, state: Some(state), scoped, sending }
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to
