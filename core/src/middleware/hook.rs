@@ -7,8 +7,9 @@
 //! [`Middleware`] is for. In exchange it costs less: a connection whose only layer is a hook
 //! runs it itself, with no chain to walk: an inbound request's hook state waits in its reply
 //! slot (no future and no allocation of the hook's own), an outbound call's hook runs inside
-//! the call's one boxed future (a state of [`TraceLayer`](super::trace::TraceLayer) or
-//! `MetricsLayer` is kept as it is, another hook's boxed unless zero-sized). For an inbound request, the hook is told the
+//! the call's own future, which allocates nothing (a state of
+//! [`TraceLayer`](super::trace::TraceLayer) or `MetricsLayer` is kept as it is, another hook's
+//! boxed unless zero-sized). For an inbound request, the hook is told the
 //! outcome as the answer is sent, by whoever answers (the handler, or a task it handed its
 //! responder to); a notification still runs in one future of the hook's.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
