@@ -1,7 +1,8 @@
 //! Hooks (`middleware::Hook`, the synchronous before/after layers) over real bytes, against a
 //! peer written by hand: what a hook sees in both directions and the outcomes it is told, its
 //! place among other layers, two hooks as a tuple, its scope around the handler, a panicking
-//! hook, a handler that drops its responder, one that answers from another task.
+//! hook, a handler that drops its responder, one that answers from another task, an outbound
+//! call dropped before its answer.
 
 use crate::support;
 
@@ -272,4 +273,35 @@ async fn a_responder_answered_from_another_task_tells_the_hook_once_with_the_ans
         // The handler's one poll was in the scope (its start, before the hook's state, is not).
         assert_eq!(polls.load(std::sync::atomic::Ordering::SeqCst), usize::from(scoped));
     }
+}
+
+#[tokio::test]
+async fn an_outbound_call_dropped_under_a_hook_is_cancelled_and_its_state_dropped_untold() {
+    let log: Log = Arc::default();
+    let builder = Connection::builder().layer(Logging("H", log.clone()));
+    let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    let handle = conn.handle();
+    // The call waits for its answer while the peer reads the request; then the caller gives up
+    // (the block ends: the call's future is dropped).
+    let request = {
+        let mut call = std::pin::pin!(handle.request::<String>("slow", ("x",)));
+        tokio::select! {
+            biased;
+            _ = &mut call => panic!("answered without an answer"),
+            request = peer.recv_text() => request,
+        }
+    };
+    assert_eq!(request, r#"{"jsonrpc":"2.0","id":0,"method":"slow","params":["x"]}"#);
+    peer.expect(json!({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":0}})).await;
+    // Told of the next call, not of the dropped one: its state went with its future.
+    let next = handle.request::<String>("fast", ());
+    let answered = async {
+        assert_eq!(peer.recv_text().await, r#"{"jsonrpc":"2.0","id":1,"method":"fast"}"#);
+        // The dropped call's state was dropped, never told (told calls are logged with `<`).
+        assert_eq!(*log.lock().unwrap(), [r#"H> out slow 0 ["x"]"#, "H> out fast 1 -"]);
+        peer.send(r#"{"jsonrpc":"2.0","id":1,"result":"done"}"#).await;
+    };
+    let (result, ()) = within(async { tokio::join!(next, answered) }).await;
+    assert_eq!(result.unwrap(), "done");
+    assert_eq!(*log.lock().unwrap(), [r#"H> out slow 0 ["x"]"#, "H> out fast 1 -", "H< out fast: ok"]);
 }

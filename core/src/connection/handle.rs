@@ -153,6 +153,106 @@ impl fmt::Debug for Handle {
 /// The rest of a call that must wait for something besides its answer (see [`Handle::send_call`]).
 type BoxedCall<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> + Send + 'a>>;
 
+/// An outbound call under the connection's one layer, a hook ([`Handle::call_watched`]): the
+/// hook's state and the call, started in its first poll ([`Handle::start_call`]), every poll
+/// inside the hook's scope (a hook without one for the call: started as it is made). Dropped before it ends, the call is given up (its guard) and the
+/// hook's state dropped untold, as a dropped `send_call` would.
+pub(crate) struct WatchedCall<'a> {
+    handle: &'a Handle,
+    options: &'a CallOptions,
+    watcher: &'a dyn super::Watcher,
+    /// `None` once told.
+    state: Option<crate::middleware::state::HookState>,
+    /// Polled inside the hook's scope (asked once: an outbound span is not entered).
+    scoped: bool,
+    sending: Sending<'a>,
+}
+
+/// The rest of a started call: its answer's receiver and guard (the common call), or the rest
+/// boxed (see [`Handle::start_call`]).
+enum Sending<'a> {
+    /// Not started yet (`None`: only while it starts).
+    Start(Option<EncodedCall>),
+    /// The guard is taken (disarmed) once the answer is in.
+    Answer(oneshot::Receiver<Outcome>, Option<CallGuard<'a>>),
+    Slow(BoxedCall<'a>),
+}
+
+impl<'a> Sending<'a> {
+    /// Start the call in its first poll (out of line: the poll that waits for the answer stays
+    /// small enough to be inlined into the call's future).
+    #[inline(never)]
+    fn start(&mut self, handle: &'a Handle, call: EncodedCall, options: &'a CallOptions) {
+        *self = Sending::started(handle, call, options);
+    }
+
+    /// The call registered and queued (or what it waits for, boxed).
+    fn started(handle: &'a Handle, call: EncodedCall, options: &'a CallOptions) -> Self {
+        match handle.start_call(call, options) {
+            Ok((rx, guard)) => Sending::Answer(rx, Some(guard)),
+            Err(slow) => Sending::Slow(slow),
+        }
+    }
+
+    #[inline]
+    fn poll(
+        &mut self,
+        handle: &'a Handle,
+        options: &'a CallOptions,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Box<RawValue>, Error>> {
+        use std::task::Poll;
+        if let Sending::Start(call) = self {
+            let Some(call) = call.take() else { return Poll::Pending };
+            self.start(handle, call, options);
+        }
+        match self {
+            Sending::Start(_) => Poll::Pending,
+            Sending::Slow(slow) => slow.as_mut().poll(cx),
+            Sending::Answer(rx, guard) => {
+                let outcome = std::task::ready!(Pin::new(rx).poll(cx));
+                if let Some(guard) = guard.take() {
+                    guard.disarm();
+                }
+                Poll::Ready(match outcome {
+                    Ok((result, _)) => result,
+                    Err(_) => Err(Error::ConnectionLost(handle.shared.lost())),
+                })
+            }
+        }
+    }
+}
+
+impl Future for WatchedCall<'_> {
+    type Output = Result<Box<RawValue>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let Some(state) = this.state.as_ref() else {
+            return Poll::Ready(Err(Error::Protocol("polled after it ended".into())));
+        };
+        let (handle, options, sending) = (this.handle, this.options, &mut this.sending);
+        let outcome = if this.scoped {
+            let mut out = Poll::Pending;
+            this.watcher.in_scope(state, &mut || out = sending.poll(handle, options, cx));
+            out
+        } else {
+            sending.poll(handle, options, cx)
+        };
+        let Poll::Ready(outcome) = outcome else { return Poll::Pending };
+        let outcome = outcome.map(Some);
+        if let Some(state) = this.state.take() {
+            this.watcher.on_response(state, &outcome);
+        }
+        Poll::Ready(match outcome {
+            Ok(Some(result)) => Ok(result),
+            Ok(None) => RawValue::from_string("null".into()).map_err(Error::Deserialize),
+            Err(e) => Err(e),
+        })
+    }
+}
+
 /// Reasons sent with a cancellation (where the protocol carries one) when the caller gave none.
 const CANCELLED_BY_TOKEN: &str = "cancelled by the caller";
 const CANCELLED_BY_DROP: &str = "the caller stopped waiting";
@@ -328,9 +428,10 @@ impl Handle {
         let call = self.encode_call(method, params)?;
         if let Some(layered) = &self.shared.config.layered {
             if let Some(watcher) = layered.watcher() {
-                // Boxed: the future every caller holds stays small (see `send_call`); the hook
-                // runs inside the call's own future, no future of its own.
-                return Box::pin(self.call_watched(&**watcher, method, call, options)).await;
+                // A future of its own, not an `async fn`'s: it keeps the hook's state beside
+                // the call's receiver and guard, and nothing twice, so the future every caller
+                // holds stays small without boxing it (see `send_call`).
+                return self.call_watched(&**watcher, method, call, options).await;
             }
             return match layered.call(self, method, call, options).await? {
                 Some(result) => Ok(result),
@@ -340,29 +441,21 @@ impl Handle {
         self.send_call(call, options).await
     }
 
-    /// A call through the connection's one layer, a hook, run in the call's future (boxed by
-    /// the caller): no future of the hook's own.
-    pub(crate) async fn call_watched(
-        &self,
-        watcher: &dyn super::Watcher,
+    /// A call through the connection's one layer, a hook, run in the call's own future: no
+    /// future of the hook's own, and no allocation.
+    pub(crate) fn call_watched<'a>(
+        &'a self,
+        watcher: &'a dyn super::Watcher,
         method: &str,
         call: EncodedCall,
-        options: &CallOptions,
-    ) -> Result<Box<RawValue>, Error> {
+        options: &'a CallOptions,
+    ) -> WatchedCall<'a> {
         let state = watcher.on_outbound(self, method, &call);
-        let (outcome, state) = if watcher.scoped() {
-            let mut sending = std::pin::pin!(self.send_call(call, options));
-            crate::handler::scoped(watcher, state, move |cx| sending.as_mut().poll(cx)).await
-        } else {
-            (self.send_call(call, options).await, state)
-        };
-        let outcome = outcome.map(Some);
-        watcher.on_response(state, &outcome);
-        match outcome {
-            Ok(Some(result)) => Ok(result),
-            Ok(None) => RawValue::from_string("null".into()).map_err(Error::Deserialize),
-            Err(e) => Err(e),
-        }
+        let scoped = watcher.scoped(&state);
+        // Started in the first poll, inside the hook's scope; without a scope, at once (the
+        // same poll: nothing can tell the difference, and the first poll is shorter).
+        let sending = if scoped { Sending::Start(Some(call)) } else { Sending::started(self, call, options) };
+        WatchedCall { handle: self, options, watcher, state: Some(state), scoped, sending }
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to

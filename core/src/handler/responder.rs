@@ -74,8 +74,9 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
 
 /// A hook as a request's reply slot runs it ([`ReplySlot::hook`]).
 pub(crate) trait SlotHook: Send + Sync + 'static {
-    /// Whether [`SlotHook::in_scope`] does anything (`false`: the handler is polled without it).
-    fn scoped(&self) -> bool;
+    /// Whether [`SlotHook::in_scope`] does anything for the call of `state` (`false`: it is
+    /// polled without it).
+    fn scoped(&self, state: &HookState) -> bool;
     /// Run `f` (one poll) inside the hook's scope for the call.
     fn in_scope(&self, state: &HookState, f: &mut dyn FnMut());
     /// The request is answered with this.
@@ -344,7 +345,7 @@ impl ReplySlot {
         if self.is_answered() {
             return Err(state);
         }
-        let scoped = watcher.scoped();
+        let scoped = watcher.scoped(&state);
         *watch = Watch::Hooked(watcher, state);
         drop(watch);
         if scoped {

@@ -7,8 +7,9 @@
 //! [`Middleware`] is for. In exchange it costs less: a connection whose only layer is a hook
 //! runs it itself, with no chain to walk: an inbound request's hook state waits in its reply
 //! slot (no future and no allocation of the hook's own), an outbound call's hook runs inside
-//! the call's one boxed future (a state of [`TraceLayer`](super::trace::TraceLayer) or
-//! `MetricsLayer` is kept as it is, another hook's boxed unless zero-sized). For an inbound request, the hook is told the
+//! the call's own future, which allocates nothing (a state of
+//! [`TraceLayer`](super::trace::TraceLayer) or `MetricsLayer` is kept as it is, another hook's
+//! boxed unless zero-sized). For an inbound request, the hook is told the
 //! outcome as the answer is sent, by whoever answers (the handler, or a task it handed its
 //! responder to); a notification still runs in one future of the hook's.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
@@ -110,6 +111,14 @@ pub trait Hook: Send + Sync + 'static {
     /// without a scope lets the connection poll its calls without asking it.
     #[doc(hidden)]
     const SCOPED: bool = true;
+
+    /// Whether [`Hook::in_scope`] does anything for this call (by default [`Hook::SCOPED`]):
+    /// [`TraceLayer`](super::trace::TraceLayer) enters no span around an outbound call's polls.
+    #[doc(hidden)]
+    fn scoped_for(&self, state: &Self::State) -> bool {
+        let _ = state;
+        Self::SCOPED
+    }
 }
 
 impl<H: Hook> Hook for Arc<H> {
@@ -124,6 +133,9 @@ impl<H: Hook> Hook for Arc<H> {
         (**self).in_scope(state, f)
     }
     const SCOPED: bool = H::SCOPED;
+    fn scoped_for(&self, state: &H::State) -> bool {
+        (**self).scoped_for(state)
+    }
 }
 
 /// Two hooks as one: `A` outside `B` (`A` sees the call first and its outcome last), as
@@ -142,6 +154,9 @@ impl<A: Hook, B: Hook> Hook for (A, B) {
         self.0.in_scope(a, || self.1.in_scope(b, f))
     }
     const SCOPED: bool = A::SCOPED || B::SCOPED;
+    fn scoped_for(&self, (a, b): &Self::State) -> bool {
+        self.0.scoped_for(a) || self.1.scoped_for(b)
+    }
 }
 
 /// What a [`Hook`] sees of a call: borrowed, nothing copied.
@@ -300,8 +315,8 @@ impl<H: Hook> Alone<H> {
 struct Erased<H>(Arc<H>);
 
 impl<H: Hook> SlotHook for Erased<H> {
-    fn scoped(&self) -> bool {
-        H::SCOPED
+    fn scoped(&self, state: &HookState) -> bool {
+        H::SCOPED && state.get::<H::State>().is_none_or(|state| self.0.scoped_for(state))
     }
 
     fn in_scope(&self, state: &HookState, f: &mut dyn FnMut()) {

@@ -33,7 +33,8 @@
 //! per middleware and pass, and one for the chain's end; a connection whose only layer is a
 //! hook pays no chain, and the connection runs the hook itself: an inbound request's hook state
 //! waits in its reply slot (no future, no allocation of the hook's own), an outbound call's
-//! hook runs inside the call's one boxed future.
+//! hook runs inside the call's own future (no allocation either: 4 per call on `compare`'s
+//! row A, as without layers).
 //!
 //! A layer in full (a log line per call, with its time):
 //!

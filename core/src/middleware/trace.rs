@@ -73,6 +73,12 @@ impl TraceLayer {
     /// The span of one call, not entered yet, with which of its two callsites made it (a
     /// request's, 0, or a notification's, 1; see [`duration_field`]).
     fn span_at(&self, call: &CallInfo<'_>) -> (tracing::Span, usize) {
+        // The span's own macro checks this too, but only after the name's lookup below: with
+        // INFO off (no subscriber at all, most often), nothing is looked up.
+        use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
+        if tracing::Level::INFO > STATIC_MAX_LEVEL || tracing::Level::INFO > LevelFilter::current() {
+            return (tracing::Span::none(), 0);
+        }
         let method = self.names.report(call.method());
         let kind = match call.direction() {
             Direction::Incoming => "server",
@@ -211,6 +217,10 @@ impl Hook for TraceLayer {
     fn on_response(&self, state: InCall, outcome: &Outcome) {
         let Some(started) = state.started else { return };
         record_end(&state.span, started, outcome, state.duration);
+    }
+
+    fn scoped_for(&self, state: &InCall) -> bool {
+        state.enter
     }
 
     fn in_scope<R>(&self, state: &InCall, f: impl FnOnce() -> R) -> R {
