@@ -1001,7 +1001,15 @@ b"}"#,
             let (_, rest) = plain_key(text.as_bytes()).unwrap_or_else(|| panic!("{text}"));
             assert_eq!(rest, &text.as_bytes()[name.len() + 2..], "{text}");
         }
-        for text in ["\"ids\":1}", "\"idx\":1234567}", "\"paramsX\":[]}", "\"param\":[]}", "\"jsonrp\":1}", "\"jsonrpcc\":1}", "\"i"] {
+        for text in [
+            "\"ids\":1}",
+            "\"idx\":1234567}",
+            "\"paramsX\":[]}",
+            "\"param\":[]}",
+            "\"jsonrp\":1}",
+            "\"jsonrpcc\":1}",
+            "\"i",
+        ] {
             assert!(plain_key(text.as_bytes()).is_none(), "{text}");
         }
     }
