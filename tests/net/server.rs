@@ -182,6 +182,70 @@ async fn shutdown_deadline_cancels_the_stragglers_with_an_answer() {
     assert!(report.elapsed >= Duration::from_millis(200));
 }
 
+/// A feature of the connections' own that admits their requests takes the place of the drain
+/// gate's admission: the gate then counts each handler itself, and shutdown still waits for the
+/// one running (cancelled at the deadline, counted unfinished, answered -32800), and refuses
+/// new requests meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_counts_running_handlers_when_a_feature_admits_the_requests() {
+    use jsonrpc_duplex::seam::{Admission, Extension, Feature, Start};
+    use std::task::{Context, Poll};
+
+    /// Admits every request at once.
+    #[derive(Clone)]
+    struct Open;
+    impl Feature for Open {
+        fn start(&self, _: &Start<'_>) -> Arc<dyn Extension> {
+            Arc::new(Open)
+        }
+    }
+    impl Extension for Open {
+        fn admission(self: Arc<Self>) -> Option<Arc<dyn Admission>> {
+            Some(self)
+        }
+    }
+    impl Admission for Open {
+        fn try_admit(&self, _: usize) -> Option<u64> {
+            Some(1)
+        }
+        fn poll_admit(&self, _: usize, _: &mut Context<'_>) -> Poll<u64> {
+            Poll::Ready(1)
+        }
+        fn release(&self, _: u64) {}
+    }
+
+    let shared = Arc::new(Shared::default());
+    let builder = ServerBuilder::new(Connection::builder().feature(Open)).serve_with(Session::factory(shared.clone()));
+    let (server, addr) = tcp_server(builder).await;
+    let side = ClientSide::named("admitted");
+    let conn = within(client(&side).connect_tcp(addr)).await.unwrap();
+    let store = StoreClient::new(conn.handle());
+    let call = tokio::spawn(async move { store.parked(9).await });
+    reach(&shared.parked_started, 1).await;
+    let shutdown = tokio::spawn(server.shutdown(Duration::from_millis(300)));
+    let store = StoreClient::new(conn.handle());
+    let refusal = within(async {
+        loop {
+            match store.add(1, 1).await {
+                Ok(2) => tokio::task::yield_now().await,
+                other => return other,
+            }
+        }
+    })
+    .await;
+    match refusal {
+        Err(ClientError::Method(e)) => assert_eq!(e.message, "the server is shutting down"),
+        other => panic!("expected a shutting-down refusal, got {other:?}"),
+    }
+    let report = within(shutdown).await.unwrap();
+    assert_eq!(report.unfinished, 1, "the running handler was not counted");
+    assert!(report.elapsed >= Duration::from_millis(300), "shutdown did not wait for the running handler");
+    match within(call).await.unwrap() {
+        Err(ClientError::Method(e)) => assert_eq!(e.code, codes::REQUEST_CANCELLED),
+        other => panic!("expected -32800, got {other:?}"),
+    }
+}
+
 /// Broadcast never waits for a peer that does not read: the others get every message in order
 /// at once, and the stalled peer is disconnected after the broadcast timeout, counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

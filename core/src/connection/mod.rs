@@ -21,7 +21,7 @@ mod messages;
 mod outbound;
 mod peer_info;
 mod pending;
-mod permits;
+pub(crate) mod permits;
 mod read_ahead;
 mod reader;
 pub mod seam;
@@ -466,6 +466,9 @@ impl Builder {
                 }
             }
         }
+        // Asked before the routers are wrapped: an extension that admits may wrap its routes
+        // knowing that it does (the server's drain gate counts there, not per handler future).
+        let admission = shared.seam.admission().unwrap_or(own_admission);
         // The features' wrappers (the server's drain gate), inside the middleware: what the
         // gate refuses, the layers see.
         router = match shared.seam.router(router) {
@@ -479,7 +482,6 @@ impl Builder {
             let peer = shared.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             router = layered.wrap(router, peer, shared.config.trace_context);
         }
-        let admission = shared.seam.admission().unwrap_or(own_admission);
         if let Some(refused) = shadowed_route(&router, &shared) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));

@@ -988,6 +988,33 @@ b"}"#,
     }
 
     #[test]
+    fn plain_keys_match_whole_names_only() {
+        for (text, name) in [
+            ("\"jsonrpc\":", "jsonrpc"),
+            ("\"id\":1}", "id"),
+            ("\"id\":1234567}", "id"),
+            ("\"method\":\"m\"}", "method"),
+            ("\"params\":[]}", "params"),
+            ("\"result\":1}", "result"),
+            ("\"result\":", "result"),
+        ] {
+            let (_, rest) = plain_key(text.as_bytes()).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(rest, &text.as_bytes()[name.len() + 2..], "{text}");
+        }
+        for text in [
+            "\"ids\":1}",
+            "\"idx\":1234567}",
+            "\"paramsX\":[]}",
+            "\"param\":[]}",
+            "\"jsonrp\":1}",
+            "\"jsonrpcc\":1}",
+            "\"i",
+        ] {
+            assert!(plain_key(text.as_bytes()).is_none(), "{text}");
+        }
+    }
+
+    #[test]
     fn a_member_is_found_without_keeping_the_others() {
         let raw = RawValue::from_string(r#"{"a":[1,{"id":2}],"id":3,"id":4,"\u0069d2":5}"#.to_owned()).unwrap();
         assert_eq!(member(&raw, "id").map(RawValue::get), Some("3"));
