@@ -129,7 +129,7 @@ impl Feature for DrainGate {
         Arc::new(GateAdmission {
             gate: self.0.clone(),
             permits: Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes),
-            tokens: Mutex::new(Vec::new()),
+            tokens: Mutex::new(Tokens::default()),
             admits: AtomicBool::new(false),
         })
     }
@@ -141,9 +141,31 @@ struct GateAdmission {
     gate: Arc<Gate>,
     permits: Permits,
     /// The tokens of the requests running (tokens are alike: any one is given back when one ends).
-    tokens: Mutex<Vec<TaskTrackerToken>>,
+    tokens: Mutex<Tokens>,
     /// The connection took this admission (asked before its router is wrapped): it counts.
     admits: AtomicBool,
+}
+
+/// A connection's tokens of the gate, one per request running: the first kept inline, so a
+/// connection that never runs two requests at once allocates nothing for them (most of a
+/// server's idle connections; the list would keep its first allocation, 32 bytes, for good).
+#[derive(Default)]
+struct Tokens {
+    first: Option<TaskTrackerToken>,
+    more: Vec<TaskTrackerToken>,
+}
+
+impl Tokens {
+    fn push(&mut self, token: TaskTrackerToken) {
+        match self.first {
+            None => self.first = Some(token),
+            Some(_) => self.more.push(token),
+        }
+    }
+
+    fn pop(&mut self) -> Option<TaskTrackerToken> {
+        self.more.pop().or_else(|| self.first.take())
+    }
 }
 
 impl GateAdmission {
@@ -197,6 +219,35 @@ mod tests {
 
     fn router() -> Router {
         Router::new().method("add", |p: (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(p.0 + p.1) })
+    }
+
+    #[test]
+    fn each_admitted_request_counts_until_released_and_drain_waits_for_the_last() {
+        use futures::FutureExt;
+        let gate = Arc::new(Gate::default());
+        let admission = GateAdmission {
+            gate: gate.clone(),
+            permits: Permits::new(8, 1 << 20),
+            tokens: Mutex::default(),
+            admits: AtomicBool::new(true),
+        };
+        // Three at once: the first token inline, the others in the list.
+        let weights: Vec<u64> = (0..3).map(|_| admission.try_admit(10).expect("room for three")).collect();
+        assert_eq!(gate.running(), 3);
+        gate.drain();
+        for (left, weight) in [2, 1].into_iter().zip(&weights) {
+            Admission::release(&admission, *weight);
+            assert_eq!(gate.running(), left);
+            assert!(gate.idle().now_or_never().is_none(), "the drain ended with {left} requests running");
+        }
+        Admission::release(&admission, weights[2]);
+        assert_eq!(gate.running(), 0);
+        assert!(gate.idle().now_or_never().is_some(), "the drain waits though no request runs");
+        // A connection's first request after its others ended is counted again.
+        let weight = admission.try_admit(10).expect("room");
+        assert_eq!(gate.running(), 1);
+        Admission::release(&admission, weight);
+        assert_eq!(gate.running(), 0);
     }
 
     #[test]
