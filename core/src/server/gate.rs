@@ -3,7 +3,9 @@
 //! feature of the server's connections: it wraps each connection's router through the seam
 //! ([`Extension::router`]) for the refusal, and counts the running handlers as the connection's
 //! request admission ([`Extension::admission`]: a request holds its admission from the moment it
-//! may start until its handler ends), in front of the connection's own request permits. Counted
+//! may start until its handler ends; one admitted once the gate drains counts for nothing, the
+//! router refuses it), in place of the connection's own request permits (it keeps their bounds
+//! itself). Counted
 //! there, a handler future is not wrapped in one of the gate's own (a box per request: its
 //! allocation and its free were ~150 of the server's instructions a call under callgrind).
 //! When another feature of the connection admits its requests instead (the first admission
@@ -168,31 +170,43 @@ impl Tokens {
     }
 }
 
+/// The low bit of the weights this admission gives out: the request holds a token of the gate
+/// (the permits' weight is above it; theirs stay below 2^42).
+const COUNTED: u64 = 1;
+
 impl GateAdmission {
-    fn enter(&self) {
+    /// The weight of a request the permits admitted with `weight`, a token of the gate taken
+    /// unless the gate drains: a request admitted then is refused by the gate's router (the
+    /// flag only ever turns on, so the router sees it too) and its handler never runs, so it
+    /// must not count as one still running in the shutdown's report.
+    fn enter(&self, weight: u64) -> u64 {
+        if self.gate.draining.load(Ordering::Acquire) {
+            return weight << 1;
+        }
         let token = self.gate.in_flight.token();
         self.tokens.lock().unwrap_or_else(|p| p.into_inner()).push(token);
+        (weight << 1) | COUNTED
     }
 }
 
 impl Admission for GateAdmission {
     fn try_admit(&self, bytes: usize) -> Option<u64> {
         let weight = self.permits.try_admit(bytes)?;
-        self.enter();
-        Some(weight)
+        Some(self.enter(weight))
     }
 
     fn poll_admit(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
         let weight = ready!(self.permits.poll_admit(bytes, cx));
-        self.enter();
-        Poll::Ready(weight)
+        Poll::Ready(self.enter(weight))
     }
 
     fn release(&self, weight: u64) {
-        let token = self.tokens.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        // Outside the lock: the last token of a draining gate wakes its waiter.
-        drop(token);
-        Admission::release(&self.permits, weight);
+        if weight & COUNTED != 0 {
+            let token = self.tokens.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            // Outside the lock: the last token of a draining gate wakes its waiter.
+            drop(token);
+        }
+        Admission::release(&self.permits, weight >> 1);
     }
 }
 
@@ -222,7 +236,7 @@ mod tests {
     }
 
     #[test]
-    fn each_admitted_request_counts_until_released_and_drain_waits_for_the_last() {
+    fn each_admitted_request_counts_until_released_and_none_admitted_while_draining() {
         use futures::FutureExt;
         let gate = Arc::new(Gate::default());
         let admission = GateAdmission {
@@ -243,11 +257,32 @@ mod tests {
         Admission::release(&admission, weights[2]);
         assert_eq!(gate.running(), 0);
         assert!(gate.idle().now_or_never().is_some(), "the drain waits though no request runs");
-        // A connection's first request after its others ended is counted again.
-        let weight = admission.try_admit(10).expect("room");
-        assert_eq!(gate.running(), 1);
-        Admission::release(&admission, weight);
-        assert_eq!(gate.running(), 0);
+        // Admitted while draining, a request is refused by the router, never run: not counted
+        // (the shutdown would report it unfinished), and its permit is still given back.
+        let refused: Vec<u64> = (0..8).map(|_| admission.try_admit(10).expect("room for eight")).collect();
+        assert_eq!(gate.running(), 0, "a request admitted after the drain counts as running");
+        assert!(admission.try_admit(10).is_none(), "the permits' own limit (8) no longer holds");
+        for weight in refused {
+            Admission::release(&admission, weight);
+        }
+        assert!(admission.try_admit(10).is_some(), "a refused request's permit was not given back");
+    }
+
+    #[test]
+    fn a_connection_s_next_request_after_its_others_ended_is_counted_again() {
+        let gate = Arc::new(Gate::default());
+        let admission = GateAdmission {
+            gate: gate.clone(),
+            permits: Permits::new(8, 1 << 20),
+            tokens: Mutex::default(),
+            admits: AtomicBool::new(true),
+        };
+        for _ in 0..3 {
+            let weight = admission.try_admit(10).expect("room");
+            assert_eq!(gate.running(), 1);
+            Admission::release(&admission, weight);
+            assert_eq!(gate.running(), 0);
+        }
     }
 
     #[test]
