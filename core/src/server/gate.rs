@@ -150,23 +150,24 @@ struct GateAdmission {
 
 /// A connection's tokens of the gate, one per request running: the first kept inline, so a
 /// connection that never runs two requests at once allocates nothing for them (most of a
-/// server's idle connections; the list would keep its first allocation, 32 bytes, for good).
+/// server's idle connections; the list would keep its first allocation, 32 bytes, for good),
+/// and the others in a list boxed on first use (a pointer inline, not a `Vec`'s three words).
 #[derive(Default)]
 struct Tokens {
     first: Option<TaskTrackerToken>,
-    more: Vec<TaskTrackerToken>,
+    more: Option<Box<Vec<TaskTrackerToken>>>,
 }
 
 impl Tokens {
     fn push(&mut self, token: TaskTrackerToken) {
         match self.first {
             None => self.first = Some(token),
-            Some(_) => self.more.push(token),
+            Some(_) => self.more.get_or_insert_default().push(token),
         }
     }
 
     fn pop(&mut self) -> Option<TaskTrackerToken> {
-        self.more.pop().or_else(|| self.first.take())
+        self.more.as_mut().and_then(|more| more.pop()).or_else(|| self.first.take())
     }
 }
 
