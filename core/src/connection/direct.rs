@@ -97,9 +97,7 @@ impl Builder {
         // peer finds it ended, as a handler's call back does); no permits of a connection's own
         // (the service's are used).
         let me = super::WeakHandle::new(Arc::downgrade(&shared));
-        let no_permits: [Arc<dyn super::seam::Extension>; 0] = [];
-        let seam =
-            super::seam::Seam::new([cancellation], no_permits, &self.features, &self.config.limits, &tracer, &me);
+        let seam = super::seam::Seam::new([cancellation], &self.features, &self.config.limits, &tracer, &me);
         // The features' wrappers, as a connection applies them (a router that panics there has
         // no direct path: the connection path reports it).
         let router = seam.router(self.router.clone()).ok()?;

@@ -423,22 +423,13 @@ impl Builder {
         // The connection's own cancellation goes first: no feature takes its name.
         let cancellation: Arc<dyn Extension> = Arc::new(cancel::Cancellation::new(&config.cancel));
         let unknown: Arc<dyn Extension> = Arc::new(unknown::UnknownNotifications::new(tracer.clone()));
-        // The request permits go last: a feature's admission replaces them.
-        let limits = &config.limits;
-        let permits =
-            Arc::new(permits::Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes));
-        let own_admission: Arc<dyn seam::Admission> = permits.clone();
+        // The connection's own request permits, made only when no feature admits (below).
+        let (max_requests, max_request_bytes) =
+            (config.limits.max_concurrent_requests, config.limits.max_concurrent_request_bytes);
         // The features keep a weak handle of the connection they start in.
         let shared = Arc::new_cyclic(|me| {
             let me = WeakHandle::new(me.clone());
-            let seam = seam::Seam::new(
-                [cancellation, unknown],
-                [permits as Arc<dyn Extension>],
-                &features,
-                &config.limits,
-                &tracer,
-                &me,
-            );
+            let seam = seam::Seam::new([cancellation, unknown], &features, &config.limits, &tracer, &me);
             let outbound = Outbound::new(config.limits.outbound_buffer, tracer, codec);
             Shared::new(config, peer, outbound, seam)
         });
@@ -468,7 +459,12 @@ impl Builder {
         }
         // Asked before the routers are wrapped: an extension that admits may wrap its routes
         // knowing that it does (the server's drain gate counts there, not per handler future).
-        let admission = shared.seam.admission().unwrap_or(own_admission);
+        // A feature's admission replaces the connection's own permits, which are then never
+        // made (a server's connection keeps no second, unused set).
+        let admission = shared.seam.admission().unwrap_or_else(|| {
+            let own: Arc<dyn seam::Admission> = Arc::new(permits::Permits::new(max_requests, max_request_bytes));
+            own
+        });
         // The features' wrappers (the server's drain gate), inside the middleware: what the
         // gate refuses, the layers see.
         router = match shared.seam.router(router) {

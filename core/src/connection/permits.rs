@@ -23,16 +23,16 @@
 //! counts never go over their limits except for a lone request, and a waiting dispatcher is
 //! always woken once room is made.
 //!
-//! The permits plug into the connection through the seam, as the connection's own
-//! [`Admission`] (an extension after the features', [`Extension::admission`]): the dispatcher
-//! knows only the trait. A request's permit ([`Permit`], [`OwnedPermit`]) gives its weight back
-//! to whichever admission made it.
+//! The permits are the connection's own [`Admission`], made as it starts only when no
+//! feature's [`Extension::admission`](super::seam::Extension::admission) replaces them: the
+//! dispatcher knows only the trait. A request's permit ([`Permit`], [`OwnedPermit`]) gives its
+//! weight back to whichever admission made it.
 
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::seam::{Admission, Extension};
+use super::seam::Admission;
 use crate::sync::{AtomicU64, AtomicWaker, Ordering};
 
 /// Bits of the word that count KiB (up to 1 PiB); the count of requests is above them.
@@ -125,14 +125,6 @@ impl Admission for Permits {
 
     fn release(&self, weight: u64) {
         self.give(weight)
-    }
-}
-
-/// The connection's own extension that admits requests (it takes no names: only
-/// [`Extension::admission`]).
-impl Extension for Permits {
-    fn admission(self: Arc<Self>) -> Option<Arc<dyn Admission>> {
-        Some(self)
     }
 }
 

@@ -468,11 +468,10 @@ pub(crate) struct Seam {
 
 impl Seam {
     /// The extensions of a new connection: `first` (the connection's own, which take precedence),
-    /// then one for each feature, then `last` (the connection's own defaults, which a feature
-    /// may replace).
+    /// then one for each feature. (The connection's own request permits are no extension: they
+    /// are made only when no feature's [`Extension::admission`] replaces them.)
     pub(crate) fn new(
         first: impl IntoIterator<Item = Arc<dyn Extension>>,
-        last: impl IntoIterator<Item = Arc<dyn Extension>>,
         features: &Features,
         limits: &Limits,
         tracer: &Tracer,
@@ -480,8 +479,7 @@ impl Seam {
     ) -> Self {
         let unbound = Arc::new(Unbound::default());
         let start = Start { handle, limits, unbound: &unbound, tracer };
-        let extensions: Vec<_> =
-            first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).chain(last).collect();
+        let extensions: Vec<_> = first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).collect();
         let mut names = Names::default();
         for (at, e) in extensions.iter().enumerate() {
             names.requests.extend(e.requests().into_iter().map(|name| (name, at)));

@@ -3,7 +3,9 @@
 //! feature of the server's connections: it wraps each connection's router through the seam
 //! ([`Extension::router`]) for the refusal, and counts the running handlers as the connection's
 //! request admission ([`Extension::admission`]: a request holds its admission from the moment it
-//! may start until its handler ends), in front of the connection's own request permits. Counted
+//! may start until its handler ends; one admitted once the gate drains counts for nothing, the
+//! router refuses it), in place of the connection's own request permits (it keeps their bounds
+//! itself). Counted
 //! there, a handler future is not wrapped in one of the gate's own (a box per request: its
 //! allocation and its free were ~150 of the server's instructions a call under callgrind).
 //! When another feature of the connection admits its requests instead (the first admission
@@ -129,7 +131,7 @@ impl Feature for DrainGate {
         Arc::new(GateAdmission {
             gate: self.0.clone(),
             permits: Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes),
-            tokens: Mutex::new(Vec::new()),
+            tokens: Mutex::new(Tokens::default()),
             admits: AtomicBool::new(false),
         })
     }
@@ -141,36 +143,73 @@ struct GateAdmission {
     gate: Arc<Gate>,
     permits: Permits,
     /// The tokens of the requests running (tokens are alike: any one is given back when one ends).
-    tokens: Mutex<Vec<TaskTrackerToken>>,
+    tokens: Mutex<Tokens>,
     /// The connection took this admission (asked before its router is wrapped): it counts.
     admits: AtomicBool,
 }
 
+/// A connection's tokens of the gate, one per request running: the first kept inline, so a
+/// connection that never runs two requests at once allocates nothing for them (most of a
+/// server's idle connections; the list would keep its first allocation, 32 bytes, for good),
+/// and the others in a list boxed on first use (a pointer inline, not a `Vec`'s three words).
+#[derive(Default)]
+struct Tokens {
+    first: Option<TaskTrackerToken>,
+    // Boxed on purpose: one word inline for the connections that never need it.
+    #[allow(clippy::box_collection)]
+    more: Option<Box<Vec<TaskTrackerToken>>>,
+}
+
+impl Tokens {
+    fn push(&mut self, token: TaskTrackerToken) {
+        match self.first {
+            None => self.first = Some(token),
+            Some(_) => self.more.get_or_insert_default().push(token),
+        }
+    }
+
+    fn pop(&mut self) -> Option<TaskTrackerToken> {
+        self.more.as_mut().and_then(|more| more.pop()).or_else(|| self.first.take())
+    }
+}
+
+/// The low bit of the weights this admission gives out: the request holds a token of the gate
+/// (the permits' weight is above it; theirs stay below 2^42).
+const COUNTED: u64 = 1;
+
 impl GateAdmission {
-    fn enter(&self) {
+    /// The weight of a request the permits admitted with `weight`, a token of the gate taken
+    /// unless the gate drains: a request admitted then is refused by the gate's router (the
+    /// flag only ever turns on, so the router sees it too) and its handler never runs, so it
+    /// must not count as one still running in the shutdown's report.
+    fn enter(&self, weight: u64) -> u64 {
+        if self.gate.draining.load(Ordering::Acquire) {
+            return weight << 1;
+        }
         let token = self.gate.in_flight.token();
         self.tokens.lock().unwrap_or_else(|p| p.into_inner()).push(token);
+        (weight << 1) | COUNTED
     }
 }
 
 impl Admission for GateAdmission {
     fn try_admit(&self, bytes: usize) -> Option<u64> {
         let weight = self.permits.try_admit(bytes)?;
-        self.enter();
-        Some(weight)
+        Some(self.enter(weight))
     }
 
     fn poll_admit(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
         let weight = ready!(self.permits.poll_admit(bytes, cx));
-        self.enter();
-        Poll::Ready(weight)
+        Poll::Ready(self.enter(weight))
     }
 
     fn release(&self, weight: u64) {
-        let token = self.tokens.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        // Outside the lock: the last token of a draining gate wakes its waiter.
-        drop(token);
-        Admission::release(&self.permits, weight);
+        if weight & COUNTED != 0 {
+            let token = self.tokens.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            // Outside the lock: the last token of a draining gate wakes its waiter.
+            drop(token);
+        }
+        Admission::release(&self.permits, weight >> 1);
     }
 }
 
@@ -197,6 +236,56 @@ mod tests {
 
     fn router() -> Router {
         Router::new().method("add", |p: (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(p.0 + p.1) })
+    }
+
+    #[test]
+    fn each_admitted_request_counts_until_released_and_none_admitted_while_draining() {
+        use futures::FutureExt;
+        let gate = Arc::new(Gate::default());
+        let admission = GateAdmission {
+            gate: gate.clone(),
+            permits: Permits::new(8, 1 << 20),
+            tokens: Mutex::default(),
+            admits: AtomicBool::new(true),
+        };
+        // Three at once: the first token inline, the others in the list.
+        let weights: Vec<u64> = (0..3).map(|_| admission.try_admit(10).expect("room for three")).collect();
+        assert_eq!(gate.running(), 3);
+        gate.drain();
+        for (left, weight) in [2, 1].into_iter().zip(&weights) {
+            Admission::release(&admission, *weight);
+            assert_eq!(gate.running(), left);
+            assert!(gate.idle().now_or_never().is_none(), "the drain ended with {left} requests running");
+        }
+        Admission::release(&admission, weights[2]);
+        assert_eq!(gate.running(), 0);
+        assert!(gate.idle().now_or_never().is_some(), "the drain waits though no request runs");
+        // Admitted while draining, a request is refused by the router, never run: not counted
+        // (the shutdown would report it unfinished), and its permit is still given back.
+        let refused: Vec<u64> = (0..8).map(|_| admission.try_admit(10).expect("room for eight")).collect();
+        assert_eq!(gate.running(), 0, "a request admitted after the drain counts as running");
+        assert!(admission.try_admit(10).is_none(), "the permits' own limit (8) no longer holds");
+        for weight in refused {
+            Admission::release(&admission, weight);
+        }
+        assert!(admission.try_admit(10).is_some(), "a refused request's permit was not given back");
+    }
+
+    #[test]
+    fn a_connection_s_next_request_after_its_others_ended_is_counted_again() {
+        let gate = Arc::new(Gate::default());
+        let admission = GateAdmission {
+            gate: gate.clone(),
+            permits: Permits::new(8, 1 << 20),
+            tokens: Mutex::default(),
+            admits: AtomicBool::new(true),
+        };
+        for _ in 0..3 {
+            let weight = admission.try_admit(10).expect("room");
+            assert_eq!(gate.running(), 1);
+            Admission::release(&admission, weight);
+            assert_eq!(gate.running(), 0);
+        }
     }
 
     #[test]
