@@ -71,13 +71,15 @@ impl Gate {
         {
             return made.clone();
         }
-        let made = if counted { self.refusing_each(router.clone()) } else { self.counting_each(router.clone()) };
+        let made = self.wrap_each(router.clone(), counted);
         *wrapped = Some((router, made.clone()));
         made
     }
 
-    /// Every request handler refuses while draining; the handler's own future runs otherwise.
-    fn refusing_each(self: &Arc<Self>, router: Router) -> Router {
+    /// Every request handler refuses while draining. Otherwise its future runs, holding a token
+    /// while it runs unless `counted` (the connection's admission holds one for it); a
+    /// notification run by a request handler takes no admission, so it is always counted here.
+    fn wrap_each(self: &Arc<Self>, router: Router, counted: bool) -> Router {
         let gate = self.clone();
         router.map_requests(move |handler: RequestFn| -> RequestFn {
             let gate = gate.clone();
@@ -86,26 +88,10 @@ impl Gate {
                     responder.err(shutting_down());
                     return Box::pin(async {});
                 }
-                // A notification run by a request handler takes no admission: counted here.
-                if request.slot.lane.is_some() {
+                if !counted || request.slot.lane.is_some() {
                     return gate.counting(|| handler(request, responder));
                 }
                 handler(request, responder)
-            })
-        })
-    }
-
-    /// [`Gate::refusing_each`], each handler's future holding a token while it runs.
-    fn counting_each(self: &Arc<Self>, router: Router) -> Router {
-        let gate = self.clone();
-        router.map_requests(move |handler: RequestFn| -> RequestFn {
-            let gate = gate.clone();
-            Arc::new(move |request, responder| -> BoxFuture {
-                if gate.draining.load(Ordering::Acquire) {
-                    responder.err(shutting_down());
-                    return Box::pin(async {});
-                }
-                gate.counting(|| handler(request, responder))
             })
         })
     }
@@ -234,6 +220,16 @@ mod tests {
     use super::*;
     use crate::message::ErrorObject;
 
+    /// A connection's admission through `gate`, with room for 8 requests.
+    fn admission_of(gate: &Arc<Gate>) -> GateAdmission {
+        GateAdmission {
+            gate: gate.clone(),
+            permits: Permits::new(8, 1 << 20),
+            tokens: Mutex::default(),
+            admits: AtomicBool::new(true),
+        }
+    }
+
     fn router() -> Router {
         Router::new().method("add", |p: (i64, i64), _ctx| async move { Ok::<_, ErrorObject>(p.0 + p.1) })
     }
@@ -242,12 +238,7 @@ mod tests {
     fn each_admitted_request_counts_until_released_and_none_admitted_while_draining() {
         use futures::FutureExt;
         let gate = Arc::new(Gate::default());
-        let admission = GateAdmission {
-            gate: gate.clone(),
-            permits: Permits::new(8, 1 << 20),
-            tokens: Mutex::default(),
-            admits: AtomicBool::new(true),
-        };
+        let admission = admission_of(&gate);
         // Three at once: the first token inline, the others in the list.
         let weights: Vec<u64> = (0..3).map(|_| admission.try_admit(10).expect("room for three")).collect();
         assert_eq!(gate.running(), 3);
@@ -274,12 +265,7 @@ mod tests {
     #[test]
     fn a_connection_s_next_request_after_its_others_ended_is_counted_again() {
         let gate = Arc::new(Gate::default());
-        let admission = GateAdmission {
-            gate: gate.clone(),
-            permits: Permits::new(8, 1 << 20),
-            tokens: Mutex::default(),
-            admits: AtomicBool::new(true),
-        };
+        let admission = admission_of(&gate);
         for _ in 0..3 {
             let weight = admission.try_admit(10).expect("room");
             assert_eq!(gate.running(), 1);
