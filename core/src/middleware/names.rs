@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a layer reports for a method no list names (OpenTelemetry's convention).
 pub const OTHER: &str = "_OTHER";
@@ -21,27 +20,13 @@ pub const OTHER: &str = "_OTHER";
 /// assert_eq!(names.report("made/up/by/the/peer"), "_OTHER");
 /// assert_eq!(MethodNames::default().report("add"), "_OTHER");
 /// ```
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct MethodNames {
     /// Each name and its place (`0..len`), for layers that keep something per name.
     known: Arc<HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>>,
     /// The names in their places, when they are few enough to be looked up one by one (a
     /// compare per name, cheaper than hashing the method name for a short list).
     few: Option<Arc<[Box<str>]>>,
-    /// The place of the name a short list found last, compared first: most traffic repeats a
-    /// method or a few, and one comparison is cheaper than walking the list. Only a hint
-    /// (relaxed, written on a miss only, so a hit writes nothing another core must see).
-    last: AtomicUsize,
-}
-
-impl Clone for MethodNames {
-    fn clone(&self) -> Self {
-        MethodNames {
-            known: self.known.clone(),
-            few: self.few.clone(),
-            last: AtomicUsize::new(self.last.load(Ordering::Relaxed)),
-        }
-    }
 }
 
 /// Up to this many names are looked up one by one.
@@ -99,7 +84,7 @@ impl MethodNames {
             }
             few.into()
         });
-        MethodNames { known: Arc::new(known), few, last: AtomicUsize::new(0) }
+        MethodNames { known: Arc::new(known), few }
     }
 
     /// The name to report for `method`: itself if listed, else [`OTHER`].
@@ -111,17 +96,8 @@ impl MethodNames {
     /// [`OTHER`]): one lookup for a layer that keeps something per reported name.
     pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
         if let Some(few) = &self.few {
-            let hint = self.last.load(Ordering::Relaxed);
-            if let Some(name) = few.get(hint)
-                && **name == *method
-            {
-                return (name, hint);
-            }
             return match few.iter().position(|name| **name == *method) {
-                Some(at) => {
-                    self.last.store(at, Ordering::Relaxed);
-                    (&few[at], at)
-                }
+                Some(at) => (&few[at], at),
                 None => (OTHER, few.len()),
             };
         }
@@ -150,7 +126,7 @@ mod tests {
             assert_eq!(many.report_at(name), (name.as_str(), i));
         }
         assert_eq!(few.report_at("m/"), (OTHER, FEW));
-        // The name found last is compared first; a hint that misses finds the others as well.
+        // Repeated and alternating lookups find each name in its place.
         assert_eq!(few.report_at("m/3"), ("m/3", 3));
         assert_eq!(few.report_at("m/3"), ("m/3", 3));
         assert_eq!(few.report_at("m/1"), ("m/1", 1));
