@@ -255,3 +255,23 @@ async fn newline_framing_keeps_raw_pretty_printed_json_on_one_line() {
     within(conn.handle().notify("big", &params)).await.unwrap();
     peer.expect(json!({"jsonrpc":"2.0","method":"big","params":{"rows": vec![json!({"k": "v\nw"}); 5_000]}})).await;
 }
+
+#[tokio::test]
+async fn newline_framing_keeps_pretty_json_a_layer_adds_and_raw_request_params_on_one_line() {
+    // A top-level member a layer adds is JSON text as given: pretty-printed, it must not end
+    // the frame either; nor may raw params of a request.
+    let pretty = "{\n  \"a\": [\r\n    1,\n    \"x\\ny\"\n  ]\n}";
+    let tag = jsonrpc_duplex::middleware::from_fn(move |mut call, next| async move {
+        assert!(call.add_member("tag", pretty));
+        next.run(call).await
+    });
+    let (conn, mut peer) = pair(Connection::builder().layer(tag), Framing::NewlineDelimited);
+    let params = serde_json::value::RawValue::from_string(pretty.to_owned()).unwrap();
+    within(conn.handle().notify("n", &params)).await.unwrap();
+    peer.expect(json!({"jsonrpc":"2.0","method":"n","params":{"a":[1,"x\ny"]},"tag":{"a":[1,"x\ny"]}})).await;
+    let handle = conn.handle();
+    let call = tokio::spawn(async move { handle.request::<serde_json::Value>("r", &params).await });
+    peer.expect(json!({"jsonrpc":"2.0","id":0,"method":"r","params":{"a":[1,"x\ny"]},"tag":{"a":[1,"x\ny"]}})).await;
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"result":7}"#).await;
+    assert_eq!(within(call).await.unwrap().unwrap(), json!(7));
+}

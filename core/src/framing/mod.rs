@@ -31,7 +31,7 @@ use tokio_util::codec::Decoder;
 
 pub use content_length::ContentLengthCodec;
 pub use newline::NewlineCodec;
-pub(crate) use newline::flatten;
+pub(crate) use newline::write_flat;
 
 /// Default largest message accepted or sent: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
@@ -214,12 +214,21 @@ impl FrameCodec {
         }
     }
 
-    /// Make a body fit the framing before it is written with [`FrameCodec::encode_prefix`] and
-    /// [`FrameCodec::encode_suffix`] (newline framing: raw CR/LF whitespace becomes spaces;
-    /// [`FrameCodec::encode`] does this itself).
-    pub(crate) fn prepare_body(&self, body: &mut [u8]) {
-        if let FrameCodec::Newline(_) = self {
-            newline::flatten(body)
+    /// Whether `body` can be written with [`FrameCodec::encode_one_line`] (newline framing: it
+    /// holds no raw CR or LF).
+    pub(crate) fn is_one_line(&self, body: &[u8]) -> bool {
+        match self {
+            FrameCodec::ContentLength(_) => true,
+            FrameCodec::Newline(_) => newline::is_one_line(body),
+        }
+    }
+
+    /// [`FrameCodec::encode`] for a body on one line already: the connection's own messages,
+    /// whose encoder writes raw JSON on one line (`framing::write_flat`). Not scanned again.
+    pub(crate) fn encode_one_line(&self, body: &[u8], dst: &mut BytesMut) {
+        match self {
+            FrameCodec::ContentLength(_) => content_length::encode(body, dst),
+            FrameCodec::Newline(_) => newline::encode_one_line(body, dst),
         }
     }
 

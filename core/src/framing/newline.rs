@@ -32,6 +32,32 @@ pub(super) fn encode(body: &[u8], dst: &mut BytesMut) {
     dst.extend_from_slice(b"\n");
 }
 
+/// Whether `body` holds no raw CR or LF.
+pub(super) fn is_one_line(body: &[u8]) -> bool {
+    find_line_end(body).is_none()
+}
+
+/// [`encode`] for a body known to be on one line (see [`write_flat`]): no scan.
+pub(super) fn encode_one_line(body: &[u8], dst: &mut BytesMut) {
+    debug_assert!(is_one_line(body), "a raw CR or LF in a message encoded on one line");
+    dst.reserve(body.len() + 1);
+    dst.extend_from_slice(body);
+    dst.extend_from_slice(b"\n");
+}
+
+/// Write `bytes` (JSON) with each raw CR and LF as a space, as [`flatten`] would leave them:
+/// what the message encoder writes raw JSON with (a `RawValue`, JSON text given as it is), so
+/// that every message it encodes is on one line without a scan of the whole message.
+pub(crate) fn write_flat<W: std::io::Write + ?Sized>(w: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+    let mut from = 0;
+    while let Some(i) = find_line_end(&bytes[from..]) {
+        w.write_all(&bytes[from..from + i])?;
+        w.write_all(b" ")?;
+        from += i + 1;
+    }
+    w.write_all(&bytes[from..])
+}
+
 /// Keep one JSON message on one line. Raw JSON (a `RawValue` result, params or error data)
 /// reaches the wire as it was written, possibly pretty-printed; since JSON strings cannot hold a
 /// raw CR or LF, every such byte in valid JSON is insignificant whitespace and may become a space.

@@ -85,13 +85,32 @@ impl Binder for Nowhere {
     }
 }
 
+/// serde_json's compact output, with raw JSON (a `RawValue`: params, a result or error data
+/// passed on as they came, perhaps pretty-printed) written on one line, its raw CR and LF as
+/// spaces (whitespace in valid JSON; see `framing::write_flat`). Nothing else serde_json writes
+/// holds a raw CR or LF (a string's are escaped), so every message encoded here is on one line
+/// and the newline framing writes it without scanning it again (under callgrind, that scan was
+/// 201 of row A's 15,283 instructions per call with newline framing).
+pub(crate) struct OneLine;
+
+impl serde_json::ser::Formatter for OneLine {
+    #[inline]
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        crate::framing::write_flat(writer, fragment.as_bytes())
+    }
+}
+
 /// Serialize `value` as JSON into `writer`, telling `binder` of each bound value in it.
 pub(crate) fn to_writer<W, T>(writer: W, value: &T, binder: &dyn Binder, target: Target) -> serde_json::Result<()>
 where
     W: io::Write,
     T: Serialize + ?Sized,
 {
-    let mut ser = serde_json::Serializer::new(writer);
+    let mut ser = serde_json::Serializer::with_formatter(writer, OneLine);
     if binder.armed() { value.serialize(Scoped { inner: &mut ser, binder, target }) } else { value.serialize(&mut ser) }
 }
 

@@ -11,6 +11,11 @@ const PARAMS_NULL: &[u8] = b",\"params\":null";
 /// brackets, the message's `}`) fits without growing it again.
 const SLACK: usize = 1024;
 
+/// `serde_json::to_writer` with [`OneLine`](super::bind::OneLine).
+fn to_writer_one_line<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
+    value.serialize(&mut serde_json::Serializer::with_formatter(Growing(buf), super::bind::OneLine))
+}
+
 /// A message buffer as serde_json's writer. `Vec`'s own grows a buffer to just what a large
 /// write needs when that is more than double; the next byte (a string's closing quote) then
 /// doubles it, moving the whole value (under callgrind, row D's 1 MiB echo copied 1 MiB twice
@@ -132,20 +137,21 @@ pub(crate) fn encode_response<R: Serialize + ?Sized>(
     debug_assert!(buf.len() > start);
 }
 
-/// A success response whose result is JSON text already.
+/// A success response whose result is JSON text already (written on one line, as raw JSON is).
 pub(crate) fn encode_response_json(buf: &mut Vec<u8>, id: &Id, result: &[u8]) {
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     // Ids are numbers, strings or null: serializing them cannot fail.
     let _ = serde_json::to_writer(&mut *buf, id);
     buf.extend_from_slice(b",\"result\":");
-    buf.extend_from_slice(result);
+    // Writing to a `Vec` cannot fail.
+    let _ = crate::framing::write_flat(buf, result);
     buf.push(b'}');
 }
 
 fn write_error(buf: &mut Vec<u8>, error: &ErrorObject) {
     buf.extend_from_slice(b",\"error\":");
     // Error objects hold a string, an integer and raw JSON: serializing them cannot fail.
-    let _ = serde_json::to_writer(&mut *buf, error);
+    let _ = to_writer_one_line(buf, error);
 }
 
 #[cfg(test)]
@@ -155,6 +161,32 @@ mod tests {
 
     fn text(buf: Vec<u8>) -> String {
         String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn raw_json_is_written_on_one_line_and_means_the_same() {
+        // Pretty-printed raw JSON in params, a result, error data and a result given as text:
+        // every raw CR and LF becomes a space; escaped ones in strings stay as they are.
+        let pretty = "{\n  \"a\": [\r\n    1,\n    \"x\\ny\"\n  ]\r\n}\n";
+        let raw = serde_json::value::RawValue::from_string(pretty.to_owned()).unwrap();
+        let mut bufs = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        encode_request(&mut bufs[0], 1, "m", &raw, UNBOUND).unwrap();
+        encode_response(&mut bufs[1], &Id::from(2u64), Ok(&raw), UNBOUND);
+        let error = ErrorObject::new(3, "e").with_raw_data(raw.clone());
+        encode_response::<()>(&mut bufs[2], &Id::from(3u64), Err(&error), UNBOUND);
+        encode_response_json(&mut bufs[3], &Id::from(4u64), pretty.as_bytes());
+        let value = serde_json::json!({"a": [1, "x\ny"]});
+        for (buf, at) in bufs.iter().zip(["/params", "/result", "/error/data", "/result"]) {
+            assert!(!buf.iter().any(|b| matches!(b, b'\n' | b'\r')), "{}", String::from_utf8_lossy(buf));
+            let parsed: serde_json::Value = serde_json::from_slice(buf).unwrap();
+            assert_eq!(parsed.pointer(at), Some(&value), "{parsed}");
+        }
+        // The spaces stand where the line breaks were: nothing else moved.
+        assert!(
+            text(bufs[3].clone()).ends_with(r#""result":{   "a": [      1,     "x\ny"   ]  } }"#),
+            "{}",
+            text(bufs[3].clone())
+        );
     }
 
     #[test]

@@ -319,10 +319,12 @@ impl Call {
             return false;
         }
         let Ok(name) = serde_json::to_string(name) else { return false };
-        // Before the closing brace; the params (if any) stay where they are.
+        // Before the closing brace; the params (if any) stay where they are. The value on one
+        // line, as the encoder writes raw JSON (the message must stay one line).
         let close = o.body.len() - 1;
-        let member = format!(",{name}:{value}");
-        o.body.splice(close..close, member.bytes());
+        let mut member = format!(",{name}:").into_bytes();
+        let _ = crate::framing::write_flat(&mut member, value.as_bytes());
+        o.body.splice(close..close, member);
         true
     }
 }

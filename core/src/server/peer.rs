@@ -239,11 +239,11 @@ impl Inner {
         method: &str,
         params: &P,
     ) -> Result<Broadcast, Error> {
-        // One body for every peer: serialized once, on one line (valid in either framing), and
-        // shared by the queues it waits in rather than copied into each.
+        // One body for every peer: serialized once, on one line (valid in either framing: the
+        // encoder writes raw JSON that way), and shared by the queues it waits in rather than
+        // copied into each.
         let mut body = Vec::with_capacity(64 + method.len());
         encode_notification(&mut body, method, params, crate::message::bind::NOWHERE).map_err(Error::Serialize)?;
-        crate::framing::flatten(&mut body);
         body.shrink_to_fit();
         let body = Bytes::from(body);
         let handles: Vec<(u64, Handle)> = self.peers_map().iter().map(|(&id, l)| (id, l.handle.clone())).collect();

@@ -351,18 +351,19 @@ impl Outbound {
         self.push_locked(q, body, inline)
     }
 
-    fn push_locked(&self, mut q: QueueGuard<'_>, mut body: Vec<u8>, inline: bool) -> Result<(), Closed> {
+    fn push_locked(&self, mut q: QueueGuard<'_>, body: Vec<u8>, inline: bool) -> Result<(), Closed> {
         if q.dead {
             return Err(Closed);
         }
         let mut spent = None;
         match &self.codec {
+            // Every body is on one line already: the message encoder writes raw JSON that way.
             Some(codec) if body.len() < DIRECT_WRITE => {
-                codec.encode(&body, tail_room(&mut q));
+                codec.encode_one_line(&body, tail_room(&mut q));
                 spent = Some(body);
             }
             Some(codec) => {
-                codec.prepare_body(&mut body);
+                debug_assert!(codec.is_one_line(&body), "a raw CR or LF in a message encoded on one line");
                 seal_tail(&mut q);
                 let body = shrunk_if_waiting(&q, body);
                 q.chunks.push_back(Chunk::Body(body));
@@ -381,7 +382,7 @@ impl Outbound {
     /// what waits for the peer (queued, or taken by the writer and not written yet) is over the
     /// budget now (the peer is lagging). Refused (not queued) when it would take that past
     /// `hard_max` (unless nothing waits: one message always gets in).
-    /// `body` must be on one line already (see `framing::flatten`).
+    /// `body` must be on one line already, as the message encoder writes it (see `framing::write_flat`).
     pub(crate) fn send_shared(&self, body: &Bytes, hard_max: usize) -> Result<bool, SharedRefused> {
         let n = body.len().max(1);
         self.tracer.message(Direction::Outgoing, body);
@@ -396,7 +397,7 @@ impl Outbound {
         q.budgeted += n;
         let over = queued + n > self.budget_max;
         match &self.codec {
-            Some(codec) if body.len() < DIRECT_WRITE => codec.encode(body, tail_room(&mut q)),
+            Some(codec) if body.len() < DIRECT_WRITE => codec.encode_one_line(body, tail_room(&mut q)),
             Some(_) => {
                 seal_tail(&mut q);
                 q.chunks.push_back(Chunk::Shared(body.clone()));
