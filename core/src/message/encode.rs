@@ -169,7 +169,7 @@ mod tests {
         // every raw CR and LF becomes a space; escaped ones in strings stay as they are.
         let pretty = "{\n  \"a\": [\r\n    1,\n    \"x\\ny\"\n  ]\r\n}\n";
         let raw = serde_json::value::RawValue::from_string(pretty.to_owned()).unwrap();
-        let mut bufs = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut bufs: [Vec<u8>; 4] = Default::default();
         encode_request(&mut bufs[0], 1, "m", &raw, UNBOUND).unwrap();
         encode_response(&mut bufs[1], &Id::from(2u64), Ok(&raw), UNBOUND);
         let error = ErrorObject::new(3, "e").with_raw_data(raw.clone());
