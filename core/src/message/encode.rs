@@ -11,11 +11,6 @@ const PARAMS_NULL: &[u8] = b",\"params\":null";
 /// brackets, the message's `}`) fits without growing it again.
 const SLACK: usize = 1024;
 
-/// `serde_json::to_writer` with [`OneLine`](super::bind::OneLine).
-fn to_writer_one_line<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
-    value.serialize(&mut serde_json::Serializer::with_formatter(Growing(buf), super::bind::OneLine))
-}
-
 /// A message buffer as serde_json's writer. `Vec`'s own grows a buffer to just what a large
 /// write needs when that is more than double; the next byte (a string's closing quote) then
 /// doubles it, moving the whole value (under callgrind, row D's 1 MiB echo copied 1 MiB twice
@@ -150,8 +145,9 @@ pub(crate) fn encode_response_json(buf: &mut Vec<u8>, id: &Id, result: &[u8]) {
 
 fn write_error(buf: &mut Vec<u8>, error: &ErrorObject) {
     buf.extend_from_slice(b",\"error\":");
-    // Error objects hold a string, an integer and raw JSON: serializing them cannot fail.
-    let _ = to_writer_one_line(buf, error);
+    // Error objects hold a string, an integer and raw JSON: serializing them cannot fail. The
+    // message encoder's serializer writes their raw data on one line; they bind nothing.
+    let _ = super::bind::to_writer(Growing(buf), error, super::bind::UNBOUND, Target::Response);
 }
 
 #[cfg(test)]

@@ -95,13 +95,19 @@ mod loom_tests {
         }
     }
 
+    /// A task's waker behind an `InlineWake`: the task, the inline wake and its waker.
+    fn for_task() -> (Arc<Counted>, Arc<InlineWake>, Waker) {
+        let task = Arc::new(Counted(loom::sync::atomic::AtomicUsize::new(0)));
+        let inline = InlineWake::new();
+        inline.set_task(&Waker::from(task.clone()));
+        let waker = Waker::from(inline.clone());
+        (task, inline, waker)
+    }
+
     #[test]
     fn loom_inline_a_wake_from_another_thread_is_never_lost() {
         loom::model(|| {
-            let task = Arc::new(Counted(loom::sync::atomic::AtomicUsize::new(0)));
-            let inline = InlineWake::new();
-            inline.set_task(&Waker::from(task.clone()));
-            let waker = Waker::from(inline.clone());
+            let (task, inline, waker) = for_task();
             // What the future waits for: the other thread changes it, then wakes.
             let event = Arc::new(loom::sync::atomic::AtomicBool::new(false));
             let set = event.clone();
@@ -122,10 +128,7 @@ mod loom_tests {
     #[test]
     fn loom_inline_a_wake_during_the_poll_is_a_poll_again_not_a_wake_of_the_task() {
         loom::model(|| {
-            let task = Arc::new(Counted(loom::sync::atomic::AtomicUsize::new(0)));
-            let inline = InlineWake::new();
-            inline.set_task(&Waker::from(task.clone()));
-            let waker = Waker::from(inline.clone());
+            let (_task, inline, waker) = for_task();
             // Another thread may also wake it, at any time.
             let other_waker = waker.clone();
             let other = loom::thread::spawn(move || other_waker.wake_by_ref());
