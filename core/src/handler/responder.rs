@@ -247,9 +247,18 @@ impl ReplySlot {
         if s.watched {
             s.watched = false;
             *s.hooked.get_mut() = false;
-            s.watch = std::sync::Mutex::new(Watch::Idle);
-            s.extensions = OnceLock::new();
-            s.trace = None;
+            // Most often all three are empty already: nothing to drop.
+            match s.watch.get_mut() {
+                Ok(Watch::Idle) => {}
+                Ok(watch) => *watch = Watch::Idle,
+                Err(_) => s.watch = std::sync::Mutex::new(Watch::Idle),
+            }
+            if s.extensions.get().is_some() {
+                s.extensions = OnceLock::new();
+            }
+            if s.trace.is_some() {
+                s.trace = None;
+            }
         }
         Ok(())
     }
@@ -335,19 +344,26 @@ impl ReplySlot {
     /// Keep a hook's state for this request (`Err`, the state back: the slot is not watched).
     /// From here on its handler is polled inside the hook's scope ([`poll_supervised`]) and
     /// the hook is told the answer once it is given, with no future of the hook's own.
-    pub(crate) fn hook(&self, watcher: Arc<dyn SlotHook>, state: HookState) -> Result<(), HookState> {
+    /// `may_scope`: the hook may have a scope (`false`: it has none, whatever the state).
+    pub(crate) fn hook(&self, watcher: Arc<dyn SlotHook>, state: HookState, may_scope: bool) -> Result<(), HookState> {
         if !self.watched {
             return Err(state);
         }
+        let scoped = may_scope && watcher.scoped(&state);
         let mut watch = self.watch_state();
         // Under the lock: an answer given after it finds the state (the flag is set before
         // the answer takes the lock).
         if self.is_answered() {
             return Err(state);
         }
-        let scoped = watcher.scoped(&state);
-        *watch = Watch::Hooked(watcher, state);
+        // Idle until now (a hooked slot is watched by nothing else): nothing to drop.
+        let idle = std::mem::replace(&mut *watch, Watch::Hooked(watcher, state));
         drop(watch);
+        if !matches!(idle, Watch::Idle) {
+            drop(idle);
+        } else {
+            std::mem::forget(idle);
+        }
         if scoped {
             self.hooked.store(true, Ordering::Relaxed);
         }

@@ -302,12 +302,15 @@ pub(crate) struct Alone<H> {
     hook: Arc<H>,
     /// The same hook, erased.
     watcher: Arc<dyn Watcher>,
+    /// The same, not erased (what an inbound request's wrapper calls, inlined).
+    erased: Arc<Erased<H>>,
 }
 
 impl<H: Hook> Alone<H> {
     fn new(hook: Arc<H>) -> Self {
-        let watcher: Arc<dyn Watcher> = Arc::new(Erased(hook.clone()));
-        Alone { hook, watcher }
+        let erased = Arc::new(Erased(hook.clone()));
+        let watcher: Arc<dyn Watcher> = erased.clone();
+        Alone { hook, watcher, erased }
     }
 }
 
@@ -372,7 +375,7 @@ impl<H: Hook> Watcher for Erased<H> {
 
 impl<H: Hook> Alone<H> {
     fn wrap_request(
-        watcher: Arc<dyn Watcher>,
+        watcher: Arc<Erased<H>>,
         peer: Arc<PeerInfo>,
         handler: crate::handler::RequestFn,
     ) -> crate::handler::RequestFn {
@@ -382,7 +385,7 @@ impl<H: Hook> Alone<H> {
             // Most often the state waits in the request's reply slot: the connection polls the
             // handler inside the hook's scope and tells the hook the answer as it is given.
             // No future of the hook's own.
-            let state = match request.slot.hook(this.0.clone(), state) {
+            let state = match request.slot.hook(this.0.clone() as Arc<dyn SlotHook>, state, H::SCOPED) {
                 Ok(()) => return (this.2)(request, responder),
                 // Answered already (cancelled as it started): the state is dropped untold.
                 Err(_) if request.slot.is_answered() => return (this.2)(request, responder),
@@ -482,7 +485,7 @@ impl<H: Hook> Layered for Alone<H> {
 
     fn wrap(&self, router: Router, peer: Arc<PeerInfo>, _: TraceContextPlacement) -> Router {
         let router = Stack::with_fallback(router);
-        let (watcher, at) = (self.watcher.clone(), peer.clone());
+        let (watcher, at) = (self.erased.clone(), peer.clone());
         let router = router.map_requests(move |handler| Self::wrap_request(watcher.clone(), at.clone(), handler));
         let hook = self.hook.clone();
         router.map_notifications(move |handler| Self::wrap_notification(hook.clone(), peer.clone(), handler))

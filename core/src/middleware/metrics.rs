@@ -81,6 +81,17 @@ impl MetricsLayer {
         let (method, at) = self.names.report_at(method);
         let slot = usize::from(direction == Direction::Outgoing) * 2 + usize::from(kind == Kind::Notification);
         // A slot per name and one for `_OTHER`, made with the layer.
+        match self.handles[at][slot].get() {
+            Some(handles) => handles.clone(),
+            None => self.register(at, slot, method, direction, kind),
+        }
+    }
+
+    /// The handles of a (method, direction, kind) the layer sees for the first time (out of
+    /// line: the lookup above stays small).
+    #[cold]
+    #[inline(never)]
+    fn register(&self, at: usize, slot: usize, method: &str, direction: Direction, kind: Kind) -> Arc<Handles> {
         self.handles[at][slot].get_or_init(|| Arc::new(Handles::register(method, direction, kind, &self.codes))).clone()
     }
 }

@@ -94,13 +94,21 @@ impl MethodNames {
 
     /// [`MethodNames::report`], with the name's place among [`MethodNames::len`] (`len` for
     /// [`OTHER`]): one lookup for a layer that keeps something per reported name.
+    #[inline]
     pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
-        if let Some(few) = &self.few {
-            return match few.iter().position(|name| **name == *method) {
+        match &self.few {
+            Some(few) => match few.iter().position(|name| **name == *method) {
                 Some(at) => (&few[at], at),
                 None => (OTHER, few.len()),
-            };
+            },
+            None => self.hashed(method),
         }
+    }
+
+    /// [`MethodNames::report_at`] in the map (out of line: the short list's compare stays small
+    /// enough to inline into the layer).
+    #[inline(never)]
+    fn hashed<'a>(&'a self, method: &str) -> (&'a str, usize) {
         self.known.get_key_value(method).map_or((OTHER, self.known.len()), |(n, at)| (n, *at))
     }
 

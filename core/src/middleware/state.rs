@@ -5,19 +5,17 @@
 use std::any::Any;
 #[cfg(feature = "metrics")]
 use std::sync::Arc;
+#[cfg(feature = "metrics")]
 use std::time::Instant;
 
 #[cfg(feature = "metrics")]
 use metrics::{Counter, Gauge, Histogram, Label};
 
 /// What [`TraceLayer`](super::trace::TraceLayer) keeps for one call: its span (entered while
-/// the call is polled) and when it started (`None`: the span is disabled, nothing is recorded).
+/// an inbound call is polled; disabled when nothing records it).
 #[derive(Debug)]
 pub struct InCall {
     pub(crate) span: tracing::Span,
-    pub(crate) started: Option<Instant>,
-    /// The span's `duration_ms` field (`None`: recorded by name).
-    pub(crate) duration: Option<&'static tracing::field::Field>,
     /// Entered while the call is polled (an inbound call: its handler runs inside it).
     pub(crate) enter: bool,
 }
@@ -64,6 +62,7 @@ impl std::fmt::Debug for HookState {
 }
 
 impl HookState {
+    #[inline]
     pub(crate) fn new<S: Send + 'static>(state: S) -> Self {
         let mut state = Some(state);
         let any: &mut dyn Any = &mut state;
@@ -77,6 +76,7 @@ impl HookState {
         HookState::Other(Box::new(state))
     }
 
+    #[inline]
     pub(crate) fn get<S: 'static>(&self) -> Option<&S> {
         match self {
             HookState::Trace(trace) => (trace as &dyn Any).downcast_ref(),
@@ -86,6 +86,7 @@ impl HookState {
         }
     }
 
+    #[inline]
     pub(crate) fn take<S: 'static>(self) -> Option<S> {
         let mut out: Option<S> = None;
         let into: &mut dyn Any = &mut out;

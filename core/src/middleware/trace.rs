@@ -5,10 +5,8 @@
 use std::future::Future;
 #[cfg(feature = "otel")]
 use std::pin::Pin;
-use std::sync::OnceLock;
 #[cfg(feature = "otel")]
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use tracing::field::Empty;
 
@@ -39,9 +37,11 @@ pub const TRACE_TARGET: &str = "jsonrpc_duplex::rpc";
 /// | `otel.status_code` | `ERROR` on an error |
 ///
 /// The handler runs inside the span, so the calls it makes back to the peer (or onward, through
-/// another connection with this layer) get spans that are its children. The span also records
-/// `duration_ms`, the time until the answer. An outbound call's span is made and ended, not
-/// entered: nothing runs inside it but the connection's sending and waiting.
+/// another connection with this layer) get spans that are its children. The span ends when the
+/// call is answered: its duration is the span's own (what `tracing-opentelemetry` exports as
+/// its start and end, and `tracing-subscriber`'s `FmtSpan::CLOSE` prints), not a field of it.
+/// An outbound call's span is made and ended, not entered: nothing runs inside it but the
+/// connection's sending and waiting.
 ///
 /// ```
 /// use jsonrpc_duplex_core::{Connection, middleware::{names::MethodNames, trace::TraceLayer}};
@@ -65,19 +65,12 @@ impl TraceLayer {
 impl TraceLayer {
     /// The span of one call, not entered yet. A request's id is given with the span (one
     /// call into the subscriber, not a second to record it).
-    #[cfg(feature = "otel")]
     pub(crate) fn span(&self, call: &CallInfo<'_>) -> tracing::Span {
-        self.span_at(call).0
-    }
-
-    /// The span of one call, not entered yet, with which of its two callsites made it (a
-    /// request's, 0, or a notification's, 1; see [`duration_field`]).
-    fn span_at(&self, call: &CallInfo<'_>) -> (tracing::Span, usize) {
         // The span's own macro checks this too, but only after the name's lookup below: with
         // INFO off (no subscriber at all, most often), nothing is looked up.
         use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
         if tracing::Level::INFO > STATIC_MAX_LEVEL || tracing::Level::INFO > LevelFilter::current() {
-            return (tracing::Span::none(), 0);
+            return tracing::Span::none();
         }
         let method = self.names.report(call.method());
         let kind = match call.direction() {
@@ -85,8 +78,7 @@ impl TraceLayer {
             Direction::Outgoing => "client",
         };
         match call.id().filter(|_| call.kind() == Kind::Request) {
-            Some(id) => (
-                tracing::info_span!(
+            Some(id) => tracing::info_span!(
                     target: TRACE_TARGET,
                     "rpc",
                     otel.name = method,
@@ -97,13 +89,9 @@ impl TraceLayer {
                     jsonrpc.request.id = tracing::field::display(IdText(id)),
                     rpc.response.status_code = Empty,
                     error.type = Empty,
-                    otel.status_code = Empty,
-                    duration_ms = Empty,
-                ),
-                0,
+                otel.status_code = Empty,
             ),
-            None => (
-                tracing::info_span!(
+            None => tracing::info_span!(
                     target: TRACE_TARGET,
                     "rpc",
                     otel.name = method,
@@ -113,31 +101,20 @@ impl TraceLayer {
                     jsonrpc.protocol.version = "2.0",
                     rpc.response.status_code = Empty,
                     error.type = Empty,
-                    otel.status_code = Empty,
-                    duration_ms = Empty,
-                ),
-                1,
+                otel.status_code = Empty,
             ),
         }
     }
 }
 
-/// The `duration_ms` field of the span callsite `at` ([`TraceLayer::span_at`]), looked up by
-/// name once (recording by name compares it with each of the span's fields, on every call).
-/// `span` is an enabled span of that callsite.
-fn duration_field(span: &tracing::Span, at: usize) -> Option<&'static tracing::field::Field> {
-    static FIELDS: [OnceLock<Option<tracing::field::Field>>; 2] = [OnceLock::new(), OnceLock::new()];
-    FIELDS.get(at)?.get_or_init(|| span.metadata()?.fields().field("duration_ms")).as_ref()
-}
-
-/// Run the rest of the chain inside `span`, recording the answer's time and error on it (for
+/// Run the rest of the chain inside `span`, recording the answer's error on it (for
 /// `OtelLayer`, a middleware: it writes the span's context into outbound messages).
 #[cfg(feature = "otel")]
 pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<Outcome> {
     if span.is_disabled() {
         return next.run(call);
     }
-    Box::pin(InSpan { span, started: Instant::now(), start: Some((call, next)), running: None })
+    Box::pin(InSpan { span, start: Some((call, next)), running: None })
 }
 
 /// The rest of the chain, run and polled inside its span (so the handler's own spans and
@@ -148,7 +125,6 @@ pub(crate) fn run_in(span: tracing::Span, call: Call, next: Next) -> BoxFuture<O
 #[cfg(feature = "otel")]
 struct InSpan {
     span: tracing::Span,
-    started: Instant,
     /// What the first poll starts.
     start: Option<(Call, Next)>,
     /// The rest of the chain, once started; `None` again once it has ended (dropped inside the
@@ -171,7 +147,7 @@ impl Future for InSpan {
         };
         let Poll::Ready(outcome) = running.as_mut().poll(cx) else { return Poll::Pending };
         this.running = None;
-        record_end(&this.span, this.started, &outcome, None);
+        record_end(&this.span, &outcome);
         Poll::Ready(outcome)
     }
 }
@@ -206,17 +182,13 @@ impl Hook for TraceLayer {
     type State = InCall;
 
     fn on_request(&self, call: &CallInfo<'_>) -> InCall {
-        let (span, at) = self.span_at(call);
-        if span.is_disabled() {
-            return InCall { span, started: None, duration: None, enter: false };
-        }
-        let duration = duration_field(&span, at);
-        InCall { span, started: Some(Instant::now()), duration, enter: call.is_inbound() }
+        let span = self.span(call);
+        let enter = call.is_inbound() && !span.is_disabled();
+        InCall { span, enter }
     }
 
     fn on_response(&self, state: InCall, outcome: &Outcome) {
-        let Some(started) = state.started else { return };
-        record_end(&state.span, started, outcome, state.duration);
+        record_end(&state.span, outcome);
     }
 
     fn scoped_for(&self, state: &InCall) -> bool {
@@ -232,19 +204,11 @@ impl Hook for TraceLayer {
     }
 }
 
-/// Record a call's time (on `duration`, the span's field, when known) and error on its span.
-fn record_end(
-    span: &tracing::Span,
-    started: Instant,
-    outcome: &Outcome,
-    duration: Option<&'static tracing::field::Field>,
-) {
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    match duration {
-        Some(field) => span.record(field, ms),
-        None => span.record("duration_ms", ms),
-    };
-    if let Err(error) = outcome {
+/// Record a call's error on its span (nothing for a result: the span ends as it is dropped).
+fn record_end(span: &tracing::Span, outcome: &Outcome) {
+    if let Err(error) = outcome
+        && !span.is_disabled()
+    {
         let code = error_code(error);
         span.record("rpc.response.status_code", tracing::field::display(code));
         span.record("error.type", tracing::field::display(code));
