@@ -485,8 +485,7 @@ impl Builder {
         let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission };
         // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
-        let keeps_trace_members = shared.config.keeps_trace_members();
-        let reader = Reader { shared: shared.clone(), lane, hold: Default::default(), keeps_trace_members };
+        let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };
         let reader = tracker.track_future(reader.run(frames, eof_reason));
         let reader = if driven {
             Some(Box::pin(reader) as futures::future::BoxFuture<'static, ()>)
