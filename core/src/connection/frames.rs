@@ -101,8 +101,8 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
                 self.codec.decode_at(&mut self.buf)
             };
             match found {
-                Ok(Some(Found::Message { end, next })) => {
-                    self.body = 0..end;
+                Ok(Some(Found::Message { start, end, next })) => {
+                    self.body = start..end;
                     self.consume = next;
                     return Poll::Ready(Some(Ok(Next::Message)));
                 }

@@ -26,7 +26,7 @@
 mod content_length;
 mod newline;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
 pub use content_length::ContentLengthCodec;
@@ -127,8 +127,9 @@ pub enum Frame {
 /// (no copy, no shared buffer) and then consumes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Found {
-    /// The body is `src[..end]`; `src.advance(next)` consumes it (and its line ending).
-    Message { end: usize, next: usize },
+    /// The body is `src[start..end]`; `src.advance(next)` consumes it (and what frames it: a
+    /// `Content-Length` header before it, a line ending after it).
+    Message { start: usize, end: usize, next: usize },
     /// An over-long line was skipped (already consumed).
     Discarded { limit: usize },
 }
@@ -142,9 +143,12 @@ impl Found {
     /// The frame as an owned [`Frame`], split off the front of `src`.
     fn split_off(self, src: &mut BytesMut) -> Frame {
         match self {
-            Found::Message { end, next } => {
+            Found::Message { start, end, next } => {
                 let mut body = src.split_to(next);
                 body.truncate(end);
+                if start > 0 {
+                    body.advance(start);
+                }
                 Frame::Message(body)
             }
             Found::Discarded { limit } => Frame::Discarded { limit },

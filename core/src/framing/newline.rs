@@ -152,7 +152,7 @@ impl NewlineCodec {
                 src.advance(next);
                 continue;
             }
-            return Ok(Some(Found::Message { end, next }));
+            return Ok(Some(Found::Message { start: 0, end, next }));
         }
     }
 
@@ -183,7 +183,7 @@ impl NewlineCodec {
             src.clear();
             return Ok(None);
         }
-        Ok(Some(Found::Message { end, next }))
+        Ok(Some(Found::Message { start: 0, end, next }))
     }
 }
 

@@ -2,9 +2,7 @@
 //! into a `String` that usually dies a moment later, on the same thread, when its handler is
 //! done with it. Instead of being freed, short ones are kept per thread for the next message.
 
-use std::cell::RefCell;
-
-use crate::util::bufpool::{keep, reuse};
+use crate::util::bufpool::{Pool, keep, reuse};
 
 /// Strings kept per thread.
 const KEEP: usize = 16;
@@ -12,7 +10,7 @@ const KEEP: usize = 16;
 const MAX_KEPT_CAPACITY: usize = 64;
 
 thread_local! {
-    static NAMES: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    static NAMES: Pool<String> = const { Pool::new() };
 }
 
 /// `name` as an owned string, in a kept buffer when there is one.

@@ -150,8 +150,13 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
             if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut self.spare) {
                 // Idle: the emptied buffers go back to this thread's pool.
                 crate::util::bufpool::give_bytes(std::mem::take(&mut self.tail));
-                self.head = BytesMut::new();
-                self.foot = BytesMut::new();
+                // (Most often they were never used: nothing to drop.)
+                if self.head.capacity() != 0 {
+                    self.head = BytesMut::new();
+                }
+                if self.foot.capacity() != 0 {
+                    self.foot = BytesMut::new();
+                }
                 super::shrink_idle(&mut self.chunks);
                 return Poll::Ready(Ok(()));
             }
