@@ -118,6 +118,7 @@ impl<'a> ParamsReader<'a> {
     /// Split `params` for a method whose arguments are `names` (in order). An array longer than
     /// `names`, or params that are neither an array nor an object, are a `-32602`. Members of
     /// an object that name no argument are ignored.
+    #[inline]
     pub fn new(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Self, ErrorObject> {
         let mode = match params.map(|raw| raw.get().trim_ascii_start()) {
             None => Mode::Split(Args::new(0)),

@@ -42,8 +42,8 @@ impl Tracer {
     }
 
     /// Trace a message read or sent. Inlined, up to the level check: with TRACE off (most
-    /// often) each message costs a load and a compare, not a call (about 20 instructions
-    /// fewer per message under callgrind).
+    /// often) each message costs a load and a compare, not two calls (about 35
+    /// instructions fewer per message under callgrind).
     #[inline]
     pub(crate) fn message(&self, direction: Direction, body: &[u8]) {
         use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
