@@ -172,6 +172,14 @@ impl<'a> ParamsReader<'a> {
             if rest[skipped..].starts_with(']') {
                 at.ended = true;
                 serde_json::from_str("null").ok()?
+            } else if at.next + 1 == self.names.len() {
+                // The last argument: everything before the array's closing `]` (its text ends
+                // in one: it is valid JSON) is its value, decoded without the search for where
+                // it ends. More elements there do not decode: the split path explains them.
+                let inner = text.trim_ascii_end().strip_suffix(']')?;
+                let value = serde_json::from_str(inner.get(at.pos..)?).ok()?;
+                at.ended = true;
+                value
             } else {
                 let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
                 let value = values.next()?.ok()?;
@@ -242,6 +250,11 @@ mod tests {
             r#"[1, null]"#,
             r#"[-0.5e3, "\u00e9\"q"]"#,
             r#"[18446744073709551616, "a"]"#,
+            r#"[1, "a" ] "#,
+            r#"[1,"]"]"#,
+            r#"[1, ["x", "]"]]"#,
+            r#"[1, {"a": "]"}]"#,
+            r#"[null,null]"#,
         ];
         for text in cases {
             let params = raw(text);
