@@ -19,16 +19,11 @@ pub struct ContentLengthCodec {
 #[derive(Debug)]
 enum State {
     /// Looking for the blank line; `scanned` bytes are known not to start it.
-    Header {
-        scanned: usize,
-    },
+    Header { scanned: usize },
     /// The header is read (its `start` bytes are left at the front of the buffer, consumed
     /// with the body: an advance of its own costs ~35 instructions a message); `len` bytes of
     /// body follow it.
-    Body {
-        start: usize,
-        len: usize,
-    },
+    Body { start: usize, len: usize },
 }
 
 impl ContentLengthCodec {
