@@ -193,15 +193,8 @@ impl<'a> ParamsReader<'a> {
                 value
             }
         };
+        // (The last argument always ends the read: it is decoded up to the array's `]`.)
         at.next += 1;
-        // The last argument: the array must end here (more elements are an error to explain).
-        if at.next == self.names.len() && !at.ended {
-            let rest = text.get(at.pos..)?;
-            if !rest.trim_ascii_start().starts_with(']') {
-                cursor.set(Cursor { next: usize::MAX, ..at });
-                return None;
-            }
-        }
         cursor.set(at);
         Some(value)
     }

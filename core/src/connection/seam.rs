@@ -592,6 +592,7 @@ impl Seam {
 
     /// Our call `id` is over (answered, given up, never sent): release what was bound to it in
     /// `phase`.
+    ///
     /// Inlined up to the check that anything is bound at all (most often nothing is: a load
     /// and a compare per call, not a call and an empty list).
     #[inline]
@@ -690,10 +691,8 @@ impl CallBindings {
     }
 
     /// The tokens call `id` carried (none, without taking the lock, in the common case).
+    /// (Its one caller, [`Seam::release_call`], looks at `count` first.)
     fn take(&self, id: u64) -> Vec<(usize, u64)> {
-        if self.count.load(Ordering::Acquire) == 0 {
-            return Vec::new();
-        }
         let tokens = self.lock().and_then(|mut owned| owned.remove(&id)).unwrap_or_default();
         self.count.fetch_sub(tokens.len(), Ordering::AcqRel);
         tokens
