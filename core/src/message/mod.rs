@@ -5,6 +5,7 @@ mod encode;
 mod error;
 mod id;
 mod parse;
+mod scan;
 
 pub use error::{ErrorObject, codes};
 pub use id::{Id, IdNumber, NotANumber};
