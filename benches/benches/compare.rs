@@ -22,7 +22,8 @@
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|echo|idle` runs B, C, D or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
 //! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics` the layer on both ends (the
-//! layers' cost in instructions per call under callgrind); `COMPARE_PROFILE_SCENARIO=span`
+//! layers' cost in instructions per call under callgrind; `COMPARE_PROFILE_LAYERS_AT=server|client`
+//! on one end only); `COMPARE_PROFILE_SCENARIO=span`
 //! makes N calls' worth of bare spans under the layer rows' registry, no connection (what the
 //! registry itself costs the tracing layer). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
 //! subscriber under the tracing layer that enables its spans and records nothing (no span
@@ -42,7 +43,7 @@ use jsonrpc_duplex::Framing;
 use jsonrpc_duplex_benches::alloc::Counting;
 use jsonrpc_duplex_benches::handwritten::Handwritten;
 use jsonrpc_duplex_benches::harness::{Link, Live, Runner, Sequential, Tally, median, payload};
-use jsonrpc_duplex_benches::ours::{Api, Layers, Ours, Transport};
+use jsonrpc_duplex_benches::ours::{Api, LayerEnds, Layers, Ours, Transport};
 use jsonrpc_duplex_benches::peers::async_lsp::AsyncLsp;
 use jsonrpc_duplex_benches::peers::jsonrpsee::Jsonrpsee;
 use jsonrpc_duplex_benches::peers::tower_lsp::TowerLsp;
@@ -466,8 +467,15 @@ fn profile(rt: &Runtime, n: usize) {
             if layers != Layers::None {
                 install_layer_sinks();
             }
-            let contender =
-                rt.block_on(Ours::new(Api::Core, Transport::Link(link, framing), tally.clone())).with_layers(layers);
+            let ends = match std::env::var("COMPARE_PROFILE_LAYERS_AT").as_deref() {
+                Ok("server") => LayerEnds::Server,
+                Ok("client") => LayerEnds::Client,
+                _ => LayerEnds::Both,
+            };
+            let contender = rt
+                .block_on(Ours::new(Api::Core, Transport::Link(link, framing), tally.clone()))
+                .with_layers(layers)
+                .with_layer_ends(ends);
             Live::start(rt, "ours core API", contender, tally)
         }
         _ => {

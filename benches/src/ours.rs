@@ -106,12 +106,24 @@ impl Layers {
     }
 }
 
+/// Which ends of a pair get the [`Layers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerEnds {
+    /// Both: a call passes the layer twice (the client's outbound, the server's inbound).
+    Both,
+    /// The server only (the common production setup: a server watching what it is asked).
+    Server,
+    /// The client only.
+    Client,
+}
+
 /// Our contender.
 pub struct Ours {
     api: Api,
     transport: Transport,
     tally: Arc<Tally>,
     layers: Layers,
+    ends: LayerEnds,
     /// The WebSocket server and its URL.
     ws: Option<(Server, String)>,
 }
@@ -119,7 +131,7 @@ pub struct Ours {
 impl Ours {
     /// A contender (inside the runtime: a WebSocket server starts listening).
     pub async fn new(api: Api, transport: Transport, tally: Arc<Tally>) -> Self {
-        let mut ours = Ours { api, transport, tally, layers: Layers::None, ws: None };
+        let mut ours = Ours { api, transport, tally, layers: Layers::None, ends: LayerEnds::Both, ws: None };
         if transport == Transport::WebSocket {
             let server = ServerBuilder::new(ours.server_builder())
                 .max_connections(100_000)
@@ -138,8 +150,18 @@ impl Ours {
         self
     }
 
+    /// The layers on only some ends (both by default).
+    pub fn with_layer_ends(mut self, ends: LayerEnds) -> Self {
+        self.ends = ends;
+        self
+    }
+
+    fn layers_at(&self, end: LayerEnds) -> Layers {
+        if self.ends == LayerEnds::Both || self.ends == end { self.layers } else { Layers::None }
+    }
+
     fn server_builder(&self) -> Builder {
-        let builder = self.layers.apply(Connection::builder().stream_settings(stream_settings()));
+        let builder = self.layers_at(LayerEnds::Server).apply(Connection::builder().stream_settings(stream_settings()));
         let builder = match self.transport {
             Transport::Link(_, framing) => builder.framing(framing),
             Transport::WebSocket => builder,
@@ -212,7 +234,10 @@ impl Contender for Ours {
             Transport::Link(link, framing) => {
                 let (a, b) = link.pair();
                 let server = self.server_builder().connect_io(b);
-                (self.layers.apply(Connection::builder()).framing(framing).connect_io(a), Some(server))
+                (
+                    self.layers_at(LayerEnds::Client).apply(Connection::builder()).framing(framing).connect_io(a),
+                    Some(server),
+                )
             }
             Transport::WebSocket => {
                 let (_, url) = self.ws.as_ref().expect("a WebSocket server");
