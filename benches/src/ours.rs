@@ -10,7 +10,7 @@ use jsonrpc_duplex::{
     Builder, CallOptions, Connection, ErrorObject, Framing, Handle, Router, RpcError, StreamSettings, rpc,
 };
 
-use crate::harness::{Client, Contender, Link, Tally};
+use crate::harness::{Client, Contender, Io, Link, Tally};
 
 /// The service measured through generated code.
 #[rpc]
@@ -233,9 +233,9 @@ impl Contender for Ours {
         let (client, server) = match self.transport {
             Transport::Link(link, framing) => {
                 let (a, b) = link.pair();
-                let server = self.server_builder().connect_io(b);
+                let server = connect_end(self.server_builder(), b);
                 (
-                    self.layers_at(LayerEnds::Client).apply(Connection::builder()).framing(framing).connect_io(a),
+                    connect_end(self.layers_at(LayerEnds::Client).apply(Connection::builder()).framing(framing), a),
                     Some(server),
                 )
             }
@@ -249,5 +249,16 @@ impl Contender for Ours {
             Api::Core => OursClient::Core(client.handle(), client),
         };
         (client, server)
+    }
+}
+
+/// One end of a link, connected as a user connects it: the stream itself (not the harness's
+/// enum around it), so that the connection knows it (it skips the flush of a stream that has
+/// none to do).
+fn connect_end(builder: jsonrpc_duplex::Builder, io: Io) -> Connection {
+    match io {
+        Io::Duplex(stream) => builder.connect_io(stream),
+        Io::Unix(stream) => builder.connect_io(stream),
+        Io::Tcp(stream) => builder.connect_io(stream),
     }
 }

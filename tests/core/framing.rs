@@ -275,3 +275,23 @@ async fn newline_framing_keeps_pretty_json_a_layer_adds_and_raw_request_params_o
     peer.send(r#"{"jsonrpc":"2.0","id":0,"result":7}"#).await;
     assert_eq!(within(call).await.unwrap().unwrap(), json!(7));
 }
+
+/// The writer skips the flush of the streams it knows have nothing to flush (a duplex pipe, a
+/// socket); any other writer is flushed after every batch: an answer written into a
+/// `BufWriter` (which keeps up to 8 KiB until flushed) still reaches the peer.
+#[tokio::test]
+async fn a_buffered_writer_is_flushed_after_each_answer() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(ours);
+    let _conn = server().framing(Framing::NewlineDelimited).connect(read, tokio::io::BufWriter::new(write));
+    let (their_read, mut their_write) = tokio::io::split(theirs);
+    let mut their_read = tokio::io::BufReader::new(their_read);
+    for id in 1..=3 {
+        let call = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"add\",\"params\":[{id},1]}}\n");
+        their_write.write_all(call.as_bytes()).await.unwrap();
+        let mut line = String::new();
+        within(their_read.read_line(&mut line)).await.unwrap();
+        assert_eq!(line, format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{}}}\n", id + 1));
+    }
+}

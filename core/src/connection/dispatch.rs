@@ -330,15 +330,31 @@ impl Dispatcher {
         let request = Request { method, params, slot: slot.clone() };
         // The handler's synchronous part (the closure that builds its future) may panic too; it
         // must not take the lane down with it.
-        let started = poll_supervised(Some(&slot), || self.request_future(request, responder));
-        let mut handler = match started {
-            Ok(Some(handler)) => handler,
-            Ok(None) => return spare(slot),
-            // Answered with the panic's message.
-            Err(_) => return None,
+        // The first poll on the lane; most handlers finish in it, and then cost no task. A
+        // hook's scope (a watched slot) is taken as the handler is built: polled apart.
+        let (handler, first) = if slot.watched() {
+            let started = poll_supervised(Some(&slot), || self.request_future(request, responder));
+            let mut handler = match started {
+                Ok(Some(handler)) => handler,
+                Ok(None) => return spare(slot),
+                // Answered with the panic's message.
+                Err(_) => return None,
+            };
+            let first = poll_supervised(Some(&slot), || handler.as_mut().poll(cx));
+            (handler, first)
+        } else {
+            let started = poll_supervised(Some(&slot), || {
+                let mut handler = self.request_future(request, responder)?;
+                let first = handler.as_mut().poll(cx);
+                Some((handler, first))
+            });
+            match started {
+                Ok(Some((handler, first))) => (handler, Ok(first)),
+                Ok(None) => return spare(slot),
+                // Answered with the panic's message.
+                Err(_) => return None,
+            }
         };
-        // The first poll on the lane; most handlers finish in it, and then cost no task.
-        let first = poll_supervised(Some(&slot), || handler.as_mut().poll(cx));
         // Still unanswered (running on, or its responder handed to another task): in flight,
         // so it must be found by a cancellation or a reused id from here on.
         if !slot.is_answered() {

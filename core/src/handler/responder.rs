@@ -40,7 +40,9 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
     };
     // A hook's state waiting in the slot: the poll runs inside its scope.
     let hooked = if slot.watched && slot.hooked.load(Ordering::Relaxed) { slot.take_hook() } else { None };
-    slot.supervision.store(supervision::POLLING, Ordering::SeqCst);
+    // A plain store: a responder's compare-and-swap and the swap below are read-modify-writes
+    // of this one atomic, each ordered before or after it; no other memory hangs on it.
+    slot.supervision.store(supervision::POLLING, Ordering::Release);
     let out = match &hooked {
         None => std::panic::catch_unwind(AssertUnwindSafe(poll)),
         Some((watcher, state)) => {
@@ -318,6 +320,11 @@ impl ReplySlot {
         if let Some(s) = Arc::get_mut(slot) {
             s.never_cancelled = true;
         }
+    }
+
+    /// Whether middleware wraps this request ([`ReplySlot::set_watched`]).
+    pub(crate) fn watched(&self) -> bool {
+        self.watched
     }
 
     /// Mark a request that middleware wraps (before anyone else holds its slot): its answer

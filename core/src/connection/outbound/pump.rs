@@ -45,10 +45,37 @@ pub(crate) struct ByteWriter<W> {
     pos: usize,
     /// Written to since the last flush.
     dirty: bool,
+    /// `W`'s flush does something ([`flush_is_noop`]).
+    flushes: bool,
     error: Option<io::Error>,
 }
 
-impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
+/// Whether `W` is one of tokio's streams whose `poll_flush` does nothing: they keep no buffer of
+/// their own (a socket writes to the kernel, a duplex pipe to the other end), so there is
+/// nothing to flush, and the writer does not call it. Called through a split half, a flush
+/// still took the half's lock and the pipe's (two atomic read-modify-writes each) per message.
+fn flush_is_noop<W: 'static>() -> bool {
+    use std::any::TypeId;
+    use tokio::io::{DuplexStream, WriteHalf};
+    let w = TypeId::of::<W>();
+    #[allow(unused_mut)]
+    let mut noop = [TypeId::of::<DuplexStream>(), TypeId::of::<WriteHalf<DuplexStream>>()].contains(&w);
+    #[cfg(feature = "tcp")]
+    {
+        use tokio::net::{TcpStream, tcp::OwnedWriteHalf};
+        noop |= [TypeId::of::<TcpStream>(), TypeId::of::<WriteHalf<TcpStream>>(), TypeId::of::<OwnedWriteHalf>()]
+            .contains(&w);
+    }
+    #[cfg(all(unix, feature = "unix"))]
+    {
+        use tokio::net::{UnixStream, unix::OwnedWriteHalf};
+        noop |= [TypeId::of::<UnixStream>(), TypeId::of::<WriteHalf<UnixStream>>(), TypeId::of::<OwnedWriteHalf>()]
+            .contains(&w);
+    }
+    noop
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> ByteWriter<W> {
     pub(crate) fn new(io: W, codec: FrameCodec) -> Self {
         ByteWriter {
             io,
@@ -63,6 +90,7 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
             spare: None,
             pos: 0,
             dirty: false,
+            flushes: !flush_is_noop::<W>(),
             error: None,
         }
     }
@@ -105,7 +133,7 @@ impl<W: AsyncWrite + Send + Unpin> ByteWriter<W> {
     }
 }
 
-impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
+impl<W: AsyncWrite + Send + Unpin + 'static> Pump for ByteWriter<W> {
     fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>> {
         if let Some(first) = first {
             if self.tail.is_empty() {
@@ -140,7 +168,9 @@ impl<W: AsyncWrite + Send + Unpin> Pump for ByteWriter<W> {
                 self.pos = 0;
             }
             if self.dirty {
-                ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+                if self.flushes {
+                    ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+                }
                 self.dirty = false;
             }
             if self.tail.capacity() > KEEP_BUFFER {
@@ -235,5 +265,25 @@ where
 
     fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.sink).poll_close(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flush_is_noop;
+
+    #[test]
+    fn only_the_streams_without_a_buffer_skip_the_flush() {
+        use tokio::io::{BufWriter, DuplexStream, WriteHalf};
+        assert!(flush_is_noop::<DuplexStream>());
+        assert!(flush_is_noop::<WriteHalf<DuplexStream>>());
+        #[cfg(feature = "tcp")]
+        assert!(flush_is_noop::<tokio::net::tcp::OwnedWriteHalf>());
+        #[cfg(all(unix, feature = "unix"))]
+        assert!(flush_is_noop::<WriteHalf<tokio::net::UnixStream>>());
+        // A buffer of its own, or a type it does not know: flushed.
+        assert!(!flush_is_noop::<BufWriter<DuplexStream>>());
+        assert!(!flush_is_noop::<WriteHalf<BufWriter<DuplexStream>>>());
+        assert!(!flush_is_noop::<tokio::io::Stdout>());
     }
 }
