@@ -1,8 +1,9 @@
 //! Hooks (`middleware::Hook`, the synchronous before/after layers) over real bytes, against a
 //! peer written by hand: what a hook sees in both directions and the outcomes it is told, its
 //! place among other layers, two hooks as a tuple, its scope around the handler, a panicking
-//! hook, a handler that drops its responder, one that answers from another task, an outbound
-//! call dropped before its answer.
+//! hook, a handler that drops its responder, one that answers from another task, one the peer
+//! cancels, one still running as the connection closes, a notification for a request handler,
+//! an outbound call dropped before its answer.
 
 use crate::support;
 
@@ -304,4 +305,67 @@ async fn an_outbound_call_dropped_under_a_hook_is_cancelled_and_its_state_droppe
     let (result, ()) = within(async { tokio::join!(next, answered) }).await;
     assert_eq!(result.unwrap(), "done");
     assert_eq!(*log.lock().unwrap(), [r#"H> out slow 0 ["x"]"#, "H> out fast 1 -", "H< out fast: ok"]);
+}
+
+#[tokio::test]
+async fn a_request_the_peer_cancels_under_a_hook_is_answered_cancelled_and_the_hook_told_once() {
+    let log: Log = Arc::default();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
+    let builder = Connection::builder().layer(Logging("H", log.clone())).serve(Router::new().method(
+        "wait",
+        move |(): (), ctx: jsonrpc_duplex::RequestContext| {
+            let started_tx = started_tx.clone();
+            async move {
+                if let Some(tx) = started_tx.lock().unwrap().take() {
+                    let _ = tx.send(());
+                }
+                // Runs on, past its first poll (in a task of its own), until cancelled.
+                std::future::pending::<()>().await;
+                drop(ctx);
+                Ok::<_, ErrorObject>(())
+            }
+        },
+    ));
+    let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":4,"method":"wait"}"#).await;
+    within(started_rx).await.unwrap();
+    peer.send(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":4}}"#).await;
+    let (got, code, message) = peer.recv_error().await;
+    assert_eq!((got, code), (json!(4), -32800), "{message}");
+    wait_for(&log, 2).await;
+    assert_eq!(*log.lock().unwrap(), ["H> in wait 4 -", "H< in wait: error -32800"]);
+    assert!(peer.call(r#"{"jsonrpc":"2.0","id":5,"method":"nope"}"#).await.contains("-32601"));
+    wait_for(&log, 4).await;
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test]
+async fn a_handler_still_running_as_the_connection_closes_has_its_hook_told_once() {
+    let log: Log = Arc::default();
+    let builder = Connection::builder().layer(Logging("H", log.clone())).serve(
+        Router::new().method("forever", |(): (), _| async { std::future::pending::<Result<(), ErrorObject>>().await }),
+    );
+    let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","id":8,"method":"forever"}"#).await;
+    wait_for(&log, 1).await;
+    within(conn.close()).await;
+    wait_for(&log, 2).await;
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log[0], "H> in forever 8 -");
+    assert!(log[1].starts_with("H< in forever: error "), "{log:?}");
+    assert_eq!(log.len(), 2, "told once: {log:?}");
+}
+
+#[tokio::test]
+async fn a_notification_for_a_request_handler_runs_under_the_hook() {
+    let log: Log = Arc::default();
+    let builder = Connection::builder()
+        .layer(Logging("H", log.clone()))
+        .serve(Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) }));
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    // Run, its answer discarded: the hook sees it as an inbound call without an id.
+    peer.send(r#"{"jsonrpc":"2.0","method":"add","params":[1,2]}"#).await;
+    wait_for(&log, 2).await;
+    assert_eq!(*log.lock().unwrap(), ["H> in add null [1,2]", "H< in add: ok"]);
 }

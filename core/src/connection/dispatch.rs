@@ -23,12 +23,15 @@ use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
+use super::PeerInfo;
 use super::lane::{Handoff, LaneTurns, Offered};
+use super::layered::{HookState, Watcher};
 use super::permits::{self, Permit};
 use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
-    Host, Notification, ReplySlot, Request, Responder, Route, Router, panic_message, poll_supervised,
+    Host, Notification, ReplySlot, Request, Responder, Route, Router, SlotHook, panic_message, poll_supervised,
+    poll_supervised_in, tell_hook,
 };
 use crate::message::{ErrorObject, TraceMembers};
 
@@ -74,6 +77,10 @@ pub(crate) struct Dispatcher {
     pub(crate) tracker: TaskTracker,
     /// When requests may start: the seam's admission (the connection's own request permits).
     pub(crate) admission: Arc<dyn Admission>,
+    /// The connection's one layer when it is a hook ([`super::Layered::watcher`]): run here
+    /// around each request's handler, its state held by whoever polls the handler (see
+    /// [`HeldHook`]), and the peer it is shown.
+    pub(crate) hook: Option<(Arc<dyn Watcher>, Arc<PeerInfo>)>,
 }
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -328,52 +335,93 @@ impl Dispatcher {
     ) -> Option<Arc<ReplySlot>> {
         let responder = Responder::new(slot.clone());
         let request = Request { method, params, slot: slot.clone() };
-        // The handler's synchronous part (the closure that builds its future) may panic too; it
-        // must not take the lane down with it.
-        // The first poll on the lane; most handlers finish in it, and then cost no task. A
-        // hook's scope (a watched slot) is taken as the handler is built: polled apart.
-        let (handler, first) = if slot.watched() {
-            let started = poll_supervised(Some(&slot), || self.request_future(request, responder));
-            let mut handler = match started {
-                Ok(Some(handler)) => handler,
-                Ok(None) => return spare(slot),
-                // Answered with the panic's message.
-                Err(_) => return None,
-            };
-            let first = poll_supervised(Some(&slot), || handler.as_mut().poll(cx));
-            (handler, first)
-        } else {
-            let started = poll_supervised(Some(&slot), || {
-                let mut handler = self.request_future(request, responder)?;
-                let first = handler.as_mut().poll(cx);
-                Some((handler, first))
-            });
-            match started {
-                Ok(Some((handler, first))) => (handler, Ok(first)),
-                Ok(None) => return spare(slot),
-                // Answered with the panic's message.
-                Err(_) => return None,
-            }
+        if let Some((hook, peer)) = &self.hook
+            && slot.hold_hook()
+        {
+            return self.start_hooked(hook, peer, request, responder, slot, permit, cx);
+        }
+        // The first poll on the lane; most handlers finish in it, and then cost no task.
+        let started = poll_supervised(Some(&slot), || {
+            let mut handler = self.request_future(request, responder)?;
+            let first = handler.as_mut().poll(cx);
+            Some((handler, first))
+        });
+        let (handler, first) = match started {
+            Ok(Some(started)) => started,
+            Ok(None) => return spare(slot),
+            // Answered with the panic's message.
+            Err(_) => return None,
         };
         // Still unanswered (running on, or its responder handed to another task): in flight,
         // so it must be found by a cancellation or a reused id from here on.
         if !slot.is_answered() {
             slot.register();
         }
-        match first {
-            Ok(Poll::Ready(())) => {
-                drop(handler);
-                return spare(slot);
-            }
-            Ok(Poll::Pending) => {}
-            Err(_) => return None,
+        if first.is_ready() {
+            drop(handler);
+            return spare(slot);
         }
         let permit = permit.owned();
         self.tracker.spawn(async move {
             let cancel = slot.cancellation().clone();
-            let end = supervise(handler, &slot, &cancel).await;
+            let end = supervise(handler, None, &slot, &cancel).await;
             // A handler that finished may have handed its responder to another task: only a
             // cancelled one is answered here.
+            if end == End::Cancelled {
+                slot.answer_unanswered("cancelled");
+            }
+            drop(permit);
+        });
+        None
+    }
+
+    /// [`Dispatcher::start_request`] under the connection's hook: the hook's state made and
+    /// held here, the handler built and polled inside its scope, the hook told after the poll
+    /// that answered (most often the first), or by whoever answers once the handler has ended.
+    #[allow(clippy::too_many_arguments)]
+    fn start_hooked(
+        &self,
+        hook: &Arc<dyn Watcher>,
+        peer: &PeerInfo,
+        request: Request,
+        responder: Responder,
+        slot: Arc<ReplySlot>,
+        permit: Permit<'_>,
+        cx: &mut Context<'_>,
+    ) -> Option<Arc<ReplySlot>> {
+        let mut held = HeldHook { state: None, scoped: false };
+        // One supervision for the hook's state, the handler's start and its first poll: a hook
+        // that panics answers the request `-32603`, as a handler would.
+        let started = poll_supervised(Some(&slot), || {
+            let (state, scoped) = held.keep(&**hook, hook.on_inbound(&request, peer));
+            let start = || {
+                let mut handler = self.request_future(request, responder)?;
+                let first = handler.as_mut().poll(cx);
+                Some((handler, first))
+            };
+            if scoped { in_scope(&**hook, state, start) } else { start() }
+        });
+        held.after_poll(&**hook, &slot);
+        let (handler, first) = match started {
+            Ok(Some(started)) => started,
+            Ok(None) | Err(_) => {
+                held.let_go(hook, &slot);
+                return if started.is_ok() { spare(slot) } else { None };
+            }
+        };
+        if !slot.is_answered() {
+            slot.register();
+        }
+        if first.is_ready() {
+            drop(handler);
+            held.let_go(hook, &slot);
+            return spare(slot);
+        }
+        let permit = permit.owned();
+        let hook = hook.clone();
+        self.tracker.spawn(async move {
+            let cancel = slot.cancellation().clone();
+            let end = supervise(handler, Some((hook, held)), &slot, &cancel).await;
             if end == End::Cancelled {
                 slot.answer_unanswered("cancelled");
             }
@@ -476,7 +524,17 @@ impl Dispatcher {
             Route::Request(f) => {
                 let slot = ReplySlot::on_lane(self.host(), seq, trace);
                 let request = Request { method, params, slot: slot.clone() };
-                f(request, Responder::new(slot))
+                let Some((hook, peer)) = &self.hook else { return f(request, Responder::new(slot)) };
+                // Under the connection's hook, in its own future (nobody is answered: the hook
+                // is told a result once the handler ends).
+                let state = hook.on_inbound(&request, peer);
+                let mut handler = f(request, Responder::new(slot));
+                let hook = hook.clone();
+                Box::pin(async move {
+                    let scope: &dyn SlotHook = &*hook;
+                    let ((), state) = crate::handler::scoped(scope, state, |cx| handler.as_mut().poll(cx)).await;
+                    hook.on_response(state, &Ok(None));
+                })
             }
         }
     }
@@ -545,14 +603,32 @@ enum End {
 }
 
 /// Drive a request handler until it finishes, panics (answered by [`poll_supervised`]) or
-/// `cancel` fires (then the handler is dropped).
-async fn supervise(fut: HandlerFuture, slot: &Arc<ReplySlot>, cancel: &CancellationToken) -> End {
+/// `cancel` fires (then the handler is dropped). With the connection's hook `held`: each poll
+/// inside its scope, the hook told after the poll that answered, or its state left in the reply
+/// slot once the handler has ended (or this is dropped) unanswered.
+async fn supervise(
+    fut: HandlerFuture,
+    held: Option<(Arc<dyn Watcher>, HeldHook)>,
+    slot: &Arc<ReplySlot>,
+    cancel: &CancellationToken,
+) -> End {
+    // Declared before the handler: dropped after it, however this ends (an answer the
+    // handler's drop gives finds the state still held).
+    let mut held = Holding { held, slot };
     let mut fut = Some(fut);
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let end = std::future::poll_fn(|cx| {
         if let Some(f) = fut.as_mut() {
-            match poll_supervised(Some(slot), || f.as_mut().poll(cx)) {
+            let polled = match held.held.as_mut() {
+                None => poll_supervised(Some(slot), || f.as_mut().poll(cx)),
+                Some((hook, held)) => {
+                    let polled = held.poll(&**hook, slot, || f.as_mut().poll(cx));
+                    held.after_poll(&**hook, slot);
+                    polled
+                }
+            };
+            match polled {
                 Ok(Poll::Ready(())) => return Poll::Ready(End::Finished),
                 Ok(Poll::Pending) => {}
                 Err(_) => return Poll::Ready(End::Panicked),
@@ -562,7 +638,87 @@ async fn supervise(fut: HandlerFuture, slot: &Arc<ReplySlot>, cancel: &Cancellat
     })
     .await;
     drop(fut);
+    drop(held);
     end
+}
+
+/// Lets go of a [`HeldHook`] when dropped.
+struct Holding<'a> {
+    held: Option<(Arc<dyn Watcher>, HeldHook)>,
+    slot: &'a ReplySlot,
+}
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        if let Some((hook, held)) = self.held.as_mut() {
+            held.let_go(hook, self.slot);
+        }
+    }
+}
+
+/// Run `f` inside `hook`'s scope for `state` (outside it, if the hook's scope does not run it).
+fn in_scope<R>(hook: &dyn SlotHook, state: &HookState, f: impl FnOnce() -> R) -> R {
+    let mut f = Some(f);
+    let mut out = None;
+    hook.in_scope(state, &mut || out = f.take().map(|f| f()));
+    match (out, f) {
+        (Some(out), _) => out,
+        (None, Some(f)) => f(),
+        (None, None) => unreachable!("ran, or not"),
+    }
+}
+
+/// The connection's hook's state for one request, held by whoever polls its handler (the
+/// lane, then the handler's task): the holder's side of [`crate::sync::baton`]. The hook is
+/// given to each step (the lane borrows the connection's; the task keeps a clone).
+struct HeldHook {
+    state: Option<HookState>,
+    /// Polls run inside the hook's scope.
+    scoped: bool,
+}
+
+impl HeldHook {
+    /// Keep the hook's state for the request.
+    fn keep(&mut self, hook: &dyn Watcher, state: HookState) -> (&HookState, bool) {
+        self.scoped = hook.scoped(&state);
+        (self.state.insert(state), self.scoped)
+    }
+
+    /// One poll of the handler, inside the hook's scope if it has one.
+    fn poll<R>(
+        &self,
+        hook: &dyn Watcher,
+        slot: &ReplySlot,
+        poll: impl FnOnce() -> R,
+    ) -> Result<R, Box<dyn std::any::Any + Send>> {
+        match &self.state {
+            Some(state) if self.scoped => poll_supervised_in(slot, hook, state, poll),
+            _ => poll_supervised(Some(slot), poll),
+        }
+    }
+
+    /// After a poll: answered in it (or before), the hook is told now.
+    #[inline]
+    fn after_poll(&mut self, hook: &dyn Watcher, slot: &ReplySlot) {
+        if let Some(answer) = slot.hook_told()
+            && let Some(state) = self.state.take()
+        {
+            tell_hook(hook, state, answer.as_ref().copied());
+        }
+    }
+
+    /// The handler has ended (or is dropped): the state waits in the slot for the answer, or,
+    /// answered meanwhile, the hook is told now.
+    fn let_go(&mut self, hook: &Arc<dyn Watcher>, slot: &ReplySlot) {
+        let Some(state) = self.state.take() else {
+            // Told already; or never made (a panicking hook): nothing held.
+            slot.hook_told();
+            return;
+        };
+        if let Err((state, answer)) = slot.leave_hook(hook.clone(), state) {
+            tell_hook(&**hook, state, answer.as_ref().copied());
+        }
+    }
 }
 
 /// A finished request's reply slot, if nobody holds it any more (the reader reuses it).

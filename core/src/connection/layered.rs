@@ -42,8 +42,9 @@ pub(crate) trait Layered: Send + Sync + 'static {
         body: Vec<u8>,
     ) -> LayeredFuture<'a, Result<Option<Box<RawValue>>, Error>>;
     /// The connection's one layer, when it is a hook: run by the connection itself around an
-    /// outbound call (in the call's own future) and an inbound request (its state kept in the
-    /// request's reply slot), with no future of its own.
+    /// outbound call (in the call's own future) and an inbound request (its state held by the
+    /// dispatcher while it polls the handler, see `sync/baton.rs`), with no future of its own.
+    /// [`Layered::wrap`] then leaves the router's request handlers as they are.
     fn watcher(&self) -> Option<&Arc<dyn Watcher>> {
         None
     }

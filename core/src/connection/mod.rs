@@ -474,15 +474,18 @@ impl Builder {
                 Router::default()
             }
         };
+        let mut hook = None;
         if let Some(layered) = &shared.config.layered {
             let peer = shared.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
+            // A lone hook is run by the dispatcher around each request (see `Layered::watcher`).
+            hook = layered.watcher().map(|watcher| (watcher.clone(), peer.clone()));
             router = layered.wrap(router, peer, shared.config.trace_context);
         }
         if let Some(refused) = shadowed_route(&router, &shared) {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
         }
-        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission };
+        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission, hook };
         // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
         let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };

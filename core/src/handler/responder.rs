@@ -13,6 +13,7 @@ use super::host::Host;
 use crate::message::bind::{Binder, UNBOUND};
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 use crate::middleware::state::HookState;
+use crate::sync::baton::{Baton, Told};
 
 /// A request handler's panic supervision, per reply slot (no thread-local state): while its
 /// handler is polled the slot is `POLLING`; a [`Responder`] dropped by a panicking thread then
@@ -35,43 +36,61 @@ mod supervision {
 /// `slot`, its request is answered `-32603` with the panic's message, or, when another task
 /// holding its responder panicked meanwhile, `-32603` saying so.
 pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -> R) -> Result<R, Box<dyn Any + Send>> {
+    supervised(slot, None, poll)
+}
+
+/// [`poll_supervised`], the poll run inside `hook`'s scope for the request (`state`).
+pub(crate) fn poll_supervised_in<R>(
+    slot: &ReplySlot,
+    hook: &dyn SlotHook,
+    state: &HookState,
+    poll: impl FnOnce() -> R,
+) -> Result<R, Box<dyn Any + Send>> {
+    supervised(Some(slot), Some((hook, state)), poll)
+}
+
+fn supervised<R>(
+    slot: Option<&ReplySlot>,
+    scope: Option<(&dyn SlotHook, &HookState)>,
+    poll: impl FnOnce() -> R,
+) -> Result<R, Box<dyn Any + Send>> {
     let Some(slot) = slot else {
         return std::panic::catch_unwind(AssertUnwindSafe(poll));
     };
-    // A hook's state waiting in the slot: the poll runs inside its scope.
-    let hooked = if slot.watched && slot.hooked.load(Ordering::Relaxed) { slot.take_hook() } else { None };
     // A plain store: a responder's compare-and-swap and the swap below are read-modify-writes
     // of this one atomic, each ordered before or after it; no other memory hangs on it.
     slot.supervision.store(supervision::POLLING, Ordering::Release);
-    let out = match &hooked {
+    let out = match scope {
         None => std::panic::catch_unwind(AssertUnwindSafe(poll)),
-        Some((watcher, state)) => {
-            let mut poll = Some(poll);
-            let mut out = None;
-            let scope = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                watcher.in_scope(state, &mut || out = poll.take().map(|p| p()))
-            }));
-            match (scope, out, poll) {
-                (Err(payload), _, _) => Err(payload),
-                (Ok(()), Some(out), _) => Ok(out),
-                // A scope that did not run it.
-                (Ok(()), None, Some(poll)) => std::panic::catch_unwind(AssertUnwindSafe(poll)),
-                (Ok(()), None, None) => {
-                    Err(Box::new("the hook's scope lost the handler's poll") as Box<dyn Any + Send>)
-                }
-            }
-        }
+        Some((hook, state)) => poll_in_scope(hook, state, poll),
     };
     let deferred = slot.supervision.swap(supervision::IDLE, Ordering::SeqCst) == supervision::DEFERRED;
-    if let Some((watcher, state)) = hooked {
-        slot.put_hook(watcher, state);
-    }
     match &out {
         Err(payload) => slot.answer_panic(payload),
         Ok(_) if deferred => slot.answer_unanswered("the task holding the reply panicked"),
         Ok(_) => {}
     }
     out
+}
+
+/// One poll inside a hook's scope, under panic supervision (a hook that panics there is the
+/// handler's panic).
+fn poll_in_scope<R>(
+    hook: &dyn SlotHook,
+    state: &HookState,
+    poll: impl FnOnce() -> R,
+) -> Result<R, Box<dyn Any + Send>> {
+    let mut poll = Some(poll);
+    let mut out = None;
+    let scope =
+        std::panic::catch_unwind(AssertUnwindSafe(|| hook.in_scope(state, &mut || out = poll.take().map(|p| p()))));
+    match (scope, out, poll) {
+        (Err(payload), _, _) => Err(payload),
+        (Ok(()), Some(out), _) => Ok(out),
+        // A scope that did not run it.
+        (Ok(()), None, Some(poll)) => std::panic::catch_unwind(AssertUnwindSafe(poll)),
+        (Ok(()), None, None) => Err(Box::new("the hook's scope lost the handler's poll") as Box<dyn Any + Send>),
+    }
 }
 
 /// A hook as a request's reply slot runs it ([`ReplySlot::hook`]).
@@ -106,7 +125,7 @@ pub(crate) fn scoped<'h, T>(
 
 /// Tell a hook how its request ended. The request is answered: a panic in the hook changes
 /// nothing, and is logged, not let through to whoever answered.
-fn tell_hook(watcher: &dyn SlotHook, state: HookState, answer: Result<(), &ErrorObject>) {
+pub(crate) fn tell_hook(watcher: &dyn SlotHook, state: HookState, answer: Result<(), &ErrorObject>) {
     if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| watcher.on_answer(state, answer))) {
         tracing::error!(target: crate::LOG_TARGET, panic = %panic_message(&payload), "a hook panicked after the answer");
     }
@@ -166,8 +185,10 @@ pub(crate) struct ReplySlot {
     /// Middleware wraps this request ([`ReplySlot::watch`]): set before the slot is shared, so a
     /// connection without layers tests a plain bool and nothing else.
     watched: bool,
-    /// A hook's state waits in `watch` ([`ReplySlot::hook`]), to be polled in its scope.
-    hooked: AtomicBool,
+    /// Who tells the connection's hook the answer: the dispatcher polling the handler, which
+    /// holds the hook's state, or, once the handler has ended, whoever answers (see
+    /// [`Baton`]). Only used when `watched`.
+    hook: Baton<(Arc<dyn SlotHook>, HookState), ErrorObject>,
     /// Told the answer once it is given (middleware observing it); only used when `watched`.
     watch: std::sync::Mutex<Watch>,
     /// What the layers attached to the call, for its handler's context; only set when `watched`.
@@ -202,7 +223,7 @@ impl ReplySlot {
             cancel_reason: OnceLock::new(),
             never_cancelled: false,
             watched: false,
-            hooked: AtomicBool::new(false),
+            hook: Baton::new(),
             watch: std::sync::Mutex::new(Watch::Idle),
             extensions: OnceLock::new(),
             trace: None,
@@ -248,7 +269,7 @@ impl ReplySlot {
         s.never_cancelled = false;
         if s.watched {
             s.watched = false;
-            *s.hooked.get_mut() = false;
+            s.hook.reset();
             // Most often all three are empty already: nothing to drop.
             match s.watch.get_mut() {
                 Ok(Watch::Idle) => {}
@@ -322,11 +343,6 @@ impl ReplySlot {
         }
     }
 
-    /// Whether middleware wraps this request ([`ReplySlot::set_watched`]).
-    pub(crate) fn watched(&self) -> bool {
-        self.watched
-    }
-
     /// Mark a request that middleware wraps (before anyone else holds its slot): its answer
     /// can be watched ([`ReplySlot::watch`]) and its handler's context carries extensions.
     pub(crate) fn set_watched(slot: &mut Arc<Self>) {
@@ -348,59 +364,28 @@ impl ReplySlot {
         true
     }
 
-    /// Keep a hook's state for this request (`Err`, the state back: the slot is not watched).
-    /// From here on its handler is polled inside the hook's scope ([`poll_supervised`]) and
-    /// the hook is told the answer once it is given, with no future of the hook's own.
-    /// `may_scope`: the hook may have a scope (`false`: it has none, whatever the state).
-    pub(crate) fn hook(&self, watcher: Arc<dyn SlotHook>, state: HookState, may_scope: bool) -> Result<(), HookState> {
-        if !self.watched {
-            return Err(state);
-        }
-        let scoped = may_scope && watcher.scoped(&state);
-        let mut watch = self.watch_state();
-        // Under the lock: an answer given after it finds the state (the flag is set before
-        // the answer takes the lock).
-        if self.is_answered() {
-            return Err(state);
-        }
-        // Idle until now (a hooked slot is watched by nothing else): nothing to drop.
-        let idle = std::mem::replace(&mut *watch, Watch::Hooked(watcher, state));
-        drop(watch);
-        if !matches!(idle, Watch::Idle) {
-            drop(idle);
-        } else {
-            std::mem::forget(idle);
-        }
-        if scoped {
-            self.hooked.store(true, Ordering::Relaxed);
-        }
-        Ok(())
+    /// The dispatcher holds the connection's hook's state for this request (`false`: answered
+    /// already, or not watched). It asks [`ReplySlot::hook_told`] after each poll of the
+    /// handler, and gives the state to [`ReplySlot::leave_hook`] once the handler ends.
+    pub(crate) fn hold_hook(&self) -> bool {
+        self.watched && self.hook.hold()
     }
 
-    /// The hook's state for a poll of the handler (put back after it by [`ReplySlot::put_hook`]).
-    fn take_hook(&self) -> Option<(Arc<dyn SlotHook>, HookState)> {
-        let mut watch = self.watch_state();
-        if !matches!(&*watch, Watch::Hooked(..)) {
-            return None;
-        }
-        match std::mem::replace(&mut *watch, Watch::HookPolling) {
-            Watch::Hooked(watcher, state) => Some((watcher, state)),
-            _ => None,
-        }
+    /// The answer, if the request was answered since the dispatcher took the hook's state on
+    /// (then it tells the hook).
+    #[inline]
+    pub(crate) fn hook_told(&self) -> Option<Result<(), ErrorObject>> {
+        self.hook.told()
     }
 
-    /// After a poll: the hook's state back in the slot, or, answered meanwhile, to the hook.
-    fn put_hook(&self, watcher: Arc<dyn SlotHook>, state: HookState) {
-        let mut watch = self.watch_state();
-        match std::mem::replace(&mut *watch, Watch::Idle) {
-            Watch::HookPolling => *watch = Watch::Hooked(watcher, state),
-            Watch::HookTold(answer) => {
-                drop(watch);
-                tell_hook(&*watcher, state, answer.as_ref().copied());
-            }
-            // Renewed meanwhile cannot be (the poller holds the slot): nothing to tell.
-            other => *watch = other,
-        }
+    /// The handler ended unanswered: its hook's state waits here for the answer, whose giver
+    /// tells the hook. `Err`: answered meanwhile; the state back with the answer.
+    pub(crate) fn leave_hook(
+        &self,
+        hook: Arc<dyn SlotHook>,
+        state: HookState,
+    ) -> Result<(), (HookState, Result<(), ErrorObject>)> {
+        self.hook.leave((hook, state)).map_err(|((_, state), answer)| (state, answer))
     }
 
     /// What [`ReplySlot::watch`] learnt, once it has.
@@ -413,11 +398,6 @@ impl ReplySlot {
         match std::mem::replace(&mut *state, Watch::Idle) {
             Watch::Told(answer) => Poll::Ready(Ok(answer)),
             Watch::Closed | Watch::Idle => Poll::Ready(Err(Closed)),
-            // A hook's, not a watch (never both on one slot): left as it was.
-            other @ (Watch::Hooked(..) | Watch::HookPolling | Watch::HookTold(_)) => {
-                *state = other;
-                Poll::Ready(Err(Closed))
-            }
             Watch::Waiting(_) => {
                 *state = Watch::Waiting(Some(cx.waker().clone()));
                 Poll::Pending
@@ -474,30 +454,16 @@ impl ReplySlot {
         self.extensions.get().unwrap_or(&super::extensions::EMPTY)
     }
 
-    /// Tell the watch the answer; a hook's state waiting in the slot is returned, for the
-    /// hook to be told once the answer is sent.
-    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) -> Option<(Arc<dyn SlotHook>, HookState)> {
+    /// Tell the watch the answer.
+    fn tell_watch(&self, outcome: Result<(), &ErrorObject>) {
         let mut watch = self.watch_state();
-        match &mut *watch {
-            Watch::Waiting(waker) => {
-                let waker = waker.take();
-                *watch = Watch::Told(outcome.map_err(Clone::clone));
-                drop(watch);
-                if let Some(waker) = waker {
-                    waker.wake();
-                }
-                None
+        if let Watch::Waiting(waker) = &mut *watch {
+            let waker = waker.take();
+            *watch = Watch::Told(outcome.map_err(Clone::clone));
+            drop(watch);
+            if let Some(waker) = waker {
+                waker.wake();
             }
-            Watch::Hooked(..) => match std::mem::replace(&mut *watch, Watch::Idle) {
-                Watch::Hooked(watcher, state) => Some((watcher, state)),
-                _ => None,
-            },
-            // Its handler is being polled: the poller tells the hook.
-            Watch::HookPolling => {
-                *watch = Watch::HookTold(outcome.map_err(Clone::clone));
-                None
-            }
-            Watch::Idle | Watch::Told(_) | Watch::Closed | Watch::HookTold(_) => None,
         }
     }
 
@@ -562,11 +528,20 @@ impl ReplySlot {
         if !self.watched {
             return self.send_answer(encode, writes);
         }
-        let hooked = self.tell_watch(seen);
+        let left = match self.hook.tell(seen) {
+            // No hook's state held: middleware watching the answer, if any, is told.
+            Told::Nobody => {
+                self.tell_watch(seen);
+                None
+            }
+            // The dispatcher tells the hook after its poll.
+            Told::Holder => None,
+            Told::Left(left) => Some(left),
+        };
         let sent = self.send_answer(encode, writes);
         // The hook is told once the answer is on its way.
-        if let Some((watcher, state)) = hooked {
-            tell_hook(&*watcher, state, seen);
+        if let Some((hook, state)) = left {
+            tell_hook(&*hook, state, seen);
         }
         sent
     }
@@ -669,12 +644,6 @@ pub(crate) enum Watch {
     Told(Result<(), ErrorObject>),
     /// The handler's responder was dropped unanswered.
     Closed,
-    /// A hook's state for the request ([`ReplySlot::hook`]), unanswered, the handler not polled now.
-    Hooked(Arc<dyn SlotHook>, HookState),
-    /// The hook's state is with the handler's poll ([`poll_supervised`]).
-    HookPolling,
-    /// Answered during the handler's poll, which tells the hook.
-    HookTold(Result<(), ErrorObject>),
 }
 
 /// The handler's responder was dropped without answering (see [`ReplySlot::watch`]).

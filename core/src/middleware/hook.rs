@@ -5,13 +5,14 @@
 //! and may run every poll of the call inside a scope of its own ([`Hook::in_scope`]: a
 //! `tracing` span entered). It cannot refuse, hold or change a call: that is what a
 //! [`Middleware`] is for. In exchange it costs less: a connection whose only layer is a hook
-//! runs it itself, with no chain to walk: an inbound request's hook state waits in its reply
-//! slot (no future and no allocation of the hook's own), an outbound call's hook runs inside
-//! the call's own future, which allocates nothing (a state of
-//! [`TraceLayer`](super::trace::TraceLayer) or `MetricsLayer` is kept as it is, another hook's
-//! boxed unless zero-sized). For an inbound request, the hook is told the
-//! outcome as the answer is sent, by whoever answers (the handler, or a task it handed its
-//! responder to); a notification still runs in one future of the hook's.
+//! runs it itself, with no chain to walk: the connection's dispatcher holds an inbound
+//! request's hook state while it polls the handler (no future, no allocation and no lock of the
+//! hook's own), an outbound call's hook runs inside the call's own future, which allocates
+//! nothing (a state of [`TraceLayer`](super::trace::TraceLayer) or `MetricsLayer` is kept as it
+//! is, another hook's boxed unless zero-sized). For an inbound request, the hook is told the
+//! outcome once the answer is given: after the poll that gave it, or by whoever gives it once
+//! the handler has ended (a task it handed its responder to); a notification still runs in one
+//! future of the hook's.
 //! [`TraceLayer`](super::trace::TraceLayer) and [`MetricsLayer`](super::metrics::MetricsLayer)
 //! are hooks. To run several hooks at the price of one, give them as a tuple: `(a, b)` is a
 //! hook running `a` outside `b`.
@@ -76,7 +77,7 @@ use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
     Watcher,
 };
-use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Responder, Router, SlotHook};
+use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Router, SlotHook};
 use crate::message::{ErrorObject, Id};
 
 /// A layer with a synchronous step before each call and one after it (see the
@@ -296,21 +297,19 @@ fn scoped<'h, H: Hook, T>(
 }
 
 /// A connection whose one layer is a hook: the connection runs it itself (see
-/// [`Layered::watcher`]), the hook's state kept in the inbound request's reply slot or in the
+/// [`Layered::watcher`]), the hook's state held by the dispatcher while it polls an inbound
+/// request's handler (left in the reply slot if the handler ends unanswered), or kept in the
 /// outbound call's own future.
 pub(crate) struct Alone<H> {
     hook: Arc<H>,
     /// The same hook, erased.
     watcher: Arc<dyn Watcher>,
-    /// The same, not erased (what an inbound request's wrapper calls, inlined).
-    erased: Arc<Erased<H>>,
 }
 
 impl<H: Hook> Alone<H> {
     fn new(hook: Arc<H>) -> Self {
-        let erased = Arc::new(Erased(hook.clone()));
-        let watcher: Arc<dyn Watcher> = erased.clone();
-        Alone { hook, watcher, erased }
+        let watcher: Arc<dyn Watcher> = Arc::new(Erased(hook.clone()));
+        Alone { hook, watcher }
     }
 }
 
@@ -374,64 +373,6 @@ impl<H: Hook> Watcher for Erased<H> {
 }
 
 impl<H: Hook> Alone<H> {
-    fn wrap_request(
-        watcher: Arc<Erased<H>>,
-        peer: Arc<PeerInfo>,
-        handler: crate::handler::RequestFn,
-    ) -> crate::handler::RequestFn {
-        let this = Arc::new((watcher, peer, handler));
-        Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
-            let state = this.0.on_inbound(&request, &this.1);
-            // Most often the state waits in the request's reply slot: the connection polls the
-            // handler inside the hook's scope and tells the hook the answer as it is given.
-            // No future of the hook's own.
-            let state = match request.slot.hook(this.0.clone() as Arc<dyn SlotHook>, state, H::SCOPED) {
-                Ok(()) => return (this.2)(request, responder),
-                // Answered already (cancelled as it started): the state is dropped untold.
-                Err(_) if request.slot.is_answered() => return (this.2)(request, responder),
-                Err(state) => state,
-            };
-            // A slot that cannot keep it (a notification routed to a request handler).
-            let this = this.clone();
-            Box::pin(async move {
-                let (hook, handler) = (&*this.0, &this.2);
-                let slot = request.slot.clone();
-                let watched = slot.watch().then(|| slot.clone());
-                let mut start = Some((request, Responder::inside_layers(slot)));
-                let mut running: Option<HandlerFuture> = None;
-                // The handler is started in the first poll, inside the scope.
-                let ((), state) = crate::handler::scoped(hook, state, move |cx| {
-                    if let Some((request, responder)) = start.take() {
-                        running = Some(handler(request, responder));
-                    }
-                    match running.as_mut() {
-                        Some(running) => running.as_mut().poll(cx),
-                        None => Poll::Ready(()),
-                    }
-                })
-                .await;
-                // The handler may have handed its responder to another task: the call is over
-                // once it is answered (most often it is already: no wait).
-                let outcome = match watched {
-                    None => Ok(None),
-                    Some(slot) => match slot.watched_answer().await {
-                        Ok(Ok(())) => Ok(None),
-                        Ok(Err(error)) => Err(Error::Remote(error)),
-                        Err(_) => Err(Error::Remote(ErrorObject::internal_error(
-                            "the handler dropped the request without answering",
-                        ))),
-                    },
-                };
-                hook.on_response(state, &outcome);
-                // Answered already, unless the handler dropped its responder.
-                match outcome {
-                    Ok(_) => responder.ok(()),
-                    Err(error) => responder.err(ErrorObject::from(error)),
-                };
-            })
-        })
-    }
-
     fn wrap_notification(
         hook: Arc<H>,
         peer: Arc<PeerInfo>,
@@ -484,9 +425,9 @@ impl<H: Hook> Layered for Alone<H> {
     }
 
     fn wrap(&self, router: Router, peer: Arc<PeerInfo>, _: TraceContextPlacement) -> Router {
+        // Requests are not wrapped: the connection's dispatcher runs the hook around them
+        // itself (`Layered::watcher`), its state held while it polls the handler.
         let router = Stack::with_fallback(router);
-        let (watcher, at) = (self.erased.clone(), peer.clone());
-        let router = router.map_requests(move |handler| Self::wrap_request(watcher.clone(), at.clone(), handler));
         let hook = self.hook.clone();
         router.map_notifications(move |handler| Self::wrap_notification(hook.clone(), peer.clone(), handler))
     }

@@ -31,8 +31,9 @@
 //! **Cost.** A connection without layers pays nothing for them: no allocation, no atomic
 //! operation, one branch on an `Option` per message. With layers, each call pays a boxed future
 //! per middleware and pass, and one for the chain's end; a connection whose only layer is a
-//! hook pays no chain, and the connection runs the hook itself: an inbound request's hook state
-//! waits in its reply slot (no future, no allocation of the hook's own), an outbound call's
+//! hook pays no chain, and the connection runs the hook itself: its dispatcher holds an inbound
+//! request's hook state while it polls the handler (no future, no allocation of the hook's
+//! own), an outbound call's
 //! hook runs inside the call's own future (no allocation either: 4 per call on `compare`'s
 //! row A, as without layers).
 //!
