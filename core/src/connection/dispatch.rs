@@ -709,12 +709,11 @@ impl HeldHook {
 
     /// The handler has ended (or is dropped): the state waits in the slot for the answer, or,
     /// answered meanwhile, the hook is told now.
+    #[inline]
     fn let_go(&mut self, hook: &Arc<dyn Watcher>, slot: &ReplySlot) {
-        let Some(state) = self.state.take() else {
-            // Told already; or never made (a panicking hook): nothing held.
-            slot.hook_told();
-            return;
-        };
+        // Told already (by `after_poll`, which also takes the answer to a hook that panicked
+        // before it made its state): nothing held.
+        let Some(state) = self.state.take() else { return };
         if let Err((state, answer)) = slot.leave_hook(hook.clone(), state) {
             tell_hook(&**hook, state, answer.as_ref().copied());
         }

@@ -412,16 +412,14 @@ impl Reader {
                     ));
                     return Routed::Invalid { id, error, batch };
                 }
-                let mut slot = new_slot(&self.shared, spares, id, batch);
+                let watched = self.shared.config.layered.is_some();
+                let mut slot = new_slot(&self.shared, spares, id, batch, watched);
                 let cancel = &self.shared.config.cancel;
                 if !cancel.never_cancelled.is_empty() && !cancel.may_cancel(&method) {
                     ReplySlot::set_never_cancelled(&mut slot);
                 }
-                if self.shared.config.layered.is_some() {
-                    ReplySlot::set_watched(&mut slot);
-                    if let Some(trace) = trace {
-                        ReplySlot::set_trace(&mut slot, trace);
-                    }
+                if watched && let Some(trace) = trace {
+                    ReplySlot::set_trace(&mut slot, trace);
                 }
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }
@@ -529,13 +527,25 @@ impl Reader {
 }
 
 /// A reply slot for request `id`: a spare one renewed, or a new one.
-fn new_slot(shared: &Arc<Shared>, spares: &mut Spares, id: Id, batch: Option<Arc<Batch>>) -> Arc<ReplySlot> {
+/// A request's reply slot, `watched` when middleware wraps it (a spare one renewed, or a new
+/// one).
+fn new_slot(
+    shared: &Arc<Shared>,
+    spares: &mut Spares,
+    id: Id,
+    batch: Option<Arc<Batch>>,
+    watched: bool,
+) -> Arc<ReplySlot> {
     let (id, batch) = match spares.pop() {
-        Some(mut slot) => match ReplySlot::renew(&mut slot, id, batch) {
+        Some(mut slot) => match ReplySlot::renew(&mut slot, id, batch, watched) {
             Ok(()) => return slot,
             Err(back) => back,
         },
         None => (id, batch),
     };
-    ReplySlot::new(shared.clone(), id, true, batch, false)
+    let mut slot = ReplySlot::new(shared.clone(), id, true, batch, false);
+    if watched {
+        ReplySlot::set_watched(&mut slot);
+    }
+    slot
 }

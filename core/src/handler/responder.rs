@@ -246,12 +246,14 @@ impl ReplySlot {
     }
 
     /// A slot nobody else holds any more, made ready for another request of the same
-    /// connection (`false`: somebody still holds it). Saves the allocation of a new one.
+    /// connection (`false`: somebody still holds it), `watched` or not ([`ReplySlot::set_watched`]).
+    /// Saves the allocation of a new one.
     #[allow(clippy::type_complexity)]
     pub(crate) fn renew(
         slot: &mut Arc<Self>,
         id: Id,
         batch: Option<Arc<Batch>>,
+        watched: bool,
     ) -> Result<(), (Id, Option<Arc<Batch>>)> {
         let Some(s) = Arc::get_mut(slot) else { return Err((id, batch)) };
         s.id = id;
@@ -268,7 +270,6 @@ impl ReplySlot {
         s.cancel_reason = OnceLock::new();
         s.never_cancelled = false;
         if s.watched {
-            s.watched = false;
             s.hook.reset();
             // Most often all three are empty already: nothing to drop.
             match s.watch.get_mut() {
@@ -283,6 +284,7 @@ impl ReplySlot {
                 s.trace = None;
             }
         }
+        s.watched = watched;
         Ok(())
     }
 

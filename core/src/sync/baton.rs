@@ -106,7 +106,7 @@ impl<T, E: Clone> Baton<T, E> {
                 (EMPTY, _) => DONE,
                 (HELD, Ok(())) => TOLD_OK,
                 (HELD, Err(error)) => {
-                    *lock(&self.error) = Some(error.clone());
+                    self.keep_error(error);
                     TOLD_ERR
                 }
                 (LEFT, _) => DONE,
@@ -125,6 +125,12 @@ impl<T, E: Clone> Baton<T, E> {
                 }
             }
         }
+    }
+
+    /// The error answer, for the holder (out of line: most answers are results).
+    #[cold]
+    fn keep_error(&self, error: &E) {
+        *lock(&self.error) = Some(error.clone());
     }
 
     /// Ready for another request (`&mut`: nobody else is here).
