@@ -13,7 +13,7 @@ use super::host::Host;
 use crate::message::bind::{Binder, UNBOUND};
 use crate::message::{ErrorObject, Id, encode_response, encode_response_json};
 use crate::middleware::state::HookState;
-use crate::sync::baton::{Baton, Told};
+use crate::sync::baton::{Baton, Crossing, Told};
 
 /// A request handler's panic supervision, per reply slot (no thread-local state): while its
 /// handler is polled the slot is `POLLING`; a [`Responder`] dropped by a panicking thread then
@@ -187,10 +187,10 @@ pub(crate) struct ReplySlot {
     watched: bool,
     /// Who tells the connection's hook the answer: the dispatcher polling the handler, which
     /// holds the hook's state, or, once the handler has ended, whoever answers (see
-    /// [`Baton`]). Only used when `watched`.
-    hook: Baton<(Arc<dyn SlotHook>, HookState), ErrorObject>,
-    /// Told the answer once it is given (middleware observing it); only used when `watched`.
-    watch: std::sync::Mutex<Watch>,
+    /// [`Baton`]). Its cell is the answer's watch, told the answer once it is given (middleware
+    /// observing it; a slot whose hook's state is held is watched by nothing else). Only used
+    /// when `watched`.
+    hook: Baton<Watch>,
     /// What the layers attached to the call, for its handler's context; only set when `watched`.
     extensions: OnceLock<super::Extensions>,
     /// The request's top-level trace context members, kept for a layer that reads them; only
@@ -223,8 +223,7 @@ impl ReplySlot {
             cancel_reason: OnceLock::new(),
             never_cancelled: false,
             watched: false,
-            hook: Baton::new(),
-            watch: std::sync::Mutex::new(Watch::Idle),
+            hook: Baton::new(Watch::Idle),
             extensions: OnceLock::new(),
             trace: None,
         })
@@ -272,10 +271,9 @@ impl ReplySlot {
         if s.watched {
             s.hook.reset();
             // Most often all three are empty already: nothing to drop.
-            match s.watch.get_mut() {
-                Ok(Watch::Idle) => {}
-                Ok(watch) => *watch = Watch::Idle,
-                Err(_) => s.watch = std::sync::Mutex::new(Watch::Idle),
+            let watch = s.hook.cell_mut();
+            if !matches!(watch, Watch::Idle) {
+                *watch = Watch::Idle;
             }
             if s.extensions.get().is_some() {
                 s.extensions = OnceLock::new();
@@ -400,6 +398,11 @@ impl ReplySlot {
         match std::mem::replace(&mut *state, Watch::Idle) {
             Watch::Told(answer) => Poll::Ready(Ok(answer)),
             Watch::Closed | Watch::Idle => Poll::Ready(Err(Closed)),
+            // The hook's, not a watch's (never both on one slot): left as it was.
+            other @ (Watch::HookLeft(..) | Watch::HookError(_)) => {
+                *state = other;
+                Poll::Ready(Err(Closed))
+            }
             Watch::Waiting(_) => {
                 *state = Watch::Waiting(Some(cx.waker().clone()));
                 Poll::Pending
@@ -414,8 +417,8 @@ impl ReplySlot {
         std::future::poll_fn(move |cx| self.poll_watched(cx))
     }
 
-    fn watch_state(&self) -> std::sync::MutexGuard<'_, Watch> {
-        self.watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn watch_state(&self) -> crate::sync::MutexGuard<'_, Watch> {
+        crate::sync::lock(self.hook.cell())
     }
 
     /// End a watch waiting for an answer with `to` (the answer, or closed), waking its future.
@@ -646,6 +649,41 @@ pub(crate) enum Watch {
     Told(Result<(), ErrorObject>),
     /// The handler's responder was dropped unanswered.
     Closed,
+    /// A hook's state the dispatcher left when the handler ended unanswered, for whoever
+    /// answers ([`Baton`]).
+    HookLeft(Arc<dyn SlotHook>, HookState),
+    /// The error the request was answered with, for the dispatcher to tell the hook ([`Baton`]).
+    HookError(ErrorObject),
+}
+
+impl Crossing<(Arc<dyn SlotHook>, HookState), ErrorObject> for Watch {
+    fn put_left(&mut self, (hook, state): (Arc<dyn SlotHook>, HookState)) {
+        *self = Watch::HookLeft(hook, state);
+    }
+    fn take_left(&mut self) -> Option<(Arc<dyn SlotHook>, HookState)> {
+        match std::mem::replace(self, Watch::Idle) {
+            Watch::HookLeft(hook, state) => Some((hook, state)),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+    fn put_error(&mut self, error: ErrorObject) {
+        *self = Watch::HookError(error);
+    }
+    fn take_error(&mut self) -> Option<ErrorObject> {
+        match std::mem::replace(self, Watch::Idle) {
+            Watch::HookError(error) => Some(error),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+    fn clear(&mut self) {
+        *self = Watch::Idle;
+    }
 }
 
 /// The handler's responder was dropped without answering (see [`ReplySlot::watch`]).
