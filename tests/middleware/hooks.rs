@@ -3,7 +3,8 @@
 //! place among other layers, two hooks as a tuple, its scope around the handler, a panicking
 //! hook, a handler that drops its responder, one that answers from another task, one the peer
 //! cancels, one still running as the connection closes, a notification for a request handler,
-//! an outbound call dropped before its answer.
+//! 600 in flight answered every way on two worker threads, an outbound call dropped before its
+//! answer.
 
 use crate::support;
 
@@ -368,4 +369,99 @@ async fn a_notification_for_a_request_handler_runs_under_the_hook() {
     peer.send(r#"{"jsonrpc":"2.0","method":"add","params":[1,2]}"#).await;
     wait_for(&log, 2).await;
     assert_eq!(*log.lock().unwrap(), ["H> in add null [1,2]", "H< in add: ok"]);
+}
+
+/// Counts, per request id, how often the hook was told and with what.
+#[derive(Default)]
+struct Tally(Mutex<std::collections::HashMap<String, Vec<String>>>);
+
+impl Hook for Tally {
+    type State = String;
+    fn on_request(&self, call: &CallInfo<'_>) -> String {
+        call.id().map_or("-".to_owned(), |id| id.to_string())
+    }
+    fn on_response(&self, id: String, outcome: &Outcome) {
+        let status = match outcome {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("error {}", middleware::error_code(e)),
+        };
+        self.0.lock().unwrap().entry(id).or_default().push(status);
+    }
+}
+
+/// The hand-off between the task polling a handler and whoever answers, under load on two
+/// worker threads: answers given in the handler's first poll, in a later one, and from another
+/// task after the handler has ended (at once, or after some yields), results and errors mixed,
+/// 600 requests in flight together. Each request's hook is told exactly once, with its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_load_each_hooked_request_is_told_once_whoever_answers_and_when() {
+    let tally = Arc::new(Tally::default());
+    let builder = Connection::builder().layer(tally.clone()).serve(Router::new().request_raw(
+        "go",
+        |request: jsonrpc_duplex::Request, responder: jsonrpc_duplex::Responder| async move {
+            let [n]: [u64; 1] = serde_json::from_str(request.params().map_or("[0]", |p| p.get())).unwrap();
+            let answer = move |responder: jsonrpc_duplex::Responder| {
+                if n % 3 == 0 {
+                    responder.err(ErrorObject::new(-32000 - (n % 7) as i64, "no"));
+                } else {
+                    responder.ok(n);
+                }
+            };
+            match n % 4 {
+                // In the first poll.
+                0 => answer(responder),
+                // In a later poll of the handler.
+                1 => {
+                    tokio::task::yield_now().await;
+                    answer(responder);
+                }
+                // From another task, once the handler has ended, after some yields.
+                2 => {
+                    tokio::spawn(async move {
+                        for _ in 0..(n % 5) {
+                            tokio::task::yield_now().await;
+                        }
+                        answer(responder);
+                    });
+                }
+                // From another task at once, racing the handler's end.
+                _ => {
+                    tokio::spawn(async move { answer(responder) });
+                }
+            }
+        },
+    ));
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    const N: u64 = 600;
+    for n in 0..N {
+        peer.send(format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"go","params":[{n}]}}"#)).await;
+    }
+    let mut answered = std::collections::HashMap::new();
+    for _ in 0..N {
+        let answer = peer.recv().await;
+        let id = answer["id"].as_u64().unwrap();
+        let status = match answer.get("error") {
+            Some(error) => format!("error {}", error["code"]),
+            None => {
+                assert_eq!(answer["result"], json!(id), "{answer}");
+                "ok".to_owned()
+            }
+        };
+        // A third are errors, of the handler's own codes.
+        assert_eq!(status != "ok", id % 3 == 0, "{answer}");
+        assert!(answered.insert(id, status).is_none(), "answered twice: {answer}");
+    }
+    within(async {
+        while tally.0.lock().unwrap().values().map(Vec::len).sum::<usize>() < N as usize {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let told = tally.0.lock().unwrap();
+    for n in 0..N {
+        let statuses = &told[&n.to_string()];
+        assert_eq!(statuses.len(), 1, "request {n} told {statuses:?}");
+        assert_eq!(statuses[0], answered[&n], "request {n}: the hook was told what the peer was answered");
+    }
+    assert_eq!(told.len(), N as usize);
 }
