@@ -30,8 +30,8 @@ use super::permits::{self, Permit};
 use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
-    Host, Notification, ReplySlot, Request, Responder, Route, Router, SlotHook, panic_message, poll_supervised,
-    poll_supervised_in, tell_hook,
+    Host, Notification, ReplySlot, Request, Responder, Route, Router, SlotHook, in_scope, panic_message,
+    poll_supervised, tell_hook,
 };
 use crate::message::{ErrorObject, TraceMembers};
 
@@ -352,6 +352,21 @@ impl Dispatcher {
             // Answered with the panic's message.
             Err(_) => return None,
         };
+        self.go_on(handler, first, slot, permit, None)
+    }
+
+    /// After a request handler's first poll: still unanswered, it is entered in the map of
+    /// requests in flight; finished, it costs no task; still running, it goes on as a task of
+    /// its own (with the hook's state, if one is held).
+    #[inline]
+    fn go_on(
+        &self,
+        handler: HandlerFuture,
+        first: Poll<()>,
+        slot: Arc<ReplySlot>,
+        permit: Permit<'_>,
+        hooked: Option<(&Arc<dyn Watcher>, HeldHook)>,
+    ) -> Option<Arc<ReplySlot>> {
         // Still unanswered (running on, or its responder handed to another task): in flight,
         // so it must be found by a cancellation or a reused id from here on.
         if !slot.is_answered() {
@@ -359,12 +374,16 @@ impl Dispatcher {
         }
         if first.is_ready() {
             drop(handler);
+            if let Some((hook, mut held)) = hooked {
+                held.let_go(hook, &slot);
+            }
             return spare(slot);
         }
         let permit = permit.owned();
+        let held = hooked.map(|(hook, held)| (hook.clone(), held));
         self.tracker.spawn(async move {
             let cancel = slot.cancellation().clone();
-            let end = supervise(handler, None, &slot, &cancel).await;
+            let end = supervise(handler, held, &slot, &cancel).await;
             // A handler that finished may have handed its responder to another task: only a
             // cancelled one is answered here.
             if end == End::Cancelled {
@@ -409,25 +428,7 @@ impl Dispatcher {
                 return if started.is_ok() { spare(slot) } else { None };
             }
         };
-        if !slot.is_answered() {
-            slot.register();
-        }
-        if first.is_ready() {
-            drop(handler);
-            held.let_go(hook, &slot);
-            return spare(slot);
-        }
-        let permit = permit.owned();
-        let hook = hook.clone();
-        self.tracker.spawn(async move {
-            let cancel = slot.cancellation().clone();
-            let end = supervise(handler, Some((hook, held)), &slot, &cancel).await;
-            if end == End::Cancelled {
-                slot.answer_unanswered("cancelled");
-            }
-            drop(permit);
-        });
-        None
+        self.go_on(handler, first, slot, permit, Some((hook, held)))
     }
 
     /// The connection, as what it reads knows it.
@@ -656,18 +657,6 @@ impl Drop for Holding<'_> {
     }
 }
 
-/// Run `f` inside `hook`'s scope for `state` (outside it, if the hook's scope does not run it).
-fn in_scope<R>(hook: &dyn SlotHook, state: &HookState, f: impl FnOnce() -> R) -> R {
-    let mut f = Some(f);
-    let mut out = None;
-    hook.in_scope(state, &mut || out = f.take().map(|f| f()));
-    match (out, f) {
-        (Some(out), _) => out,
-        (None, Some(f)) => f(),
-        (None, None) => unreachable!("ran, or not"),
-    }
-}
-
 /// The connection's hook's state for one request, held by whoever polls its handler (the
 /// lane, then the handler's task): the holder's side of [`crate::sync::baton`]. The hook is
 /// given to each step (the lane borrows the connection's; the task keeps a clone).
@@ -692,7 +681,7 @@ impl HeldHook {
         poll: impl FnOnce() -> R,
     ) -> Result<R, Box<dyn std::any::Any + Send>> {
         match &self.state {
-            Some(state) if self.scoped => poll_supervised_in(slot, hook, state, poll),
+            Some(state) if self.scoped => poll_supervised(Some(slot), || in_scope(hook, state, poll)),
             _ => poll_supervised(Some(slot), poll),
         }
     }

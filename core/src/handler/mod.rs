@@ -14,8 +14,6 @@ pub use extensions::Extensions;
 pub(crate) use host::Host;
 pub use request::{Notification, NotificationContext, Request, RequestContext, decode_params};
 pub use responder::Responder;
-pub(crate) use responder::{
-    ReplySlot, SlotHook, panic_message, poll_supervised, poll_supervised_in, scoped, tell_hook,
-};
+pub(crate) use responder::{ReplySlot, SlotHook, in_scope, panic_message, poll_supervised, scoped, tell_hook};
 pub(crate) use router::{BoxFuture, NotificationFn, RequestFn, Route};
 pub use router::{MethodClash, Router};

@@ -36,34 +36,13 @@ mod supervision {
 /// `slot`, its request is answered `-32603` with the panic's message, or, when another task
 /// holding its responder panicked meanwhile, `-32603` saying so.
 pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -> R) -> Result<R, Box<dyn Any + Send>> {
-    supervised(slot, None, poll)
-}
-
-/// [`poll_supervised`], the poll run inside `hook`'s scope for the request (`state`).
-pub(crate) fn poll_supervised_in<R>(
-    slot: &ReplySlot,
-    hook: &dyn SlotHook,
-    state: &HookState,
-    poll: impl FnOnce() -> R,
-) -> Result<R, Box<dyn Any + Send>> {
-    supervised(Some(slot), Some((hook, state)), poll)
-}
-
-fn supervised<R>(
-    slot: Option<&ReplySlot>,
-    scope: Option<(&dyn SlotHook, &HookState)>,
-    poll: impl FnOnce() -> R,
-) -> Result<R, Box<dyn Any + Send>> {
     let Some(slot) = slot else {
         return std::panic::catch_unwind(AssertUnwindSafe(poll));
     };
     // A plain store: a responder's compare-and-swap and the swap below are read-modify-writes
     // of this one atomic, each ordered before or after it; no other memory hangs on it.
     slot.supervision.store(supervision::POLLING, Ordering::Release);
-    let out = match scope {
-        None => std::panic::catch_unwind(AssertUnwindSafe(poll)),
-        Some((hook, state)) => poll_in_scope(hook, state, poll),
-    };
+    let out = std::panic::catch_unwind(AssertUnwindSafe(poll));
     let deferred = slot.supervision.swap(supervision::IDLE, Ordering::SeqCst) == supervision::DEFERRED;
     match &out {
         Err(payload) => slot.answer_panic(payload),
@@ -73,27 +52,26 @@ fn supervised<R>(
     out
 }
 
-/// One poll inside a hook's scope, under panic supervision (a hook that panics there is the
-/// handler's panic).
-fn poll_in_scope<R>(
-    hook: &dyn SlotHook,
-    state: &HookState,
-    poll: impl FnOnce() -> R,
-) -> Result<R, Box<dyn Any + Send>> {
-    let mut poll = Some(poll);
+/// Run `f` inside `hook`'s scope for `state` (outside it, if the scope does not run it; once,
+/// if it runs it twice). Under [`poll_supervised`], a hook that panics in its scope is the
+/// handler's panic.
+pub(crate) fn in_scope<R>(hook: &dyn SlotHook, state: &HookState, f: impl FnOnce() -> R) -> R {
+    let mut f = Some(f);
     let mut out = None;
-    let scope =
-        std::panic::catch_unwind(AssertUnwindSafe(|| hook.in_scope(state, &mut || out = poll.take().map(|p| p()))));
-    match (scope, out, poll) {
-        (Err(payload), _, _) => Err(payload),
-        (Ok(()), Some(out), _) => Ok(out),
-        // A scope that did not run it.
-        (Ok(()), None, Some(poll)) => std::panic::catch_unwind(AssertUnwindSafe(poll)),
-        (Ok(()), None, None) => Err(Box::new("the hook's scope lost the handler's poll") as Box<dyn Any + Send>),
+    hook.in_scope(state, &mut || {
+        if let Some(f) = f.take() {
+            out = Some(f());
+        }
+    });
+    match (out, f) {
+        (Some(out), _) => out,
+        (None, Some(f)) => f(),
+        (None, None) => unreachable!("`f` ran, so `out` is set"),
     }
 }
 
-/// A hook as a request's reply slot runs it ([`ReplySlot::hook`]).
+/// A hook as the connection runs it around an inbound request (its state held by the
+/// dispatcher, see [`ReplySlot::hold_hook`]).
 pub(crate) trait SlotHook: Send + Sync + 'static {
     /// Whether [`SlotHook::in_scope`] does anything for the call of `state` (`false`: it is
     /// polled without it).
