@@ -29,6 +29,8 @@
 //! subscriber under the tracing layer that enables its spans and records nothing (no span
 //! store, no field visited): the layer's own instrumentation cost, without the registry's.
 //! `COMPARE_PROFILE_RECORDER=noop` installs no metrics recorder (the metrics layer's own cost).
+//! `COMPARE_WORKERS=1` runs the runtime on one worker thread instead of two (no hand-off between
+//! cores: the work itself, without what crossing cores costs).
 //!
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
@@ -669,7 +671,10 @@ fn main() {
     if args.iter().any(|a| a == "--list") {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    // `COMPARE_WORKERS=1` runs every task on one worker thread: no hand-off between cores, so
+    // what is left of a difference in time is the work itself (default 2).
+    let workers = std::env::var("COMPARE_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().expect("runtime");
     if let Some(n) = std::env::var("COMPARE_PROFILE").ok().and_then(|v| v.parse().ok()) {
         return profile(&rt, n);
     }
