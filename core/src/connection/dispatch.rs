@@ -109,6 +109,7 @@ impl Lane {
     /// The reader hands over a message: dispatched on the spot if the lane is free (its handler
     /// polled once with `cx`, the reader's context), else queued for the dispatcher task.
     /// `Ok` may hand back the reply slot of a request that is done with it, for reuse.
+    #[inline(always)]
     pub(crate) fn offer(
         self: &Arc<Self>,
         item: Inbound,
@@ -159,6 +160,7 @@ impl Lane {
     }
 
     /// Dispatch one message from the reader without waiting for anything.
+    #[inline(always)]
     fn step(&self, item: Inbound, cx: &mut Context<'_>) -> Step {
         let d = &self.dispatcher;
         // Only the lane's owner counts what it takes: no read-modify-write needed.

@@ -75,6 +75,7 @@ impl<T, J> LaneTurns<T, J> {
 
     /// The reader offers `item`. `on_queue` runs under the lock for an item queued behind the
     /// task (so that the task cannot take it before it is accounted for).
+    #[inline(always)]
     pub(crate) fn offer(&self, item: T, on_queue: impl FnOnce(&T)) -> Offered<T> {
         loop {
             if self.closed.load(Ordering::Acquire) {
