@@ -49,7 +49,10 @@ pub(crate) trait FrameSource: Send + Unpin + 'static {
 /// Frames cut from a byte stream.
 pub(crate) struct ByteFrames<R> {
     io: R,
-    buf: BytesMut,
+    /// The read buffer while there is one (boxed: taken from the thread and given back, it
+    /// moves as a pointer; moved by value, its 32 bytes were copied in loads the CPU cannot
+    /// forward from the stores that had just written them, a stall at each take and give).
+    buf: Option<Box<BytesMut>>,
     codec: FrameCodec,
     /// The current body, in `buf`.
     body: Range<usize>,
@@ -64,7 +67,7 @@ impl<R> ByteFrames<R> {
         ByteFrames {
             io,
             // Nothing until there is something to read (an idle connection holds no buffer).
-            buf: BytesMut::new(),
+            buf: None,
             codec,
             body: 0..0,
             consume: 0,
@@ -78,13 +81,15 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
     fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Next, FrameError>>> {
         if self.consume > 0 {
             let consumed = std::mem::take(&mut self.consume);
-            if consumed == self.buf.len() {
-                // The usual case (a read brought whole frames): emptied for the price of a
-                // length store, its room kept from the front (an advance costs ~75
-                // instructions and leaves the consumed front unused until a reserve).
-                self.buf.clear();
-            } else {
-                self.buf.advance(consumed);
+            if let Some(buf) = self.buf.as_deref_mut() {
+                if consumed == buf.len() {
+                    // The usual case (a read brought whole frames): emptied for the price of a
+                    // length store, its room kept from the front (an advance costs ~75
+                    // instructions and leaves the consumed front unused until a reserve).
+                    buf.clear();
+                } else {
+                    buf.advance(consumed);
+                }
             }
             self.body = 0..0;
         }
@@ -92,13 +97,13 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
             if self.done {
                 return Poll::Ready(None);
             }
-            let found = if self.eof {
-                self.codec.decode_eof_at(&mut self.buf)
-            } else if self.buf.is_empty() {
+            let found = match self.buf.as_deref_mut() {
+                Some(buf) if self.eof => self.codec.decode_eof_at(buf),
+                None if self.eof => self.codec.decode_eof_at(&mut BytesMut::new()),
                 // Everything read is consumed: nothing to look for until more arrives.
-                Ok(None)
-            } else {
-                self.codec.decode_at(&mut self.buf)
+                None => Ok(None),
+                Some(buf) if buf.is_empty() => Ok(None),
+                Some(buf) => self.codec.decode_at(buf),
             };
             match found {
                 Ok(Some(Found::Message { start, end, next })) => {
@@ -117,19 +122,20 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
                     return Poll::Ready(Some(Err(e)));
                 }
             }
-            let capacity = self.buf.capacity();
-            if self.buf.is_empty() && !(READ_CHUNK / 8..=KEEP_BUFFER).contains(&capacity) {
+            let buf = match &mut self.buf {
+                // Something read is kept, or an empty buffer of a size to read into.
+                Some(buf) if !buf.is_empty() || (READ_CHUNK / 8..=KEEP_BUFFER).contains(&buf.capacity()) => buf,
                 // Everything read is consumed and no buffer is at hand (or a large message is
                 // over, and its buffer is not kept): the one this thread's last reader gave
                 // back, if it has room for a read (its consumed front is reclaimed only once it
                 // runs short, below), else one from the thread's pool.
-                self.buf = crate::util::bufpool::take_read(READ_CHUNK / 8, READ_CHUNK);
-            }
-            let spare = self.buf.capacity() - self.buf.len();
+                slot => slot.insert(crate::util::bufpool::take_read(READ_CHUNK / 8, READ_CHUNK)),
+            };
+            let spare = buf.capacity() - buf.len();
             // The rest of a body whose length the header gave fits the room reserved for it
             // then: reserving more here would double a large message's buffer (copying the
             // megabyte read so far) for its last few hundred bytes.
-            let rest = self.codec.frame_rest(self.buf.len());
+            let rest = self.codec.frame_rest(buf.len());
             if spare < READ_CHUNK / 8 && !(rest > 0 && rest <= spare) {
                 // Reclaims the consumed front of the buffer when it can instead of growing it.
                 // The rest of a body whose length is known gets its room at once: the room the
@@ -138,13 +144,16 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
                 // growing by reads doubled it over and over, copying what was read each time
                 // (under callgrind, row D's 1 MiB echo with Content-Length: ~1.1 million
                 // instructions an echo).
-                self.buf.reserve(READ_CHUNK.max(rest));
+                buf.reserve(READ_CHUNK.max(rest));
             }
-            let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buf);
-            if read.is_pending() && self.buf.is_empty() {
+            let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut **buf);
+            if read.is_pending()
+                && buf.is_empty()
+                && let Some(buf) = self.buf.take()
+            {
                 // Nothing at hand and nothing kept: the buffer goes back until the stream is
                 // readable again.
-                crate::util::bufpool::give_read(std::mem::take(&mut self.buf));
+                crate::util::bufpool::give_read(buf);
             }
             match ready!(read) {
                 Ok(0) => self.eof = true,
@@ -158,17 +167,17 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
     }
 
     fn body(&self) -> &[u8] {
-        &self.buf[self.body.clone()]
+        self.buf.as_deref().map_or(&[][..], |buf| &buf[self.body.clone()])
     }
 
     fn has_more(&self) -> bool {
-        self.buf.len() > self.consume
+        self.buf.as_deref().map_or(0, BytesMut::len) > self.consume
     }
 
     fn in_message(&self) -> bool {
         // Whatever is buffered when no frame can be cut is the start of the next one; the codec
         // may have taken a header already, or be skipping an over-long line.
-        !self.buf.is_empty() || self.codec.in_frame()
+        self.buf.as_deref().is_some_and(|buf| !buf.is_empty()) || self.codec.in_frame()
     }
 }
 
@@ -248,7 +257,7 @@ mod tests {
         writer.await.unwrap();
         let after = std::future::poll_fn(|cx| frames.poll_frame(cx)).await;
         assert!(after.is_none(), "nothing after the end");
-        (bodies, end, frames.buf.capacity())
+        (bodies, end, frames.buf.as_deref().map_or(0, BytesMut::capacity))
     }
 
     #[tokio::test]
@@ -297,14 +306,15 @@ mod tests {
         assert!(matches!(next, Some(Ok(Next::Message))));
         assert_eq!(frames.body(), body.as_bytes());
         // Not doubled for its last bytes (the buffer held the whole body and the first read).
-        assert!(frames.buf.capacity() < body.len() + READ_CHUNK, "{} for {}", frames.buf.capacity(), body.len());
+        let capacity = frames.buf.as_deref().map_or(0, BytesMut::capacity);
+        assert!(capacity < body.len() + READ_CHUNK, "{capacity} for {}", body.len());
         writer.await.unwrap();
     }
 
     #[test]
     fn has_more_says_whether_bytes_follow_the_current_frame() {
         let mut frames = ByteFrames::new(tokio::io::empty(), Framing::NewlineDelimited.codec(FrameLimits::default()));
-        frames.buf.extend_from_slice(b"[1]\n[2]\n");
+        frames.buf = Some(Box::new(BytesMut::from(&b"[1]\n[2]\n"[..])));
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
         assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(Some(Ok(Next::Message)))));
