@@ -673,7 +673,9 @@ fn main() {
     }
     // `COMPARE_WORKERS=1` runs every task on one worker thread: no hand-off between cores, so
     // what is left of a difference in time is the work itself (default 2).
-    let workers = std::env::var("COMPARE_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    // (0 or anything not a number: the default, not tokio's panic on zero workers.)
+    let workers =
+        std::env::var("COMPARE_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(2);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().expect("runtime");
     if let Some(n) = std::env::var("COMPARE_PROFILE").ok().and_then(|v| v.parse().ok()) {
         return profile(&rt, n);
