@@ -542,11 +542,7 @@ fn plain_key(s: &[u8]) -> Option<(PlainKey, &[u8])> {
     let have = match body.first_chunk::<8>() {
         Some(bytes) => u64::from_le_bytes(*bytes) & (u64::MAX >> (64 - 8 * len)),
         // Fewer than eight bytes left: the name is compared from what there is.
-        None if body.len() >= len => {
-            let mut bytes = [0u8; 8];
-            bytes[..len].copy_from_slice(&body[..len]);
-            u64::from_le_bytes(bytes)
-        }
+        None if body.len() >= len => crate::util::hash::short_word(&body[..len]),
         None => return None,
     };
     (have == name).then(|| (key, &body[len..]))

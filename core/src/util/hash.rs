@@ -24,13 +24,35 @@ impl Hasher for IdHasher {
         }
         let rest = words.remainder();
         if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
+            self.write_u64(short_word(rest) ^ ((rest.len() as u64) << 59));
         }
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(29) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Up to eight bytes as a little-endian word, zero above them (`short_word(b"ab") == 0x6261`).
+///
+/// Read with two loads that may overlap, not copied byte by byte into a zeroed buffer: a word
+/// loaded from bytes stored one at a time a moment before waits until they reach the cache
+/// (the CPU forwards a store only to a load no wider than it). Such a copy of a method name's
+/// last word was a quarter of the time of the router's lookup.
+#[inline(always)]
+pub(crate) fn short_word(b: &[u8]) -> u64 {
+    let n = b.len();
+    debug_assert!(n <= 8);
+    if n >= 4 {
+        let lo = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let hi = u64::from(u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]));
+        // The two overlap where `n < 8`: the same bytes at the same places, so `|` keeps them.
+        lo | hi << (8 * (n - 4))
+    } else if n >= 2 {
+        let lo = u64::from(u16::from_le_bytes([b[0], b[1]]));
+        let hi = u64::from(u16::from_le_bytes([b[n - 2], b[n - 1]]));
+        lo | hi << (8 * (n - 2))
+    } else {
+        b.first().map_or(0, |&byte| u64::from(byte))
     }
 }
 
@@ -71,5 +93,19 @@ mod tests {
         // collision, twice in a row).
         let (m1, m2) = (PeerBuild::default(), PeerBuild::default());
         assert!(m1.hash_one(&a) != m1.hash_one(&b) || m2.hash_one(&a) != m2.hash_one(&b));
+    }
+
+    #[test]
+    fn a_short_word_is_its_bytes_zero_padded() {
+        let bytes = *b"\x01\x82\x03\xf4\x05\x06\xa7\x08";
+        for n in 0..=8 {
+            let mut padded = [0u8; 8];
+            padded[..n].copy_from_slice(&bytes[..n]);
+            assert_eq!(short_word(&bytes[..n]), u64::from_le_bytes(padded), "{n} bytes");
+        }
+        // Names that differ only in their last bytes hash apart.
+        let hash = |s: &str| IdBuild::default().hash_one(s);
+        assert_ne!(hash("notify"), hash("notifz"));
+        assert_ne!(hash("add"), hash("ad"));
     }
 }
