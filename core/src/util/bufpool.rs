@@ -24,7 +24,7 @@ const MAX_KEPT_BYTES: usize = 32 * 1024;
 
 thread_local! {
     static POOL: Pool<Vec<u8>> = const { Pool::new() };
-    static BYTES: Pool<BytesMut> = const { Pool::new() };
+    static BYTES: Pool<Box<BytesMut>> = const { Pool::new() };
     /// The read buffer a reader on this thread gave back last (see [`take_read`]).
     static READ: Cell<Option<Box<BytesMut>>> = const { Cell::new(None) };
 }
@@ -85,27 +85,29 @@ pub(crate) fn give(mut buf: Vec<u8>) {
 /// An empty byte buffer with room for at least `min` bytes: one this thread kept if there is.
 /// A connection takes one only while it has bytes to read or write, and gives it back with
 /// [`give_bytes`] once they are consumed or written, so an idle connection holds none.
-pub(crate) fn take_bytes(min: usize) -> BytesMut {
+///
+/// Boxed, for the reason [`take_read`] gives: a buffer handed between the queue, the writer
+/// and this pool moves as a pointer.
+pub(crate) fn take_bytes(min: usize) -> Box<BytesMut> {
     match reuse(&BYTES) {
         Some(mut buf) => {
             buf.reserve(min);
             buf
         }
-        None => BytesMut::with_capacity(min),
+        None => Box::new(BytesMut::with_capacity(min)),
     }
 }
 
 /// Done with `buf` (its bytes are consumed or written): keep it for the next connection on this
 /// thread if it is not too large and the pool is not full; otherwise free it.
 #[inline]
-pub(crate) fn give_bytes(buf: BytesMut) {
-    // Most buffers given back are empty placeholders (a writer's emptied swap partner): no call.
+pub(crate) fn give_bytes(buf: Box<BytesMut>) {
     if buf.capacity() != 0 {
         give_held(buf);
     }
 }
 
-fn give_held(mut buf: BytesMut) {
+fn give_held(mut buf: Box<BytesMut>) {
     if buf.capacity() > MAX_KEPT_BYTES {
         return;
     }
@@ -136,7 +138,7 @@ pub(crate) fn take_read(min: usize, fresh: usize) -> Box<BytesMut> {
             }
             buf
         }
-        _ => Box::new(take_bytes(fresh.max(min))),
+        _ => take_bytes(fresh.max(min)),
     }
 }
 
@@ -149,7 +151,7 @@ pub(crate) fn give_read(buf: Box<BytesMut>) {
         return;
     }
     if let Ok(Some(displaced)) = READ.try_with(|slot| slot.replace(Some(buf))) {
-        give_held(*displaced);
+        give_held(displaced);
     }
 }
 
@@ -181,7 +183,7 @@ mod tests {
         let again = take_bytes(100);
         assert!(again.is_empty());
         assert_eq!(again.as_ptr(), ptr, "the kept buffer is reused");
-        give_bytes(BytesMut::with_capacity(MAX_KEPT_BYTES + 1));
+        give_bytes(Box::new(BytesMut::with_capacity(MAX_KEPT_BYTES + 1)));
         assert!(take_bytes(1).capacity() <= MAX_KEPT_BYTES);
     }
 

@@ -50,7 +50,7 @@ const KEEP_BUFFER: usize = 128 * 1024;
 pub(crate) enum Chunk {
     /// Small messages framed back to back (a byte stream's queue tail, sealed when a large body
     /// is queued after it).
-    Encoded(BytesMut),
+    Encoded(Box<BytesMut>),
     /// One message's body: a large one on a byte stream (framed as it is written, not copied),
     /// every message on a message transport.
     Body(Vec<u8>),
@@ -116,10 +116,7 @@ pub(super) fn shrink_idle(chunks: &mut VecDeque<Chunk>) {
 /// The queue's tail buffer, with room to frame a small message into: an emptied one from this
 /// thread's pool when it has none (it gave its buffer back when it went idle).
 fn tail_room(q: &mut Queue) -> &mut BytesMut {
-    if q.tail.capacity() == 0 {
-        q.tail = crate::util::bufpool::take_bytes(TAIL_CHUNK);
-    }
-    &mut q.tail
+    q.tail.get_or_insert_with(|| crate::util::bufpool::take_bytes(TAIL_CHUNK))
 }
 
 /// The room a fresh tail buffer starts with.
@@ -128,8 +125,7 @@ const TAIL_CHUNK: usize = 1024;
 /// Close the tail buffer of small messages into a chunk of its own (a body queued next must
 /// follow it).
 fn seal_tail(q: &mut Queue) {
-    if !q.tail.is_empty() {
-        let sealed = std::mem::take(&mut q.tail);
+    if let Some(sealed) = q.tail.take_if(|tail| !tail.is_empty()) {
         q.chunks.push_back(Chunk::Encoded(sealed));
     }
 }
@@ -139,8 +135,10 @@ struct Queue {
     chunks: VecDeque<Chunk>,
     /// Small messages framed since the last chunk, written after the chunks (byte streams).
     /// Senders frame their messages straight into it, so nothing is allocated per message and
-    /// the writer swaps it with its own emptied buffer.
-    tail: BytesMut,
+    /// the writer swaps it with its own emptied buffer. `None` while idle; boxed, so that it
+    /// moves between the queue, the writer and the thread's pool as a pointer (see
+    /// [`crate::util::bufpool::take_bytes`]).
+    tail: Option<Box<BytesMut>>,
     /// Bytes of queued requests and notifications: their share of the budget, given back when
     /// the writer takes them.
     budgeted: usize,
@@ -159,7 +157,7 @@ struct Queue {
 
 impl Content for Queue {
     fn is_empty(&self) -> bool {
-        self.chunks.is_empty() && self.tail.is_empty()
+        self.chunks.is_empty() && self.tail.as_ref().is_none_or(|tail| tail.is_empty())
     }
 }
 
@@ -241,7 +239,7 @@ impl Outbound {
         Outbound {
             queue: OutTurns::new(Queue {
                 chunks: VecDeque::new(),
-                tail: BytesMut::new(),
+                tail: None,
                 budgeted: 0,
                 unbudgeted: 0,
                 in_writer: 0,
@@ -439,8 +437,7 @@ impl Outbound {
         // locking again to take it (unless large bodies are queued: they go first).
         // (The next message framed here takes a buffer from this thread's pool.)
         let (first, taken) = if write_here && self.codec.is_some() && q.chunks.is_empty() {
-            let first = std::mem::take(&mut q.tail);
-            (Some(first), Some(self.took_locked(&mut q)))
+            (q.tail.take(), Some(self.took_locked(&mut q)))
         } else {
             (None, None)
         };
@@ -462,7 +459,7 @@ impl Outbound {
 
     /// Write as the inline owner: one poll with a no-op waker, then hand whatever is left (and
     /// any error, for the writer task to report) to the writer task.
-    fn write_inline(&self, first: Option<BytesMut>) {
+    fn write_inline(&self, first: Option<Box<BytesMut>>) {
         let handed = {
             let mut guard = self.pump.lock().unwrap_or_else(|p| p.into_inner());
             match guard.as_mut() {
@@ -512,8 +509,8 @@ impl Outbound {
     pub(crate) fn take_or_release(
         &self,
         chunks: &mut VecDeque<Chunk>,
-        tail: &mut BytesMut,
-        spare: &mut Option<BytesMut>,
+        tail: &mut Option<Box<BytesMut>>,
+        spare: &mut Option<Box<BytesMut>>,
     ) -> bool {
         let (took, taken) = self.queue.take_or_release(
             |q| {
@@ -533,7 +530,9 @@ impl Outbound {
                 if let Some(spare) = spare.take() {
                     crate::util::bufpool::give_bytes(spare);
                 }
-                crate::util::bufpool::give_bytes(std::mem::take(&mut q.tail));
+                if let Some(tail) = q.tail.take() {
+                    crate::util::bufpool::give_bytes(tail);
+                }
                 shrink_idle(&mut q.chunks);
                 Taken { room: false, drained: answers + q.unbudgeted > self.budget_max, caught_up }
             },
@@ -630,7 +629,7 @@ impl Outbound {
         let left = {
             let mut q = self.lock();
             q.dead = true;
-            q.content.tail = BytesMut::new();
+            q.content.tail = None;
             std::mem::take(&mut q.content.chunks)
         };
         drop(left);
@@ -689,7 +688,7 @@ mod loom_tests {
 
     /// What the writer does: take everything queued (its budget is free again once taken).
     fn take(out: &Outbound) -> Vec<Vec<u8>> {
-        let (mut chunks, mut tail, mut spare) = (VecDeque::new(), BytesMut::new(), None);
+        let (mut chunks, mut tail, mut spare) = (VecDeque::new(), None, None);
         out.take_or_release(&mut chunks, &mut tail, &mut spare);
         chunks.into_iter().map(|c| c.body().to_vec()).collect()
     }

@@ -17,7 +17,8 @@ pub(crate) trait Pump: Send {
     /// Write what is queued, taking more from `out` until the queue is empty; then flush and
     /// give up ownership (`Ready(Ok)`). `Pending` leaves ownership with the caller. `first` is
     /// a queue tail its new owner took already, under the lock it queued its message with.
-    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>>;
+    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<Box<BytesMut>>)
+    -> Poll<io::Result<()>>;
     /// Keep an error met by an inline writer for the writer task to report.
     fn keep_error(&mut self, e: io::Error);
     /// Shut the write side down.
@@ -37,10 +38,10 @@ pub(crate) struct ByteWriter<W> {
     /// 0: head, 1: body, 2: foot (for a body chunk).
     stage: u8,
     /// The tail taken from the queue, written after the chunks; swapped back in emptied.
-    tail: BytesMut,
+    tail: Option<Box<BytesMut>>,
     /// This writer's emptied buffer, replaced by a tail its inline owner took: given back to
     /// the queue when the writer lets go.
-    spare: Option<BytesMut>,
+    spare: Option<Box<BytesMut>>,
     /// How much of the current piece is written.
     pos: usize,
     /// Written to since the last flush.
@@ -85,8 +86,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> ByteWriter<W> {
             head: BytesMut::new(),
             foot: BytesMut::new(),
             stage: 0,
-            // Empty until the first message (an idle connection should cost little).
-            tail: BytesMut::new(),
+            // None until the first message (an idle connection should cost little).
+            tail: None,
             spare: None,
             pos: 0,
             dirty: false,
@@ -134,16 +135,21 @@ impl<W: AsyncWrite + Send + Unpin + 'static> ByteWriter<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Pump for ByteWriter<W> {
-    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, first: Option<BytesMut>) -> Poll<io::Result<()>> {
+    fn poll_pump(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &Outbound,
+        first: Option<Box<BytesMut>>,
+    ) -> Poll<io::Result<()>> {
         if let Some(first) = first {
-            if self.tail.is_empty() {
-                let emptied = std::mem::replace(&mut self.tail, first);
-                if emptied.capacity() > 0 {
-                    self.spare = Some(emptied);
-                }
-            } else {
+            match &mut self.tail {
                 // Cannot happen (an idle writer has written its tail), but never lose bytes.
-                self.tail.extend_from_slice(&first);
+                Some(tail) if !tail.is_empty() => tail.extend_from_slice(&first),
+                slot => {
+                    if let Some(emptied) = slot.replace(first) {
+                        self.spare = Some(emptied);
+                    }
+                }
             }
         }
         if let Some(e) = self.error.take() {
@@ -161,10 +167,12 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Pump for ByteWriter<W> {
                 self.current = Some(chunk);
                 continue;
             }
-            if !self.tail.is_empty() {
+            if let Some(tail) = &mut self.tail
+                && !tail.is_empty()
+            {
                 self.dirty = true;
-                ready!(Self::poll_write_all(&mut self.io, cx, &self.tail, &mut self.pos))?;
-                self.tail.clear();
+                ready!(Self::poll_write_all(&mut self.io, cx, tail, &mut self.pos))?;
+                tail.clear();
                 self.pos = 0;
             }
             if self.dirty {
@@ -173,13 +181,15 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Pump for ByteWriter<W> {
                 }
                 self.dirty = false;
             }
-            if self.tail.capacity() > KEEP_BUFFER {
+            if self.tail.as_ref().is_some_and(|tail| tail.capacity() > KEEP_BUFFER) {
                 // A burst is over: do not keep its buffer.
-                self.tail = BytesMut::new();
+                self.tail = None;
             }
             if !out.take_or_release(&mut self.chunks, &mut self.tail, &mut self.spare) {
                 // Idle: the emptied buffers go back to this thread's pool.
-                crate::util::bufpool::give_bytes(std::mem::take(&mut self.tail));
+                if let Some(tail) = self.tail.take() {
+                    crate::util::bufpool::give_bytes(tail);
+                }
                 // (Most often they were never used: nothing to drop.)
                 if self.head.capacity() != 0 {
                     self.head = BytesMut::new();
@@ -206,8 +216,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Pump for ByteWriter<W> {
 pub(crate) struct SinkWriter<Si> {
     sink: Si,
     chunks: VecDeque<Chunk>,
-    /// Always empty: a message transport's queue has no tail.
-    tail: BytesMut,
+    /// Always `None`: a message transport's queue has no tail.
+    tail: Option<Box<BytesMut>>,
     /// A body waiting for the sink to be ready.
     next: Option<Vec<u8>>,
     /// Fed since the last flush.
@@ -217,7 +227,7 @@ pub(crate) struct SinkWriter<Si> {
 
 impl<Si> SinkWriter<Si> {
     pub(crate) fn new(sink: Si) -> Self {
-        SinkWriter { sink, chunks: VecDeque::new(), tail: BytesMut::new(), next: None, dirty: false, error: None }
+        SinkWriter { sink, chunks: VecDeque::new(), tail: None, next: None, dirty: false, error: None }
     }
 }
 
@@ -225,7 +235,12 @@ impl<Si> Pump for SinkWriter<Si>
 where
     Si: futures::Sink<Vec<u8>, Error = io::Error> + Send + Unpin,
 {
-    fn poll_pump(&mut self, cx: &mut Context<'_>, out: &Outbound, _first: Option<BytesMut>) -> Poll<io::Result<()>> {
+    fn poll_pump(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &Outbound,
+        _first: Option<Box<BytesMut>>,
+    ) -> Poll<io::Result<()>> {
         // A message transport queues chunks only: no tail is ever taken for it.
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
