@@ -19,12 +19,18 @@ const FRESH_CAPACITY: usize = 256;
 /// Byte buffers (a reader's read buffer, a writer's batch) kept per thread (and one more in the
 /// read slot, see [`take_read`]).
 const KEEP_BYTES: usize = 8;
-/// Larger byte buffers are freed, not kept (an idle thread holds at most `KEEP_BYTES` × this).
+/// Larger byte buffers are freed, not kept.
 const MAX_KEPT_BYTES: usize = 32 * 1024;
+/// The byte buffers a thread keeps hold at most this many bytes in all (the read slot's aside):
+/// a burst on many connections at once leaves many grown buffers to give back at the end, and
+/// a thread keeps a few of them, not `KEEP_BYTES` × `MAX_KEPT_BYTES`.
+const MAX_HELD_BYTES: usize = 64 * 1024;
 
 thread_local! {
     static POOL: Pool<Vec<u8>> = const { Pool::new() };
     static BYTES: Pool<Box<BytesMut>> = const { Pool::new() };
+    /// The capacity of the buffers `BYTES` holds, in all.
+    static BYTES_HELD: Cell<usize> = const { Cell::new(0) };
     /// The read buffer a reader on this thread gave back last (see [`take_read`]).
     static READ: Cell<Option<Box<BytesMut>>> = const { Cell::new(None) };
 }
@@ -91,6 +97,7 @@ pub(crate) fn give(mut buf: Vec<u8>) {
 pub(crate) fn take_bytes(min: usize) -> Box<BytesMut> {
     match reuse(&BYTES) {
         Some(mut buf) => {
+            held_change(buf.capacity(), 0);
             buf.reserve(min);
             buf
         }
@@ -108,11 +115,30 @@ pub(crate) fn give_bytes(buf: Box<BytesMut>) {
 }
 
 fn give_held(mut buf: Box<BytesMut>) {
-    if buf.capacity() > MAX_KEPT_BYTES {
+    let capacity = buf.capacity();
+    let held = BYTES_HELD.try_with(Cell::get).unwrap_or(usize::MAX);
+    if capacity > MAX_KEPT_BYTES || held.saturating_add(capacity) > MAX_HELD_BYTES {
         return;
     }
     buf.clear();
-    keep(&BYTES, buf, KEEP_BYTES);
+    held_change(0, capacity);
+    let _ = BYTES.try_with(|p| {
+        if let Some(before) = p.last.replace(Some(buf)) {
+            let mut rest = p.rest.borrow_mut();
+            if rest.len() + 1 < KEEP_BYTES {
+                rest.push(before);
+            } else {
+                // The oldest is let go.
+                held_change(before.capacity(), 0);
+            }
+        }
+    });
+}
+
+/// Count `out` bytes of capacity out of this thread's byte pool and `into` bytes into it.
+#[inline]
+fn held_change(out: usize, into: usize) {
+    let _ = BYTES_HELD.try_with(|held| held.set(held.get() - out + into));
 }
 
 /// A read buffer with room for at least `min` bytes: the one a reader on this thread gave back
@@ -185,6 +211,25 @@ mod tests {
         assert_eq!(again.as_ptr(), ptr, "the kept buffer is reused");
         give_bytes(Box::new(BytesMut::with_capacity(MAX_KEPT_BYTES + 1)));
         assert!(take_bytes(1).capacity() <= MAX_KEPT_BYTES);
+    }
+
+    #[test]
+    fn a_thread_keeps_a_bounded_number_of_bytes() {
+        // A burst on many connections gives back many grown buffers at its end.
+        let given: Vec<_> = (0..KEEP_BYTES).map(|_| Box::new(BytesMut::with_capacity(20 * 1024))).collect();
+        for buf in given {
+            give_bytes(buf);
+        }
+        let held = BYTES_HELD.with(Cell::get);
+        assert!(held <= MAX_HELD_BYTES, "{held} bytes kept");
+        assert!(held >= 2 * 20 * 1024, "some are kept: {held}");
+        // Taken back, they are counted out.
+        let mut taken = Vec::new();
+        while BYTES_HELD.with(Cell::get) > 0 {
+            taken.push(take_bytes(1));
+            assert!(taken.len() <= KEEP_BYTES, "the count went wrong");
+        }
+        assert!(BYTES.with(|p| p.rest.borrow().is_empty()));
     }
 
     #[test]

@@ -266,9 +266,18 @@ impl Outbound {
 
     /// Queue a notification (or progress report), waiting for room in the byte budget. The
     /// writer task writes it, batched with what else is queued.
+    ///
+    /// Queued within the budget, it spends a unit of the task's cooperative budget (tokio's
+    /// `coop`, as its channels do when they send): a task sending a burst yields every so
+    /// often, so the writer task (woken on the sender's own worker) and the peer's reader get
+    /// to run. Without it a burst queued the whole budget (8 MiB by default) before the writer
+    /// ran: a working set far larger than the caches, and nothing written meanwhile.
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<(), Closed> {
         match self.try_send_budgeted(body, false) {
-            Ok(sent) => sent,
+            Ok(sent) => {
+                tokio::task::coop::consume_budget().await;
+                sent
+            }
             Err(body) => Box::pin(self.send_waiting(body, false)).await,
         }
     }
