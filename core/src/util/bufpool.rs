@@ -128,7 +128,7 @@ fn give_held(mut buf: Box<BytesMut>) {
             if rest.len() + 1 < KEEP_BYTES {
                 rest.push(before);
             } else {
-                // The oldest is let go.
+                // The pool is full: the one displaced is let go.
                 held_change(before.capacity(), 0);
             }
         }
