@@ -217,7 +217,7 @@ impl<'a> Sending<'a> {
                     guard.disarm();
                 }
                 Poll::Ready(match outcome {
-                    Ok((result, _)) => result,
+                    Ok((result, _)) => result.map_err(|e| *e),
                     Err(_) => Err(Error::ConnectionLost(handle.shared.lost())),
                 })
             }
@@ -487,7 +487,7 @@ impl Handle {
         let outcome = rx.await;
         guard.disarm();
         match outcome {
-            Ok((result, _)) => result,
+            Ok((result, _)) => result.map_err(|e| *e),
             Err(_) => Err(Error::ConnectionLost(self.shared.lost())),
         }
     }
@@ -641,14 +641,15 @@ impl Handle {
         outcome: Result<Outcome, oneshot::error::RecvError>,
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let (result, read_before) = outcome.unwrap_or_else(|_| (Err(Error::ConnectionLost(self.shared.lost())), 0));
+        let (result, read_before) =
+            outcome.unwrap_or_else(|_| (Err(Box::new(Error::ConnectionLost(self.shared.lost()))), 0));
         if options.after_notifications {
             // A notification handler's own handle waits only for the notifications before it
             // (waiting for itself would never end).
             let target = self.lane_seq.map_or(read_before, |seq| read_before.min(seq.saturating_sub(1)));
             Box::pin(self.shared.settle.wait(target, self.shared.lifecycle.handlers())).await;
         }
-        result
+        result.map_err(|e| *e)
     }
 
     fn check_size(&self, buf: &[u8]) -> Result<(), Error> {
