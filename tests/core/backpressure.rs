@@ -298,3 +298,40 @@ async fn a_call_waiting_for_a_slot_fails_when_the_connection_closes() {
     assert!(matches!(within(first).await.unwrap(), Err(Error::ConnectionLost(_))));
     assert!(matches!(within(second).await.unwrap(), Err(Error::ConnectionLost(_))));
 }
+
+/// On one thread, a task that sends a burst of notifications lets the writer and the peer run
+/// while it sends: a sent notification spends a unit of tokio's cooperative budget, and the
+/// sender yields once it is spent. (Before, the burst was queued whole, up to the 8 MiB budget,
+/// before the writer task first ran.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_burst_of_notifications_yields_to_the_writer_and_the_peer_while_it_is_sent() {
+    use tokio::io::AsyncReadExt;
+    let (ours, mut theirs) = tokio::io::duplex(64 * 1024);
+    let conn = Connection::builder().framing(Framing::NewlineDelimited).connect_io(ours);
+    // A hand-written peer that counts the lines it reads.
+    let lines = Arc::new(AtomicUsize::new(0));
+    let counted = lines.clone();
+    let peer = tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        while let Ok(n @ 1..) = theirs.read(&mut buf).await {
+            counted.fetch_add(buf[..n].iter().filter(|b| **b == b'\n').count(), Ordering::SeqCst);
+        }
+    });
+    const N: usize = 2_000;
+    let h = conn.handle();
+    for i in 0..N {
+        h.notify("tick", [i]).await.unwrap();
+    }
+    // Nothing else in this task waited: what the peer has read, it read while the burst was
+    // being sent (2,000 lines are about 90 KB, far under the budget).
+    let seen = lines.load(Ordering::SeqCst);
+    assert!(seen > 0, "the peer read nothing while {N} notifications were sent");
+    within(async {
+        while lines.load(Ordering::SeqCst) < N {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    drop(conn);
+    within(peer).await.unwrap();
+}

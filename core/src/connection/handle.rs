@@ -661,8 +661,8 @@ impl Handle {
     }
 
     /// Send a notification. Returns once it is queued (in order with every other outbound message).
-    /// Queued, it spends a unit of tokio's cooperative budget, as tokio's channels do: a loop
-    /// that sends a burst yields to the runtime every so often, so the connection's writer runs.
+    /// It first spends a unit of tokio's cooperative budget, as tokio's channels do: a loop that
+    /// sends a burst yields to the runtime every so often, so the connection's writer runs.
     pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), Error> {
         let mut buf = crate::util::bufpool::take(64 + method.len());
         encode_notification(&mut buf, method, &params, &*self.shared).map_err(Error::Serialize)?;

@@ -56,16 +56,20 @@ pub(crate) fn reuse<T: 'static>(pool: &'static LocalKey<Pool<T>>) -> Option<T> {
     pool.try_with(|p| p.last.take().or_else(|| p.rest.borrow_mut().pop())).ok().flatten()
 }
 
-/// Keep `item` in a per-thread `pool`, which holds at most `keep` (the oldest is let go).
-pub(crate) fn keep<T: 'static>(pool: &'static LocalKey<Pool<T>>, item: T, keep: usize) {
-    let _ = pool.try_with(|p| {
-        if let Some(before) = p.last.replace(Some(item)) {
-            let mut rest = p.rest.borrow_mut();
-            if rest.len() + 1 < keep {
-                rest.push(before);
-            }
+/// Keep `item` in a per-thread `pool`, which holds at most `keep`; when it is full, the one
+/// given back before `item` is let go, and returned.
+pub(crate) fn keep<T: 'static>(pool: &'static LocalKey<Pool<T>>, item: T, keep: usize) -> Option<T> {
+    pool.try_with(|p| {
+        let before = p.last.replace(Some(item))?;
+        let mut rest = p.rest.borrow_mut();
+        if rest.len() + 1 < keep {
+            rest.push(before);
+            return None;
         }
-    });
+        Some(before)
+    })
+    .ok()
+    .flatten()
 }
 
 /// An empty buffer with room for at least `min` bytes.
@@ -85,7 +89,7 @@ pub(crate) fn give(mut buf: Vec<u8>) {
         return;
     }
     buf.clear();
-    keep(&POOL, buf, KEEP);
+    drop(keep(&POOL, buf, KEEP));
 }
 
 /// An empty byte buffer with room for at least `min` bytes: one this thread kept if there is.
@@ -97,7 +101,7 @@ pub(crate) fn give(mut buf: Vec<u8>) {
 pub(crate) fn take_bytes(min: usize) -> Box<BytesMut> {
     match reuse(&BYTES) {
         Some(mut buf) => {
-            held_change(buf.capacity(), 0);
+            let _ = BYTES_HELD.try_with(|held| held.set(held.get() - buf.capacity()));
             buf.reserve(min);
             buf
         }
@@ -121,24 +125,8 @@ fn give_held(mut buf: Box<BytesMut>) {
         return;
     }
     buf.clear();
-    held_change(0, capacity);
-    let _ = BYTES.try_with(|p| {
-        if let Some(before) = p.last.replace(Some(buf)) {
-            let mut rest = p.rest.borrow_mut();
-            if rest.len() + 1 < KEEP_BYTES {
-                rest.push(before);
-            } else {
-                // The pool is full: the one displaced is let go.
-                held_change(before.capacity(), 0);
-            }
-        }
-    });
-}
-
-/// Count `out` bytes of capacity out of this thread's byte pool and `into` bytes into it.
-#[inline]
-fn held_change(out: usize, into: usize) {
-    let _ = BYTES_HELD.try_with(|held| held.set(held.get() - out + into));
+    let let_go = keep(&BYTES, buf, KEEP_BYTES).map_or(0, |before| before.capacity());
+    let _ = BYTES_HELD.try_with(|held| held.set(held.get() + capacity - let_go));
 }
 
 /// A read buffer with room for at least `min` bytes: the one a reader on this thread gave back

@@ -30,7 +30,7 @@ pub(crate) fn give(name: String) {
     if name.capacity() == 0 || name.capacity() > MAX_KEPT_CAPACITY {
         return;
     }
-    keep(&NAMES, name, KEEP);
+    drop(keep(&NAMES, name, KEEP));
 }
 
 #[cfg(test)]

@@ -267,17 +267,17 @@ impl Outbound {
     /// Queue a notification (or progress report), waiting for room in the byte budget. The
     /// writer task writes it, batched with what else is queued.
     ///
-    /// Queued within the budget, it spends a unit of the task's cooperative budget (tokio's
-    /// `coop`, as its channels do when they send): a task sending a burst yields every so
-    /// often, so the writer task (woken on the sender's own worker) and the peer's reader get
-    /// to run. Without it a burst queued the whole budget (8 MiB by default) before the writer
-    /// ran: a working set far larger than the caches, and nothing written meanwhile.
+    /// It first spends a unit of the task's cooperative budget (tokio's `coop`, as its channels
+    /// do when they send): a task sending a burst yields every so often, so the writer task
+    /// (woken on the sender's own worker) and the peer's reader get to run. Without it a burst
+    /// queued the whole budget (8 MiB by default) before the writer ran: a working set far
+    /// larger than the caches, and nothing written meanwhile. Spent before queuing, as tokio's
+    /// channels do, so that a send that yields has queued nothing (dropped then, it sends
+    /// nothing).
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<(), Closed> {
+        tokio::task::coop::consume_budget().await;
         match self.try_send_budgeted(body, false) {
-            Ok(sent) => {
-                tokio::task::coop::consume_budget().await;
-                sent
-            }
+            Ok(sent) => sent,
             Err(body) => Box::pin(self.send_waiting(body, false)).await,
         }
     }
