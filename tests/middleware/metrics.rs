@@ -28,7 +28,11 @@ fn read(
         match value {
             DebugValue::Counter(n) => *total.entry(name).or_default() += n as f64,
             DebugValue::Gauge(g) => *total.entry(name).or_default() += g.into_inner(),
-            DebugValue::Histogram(h) => *total.entry(name).or_default() += h.len() as f64,
+            DebugValue::Histogram(h) => {
+                // Its count under its name, the sum of its values under `name.sum`.
+                *total.entry(format!("{name}.sum")).or_default() += h.iter().map(|v| v.into_inner()).sum::<f64>();
+                *total.entry(name).or_default() += h.len() as f64;
+            }
         }
     }
     total.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
@@ -71,6 +75,7 @@ fn calls_errors_durations_and_in_flight_per_method_and_direction() {
         peer.send(r#"{"jsonrpc":"2.0","id":20,"method":"made/up/1"}"#).await;
         assert_eq!(peer.recv_error().await.1, -32601);
         // One in flight while we look.
+        let waited = std::time::Instant::now();
         peer.send(r#"{"jsonrpc":"2.0","id":30,"method":"wait"}"#).await;
         let handle = conn.handle();
         let ping = tokio::spawn(async move { handle.request::<String>("ping", ()).await });
@@ -79,8 +84,11 @@ fn calls_errors_durations_and_in_flight_per_method_and_direction() {
         let inbound = |m: &str| format!("direction=inbound,kind=request,rpc.method={m}");
         assert_eq!(seen[&format!("{IN_FLIGHT}{{{}}}", inbound("wait"))], "1");
         assert_eq!(seen[&format!("{IN_FLIGHT}{{direction=outbound,kind=request,rpc.method=ping}}")], "1");
+        // Held for at least 20 ms (its duration's lower bound), then answered.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         release.notify_one();
         peer.recv().await;
+        let waited = waited.elapsed().as_secs_f64();
         peer.send(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32000,"message":"busy"}}"#).await;
         assert!(ping.await.unwrap().is_err());
 
@@ -99,6 +107,10 @@ fn calls_errors_durations_and_in_flight_per_method_and_direction() {
         assert_eq!(seen[&format!("{CALLS}{{{}}}", inbound("_OTHER"))], "1");
         assert_eq!(seen[&format!("{ERRORS}{{{},rpc.response.status_code=-32601}}", inbound("_OTHER"))], "1");
         assert_eq!(seen[&format!("{IN_FLIGHT}{{{}}}", inbound("wait"))], "0");
+        // Its duration in seconds, read on the layer's clock: between the 20 ms it was held
+        // and the time the peer saw it take.
+        let wait: f64 = seen[&format!("{DURATION}{{{}}}.sum", inbound("wait"))].parse().unwrap();
+        assert!((0.020..=waited).contains(&wait), "{wait} s, not within 0.020 to {waited} s");
         let out = "direction=outbound,kind=request,rpc.method=ping";
         assert_eq!(seen[&format!("{CALLS}{{{out}}}")], "1");
         assert_eq!(seen[&format!("{ERRORS}{{{out},rpc.response.status_code=-32000}}")], "1");

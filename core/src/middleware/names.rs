@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use crate::util::hash::same_bytes;
+
 /// What a layer reports for a method no list names (OpenTelemetry's convention).
 pub const OTHER: &str = "_OTHER";
 
@@ -97,7 +99,7 @@ impl MethodNames {
     #[inline]
     pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
         match &self.few {
-            Some(few) => match few.iter().position(|name| **name == *method) {
+            Some(few) => match few.iter().position(|name| same_bytes(name.as_bytes(), method.as_bytes())) {
                 Some(at) => (&few[at], at),
                 None => (OTHER, few.len()),
             },

@@ -5,8 +5,6 @@
 use std::any::Any;
 #[cfg(feature = "metrics")]
 use std::sync::Arc;
-#[cfg(feature = "metrics")]
-use std::time::Instant;
 
 #[cfg(feature = "metrics")]
 use metrics::{Counter, Gauge, Histogram, Label};
@@ -33,10 +31,10 @@ pub(crate) struct Handles {
 
 #[cfg(feature = "metrics")]
 /// What [`MetricsLayer`](super::metrics::MetricsLayer) keeps for one call: its handles and when
-/// it started. Dropped, it takes the call out of the in-flight gauge however it ended
+/// it started (the layer's clock, raw). Dropped, it takes the call out of the in-flight gauge however it ended
 /// (answered, dropped, cancelled).
 #[derive(Debug)]
-pub struct InFlight(pub(crate) Arc<Handles>, pub(crate) Instant);
+pub struct InFlight(pub(crate) Arc<Handles>, pub(crate) u64);
 
 #[cfg(feature = "metrics")]
 impl Drop for InFlight {

@@ -56,6 +56,13 @@ pub(crate) fn short_word(b: &[u8]) -> u64 {
     }
 }
 
+/// Whether two byte strings are equal, those of 8 bytes or fewer compared as one word each (no
+/// call into `memcmp` for a short method name).
+#[inline(always)]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && if a.len() <= 8 { short_word(a) == short_word(b) } else { a == b }
+}
+
 /// `HashMap<u64, V, IdBuild>` for maps keyed by our own ids (and the router's method names: the
 /// peer looks names up but never enters one, so it cannot crowd a bucket).
 pub(crate) type IdBuild = BuildHasherDefault<IdHasher>;
@@ -107,5 +114,20 @@ mod tests {
         let hash = |s: &str| IdBuild::default().hash_one(s);
         assert_ne!(hash("notify"), hash("notifz"));
         assert_ne!(hash("add"), hash("ad"));
+    }
+
+    #[test]
+    fn same_bytes_is_equality_at_every_length() {
+        let bytes = b"abcdefghijklmnop";
+        for n in 0..=bytes.len() {
+            let a = &bytes[..n];
+            assert!(same_bytes(a, a), "{n} bytes");
+            for i in 0..n {
+                let mut b = a.to_vec();
+                b[i] ^= 0x80;
+                assert!(!same_bytes(a, &b), "{n} bytes, byte {i} differs");
+            }
+            assert!(!same_bytes(a, &bytes[..n.saturating_sub(1)]) || n == 0, "{n} bytes against one fewer");
+        }
     }
 }
