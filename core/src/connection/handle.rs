@@ -421,7 +421,11 @@ impl Handle {
     }
 
     /// [`Handle::request_raw`] with borrowed options (one copy of them in the caller's future).
-    pub(crate) async fn call_raw<P: Serialize + ?Sized>(
+    /// For `#[rpc]`'s generated clients, which call with their own options: borrowing them
+    /// costs no clone, and no copy of 56 bytes into the call's future (written a field at a
+    /// time, read back a word at a time: a stall of the CPU on every call). Not a public API.
+    #[doc(hidden)]
+    pub async fn call_raw<P: Serialize + ?Sized>(
         &self,
         method: &str,
         params: &P,

@@ -142,7 +142,8 @@ fn method(t: &RpcTrait, m: &Method) -> TokenStream {
                 ReturnKind::Result { ok, err } => (ok.span(), err.span()),
                 ReturnKind::Stream(_) => unreachable!("streaming requests are expanded above"),
             };
-            let call = quote!(self.handle.request_raw(#name, #params, #options));
+            // The client's options borrowed, not cloned into the call's future.
+            let call = quote!(self.handle.call_raw(#name, #params, &self.options));
             // Reports reach the callback in order, all before the call returns.
             let call = if m.args.iter().any(|a| matches!(a.special, Special::Progress(_))) {
                 quote!(__progress.drive(#call, __on_progress).await)
