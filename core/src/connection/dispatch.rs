@@ -335,15 +335,19 @@ impl Dispatcher {
         permit: Permit<'_>,
         cx: &mut Context<'_>,
     ) -> Option<Arc<ReplySlot>> {
-        let responder = Responder::new(slot.clone());
-        let request = Request { method, params, slot: slot.clone() };
         if let Some((hook, peer)) = &self.hook
             && slot.hold_hook()
         {
+            let responder = Responder::new(slot.clone());
+            let request = Request { method, params, slot: slot.clone() };
             return self.start_hooked(hook, peer, request, responder, slot, permit, cx);
         }
-        // The first poll on the lane; most handlers finish in it, and then cost no task.
+        // The first poll on the lane; most handlers finish in it, and then cost no task. The
+        // request and its responder are made inside: moved in as parts, not as structs whose
+        // flags were just written a byte at a time (a copy the CPU cannot forward).
         let started = poll_supervised(Some(&slot), || {
+            let responder = Responder::new(slot.clone());
+            let request = Request { method, params, slot: slot.clone() };
             let mut handler = self.request_future(request, responder)?;
             let first = handler.as_mut().poll(cx);
             Some((handler, first))
