@@ -587,12 +587,38 @@ fn plain_id(s: &[u8]) -> Option<(Id, &[u8])> {
         return None;
     }
     if digits_from == 0
-        && let Some(n) = digits.iter().try_fold(0u64, |n, d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+        && let Some(n) = digits_value(digits)
     {
         return Some((Id::from(n), after));
     }
     // A negative or longer integer keeps its spelling (ASCII digits and a sign: valid UTF-8).
     Some((Id::Number(std::str::from_utf8(number).ok()?.parse().ok()?), after))
+}
+
+/// The value of a run of ASCII digits (at least one), or `None` past `u64::MAX`.
+///
+/// Up to 8 digits (every id a connection numbers below 100 million) are read as one word and
+/// combined in three steps, each joining neighbours (digits, then pairs, then fours): the
+/// digit-by-digit `n * 10 + d` is a chain of multiplies, one after the other, that the CPU
+/// waits on (about a fifth of a frame's parse on row A, where ids reach 7 digits).
+#[inline]
+fn digits_value(digits: &[u8]) -> Option<u64> {
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    let n = digits.len();
+    if (1..=8).contains(&n) {
+        // The digits at the top of the word (the last digit in the last byte), '0's below.
+        let pad = 8 * (8 - n as u32);
+        let word = (crate::util::hash::short_word(digits) << pad) | ZEROS.checked_shr(64 - pad).unwrap_or(0);
+        let v = word.wrapping_sub(ZEROS);
+        let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+        let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+        return Some((v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff);
+    }
+    // 19 digits cannot overflow a u64; 20 may.
+    if n < 20 {
+        return Some(digits.iter().fold(0u64, |v, d| v * 10 + u64::from(d - b'0')));
+    }
+    digits.iter().try_fold(0u64, |v, d| v.checked_mul(10)?.checked_add(u64::from(d - b'0')))
 }
 
 /// One JSON value as raw text, and what follows it. A plain value (the common params and
@@ -695,6 +721,25 @@ fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn digits_read_as_words_are_their_number() {
+        let mut cases: Vec<u64> = vec![0, 1, 9, 10, 99, 100, 12_345_678, 99_999_999, 100_000_000, u64::MAX];
+        cases.extend((0..20).map(|k| 10u64.pow(k)));
+        cases.extend((1..20).map(|k| 10u64.pow(k) - 1));
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push(x >> (x % 64));
+        }
+        for n in cases {
+            assert_eq!(super::digits_value(n.to_string().as_bytes()), Some(n), "{n}");
+        }
+        assert_eq!(super::digits_value(b"18446744073709551616"), None, "u64::MAX + 1");
+        assert_eq!(super::digits_value(b"99999999999999999999"), None);
+    }
+
     use super::*;
 
     fn parse(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
