@@ -107,7 +107,10 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
             };
             match found {
                 Ok(Some(Found::Message { start, end, next })) => {
-                    self.body = start..end;
+                    // `max` (a no-op: a body never ends before it starts) keeps the bounds from
+                    // being copied as one 16-byte load of the two 8-byte stores the codec just
+                    // made, which the CPU cannot forward (a quarter of this function's time).
+                    self.body = start..end.max(start);
                     self.consume = next;
                     return Poll::Ready(Some(Ok(Next::Message)));
                 }
