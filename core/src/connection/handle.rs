@@ -276,15 +276,29 @@ struct CallGuard<'a> {
 
 impl<'a> CallGuard<'a> {
     fn new(shared: &'a Shared, options: &'a CallOptions, call: &EncodedCall) -> Self {
+        let mut guard = CallGuard::unarmed(shared, options, call);
+        guard.active = true;
+        guard
+    }
+
+    /// A guard for `call` that does nothing yet (armed once the call is registered).
+    fn unarmed(shared: &'a Shared, options: &'a CallOptions, call: &EncodedCall) -> Self {
         CallGuard {
             shared,
             options,
             id: call.id,
-            active: true,
+            active: false,
             sent: false,
             cancellable: call.cancellable,
             announced: false,
         }
+    }
+
+    /// The guard moved out; what stays behind is disarmed.
+    fn take(&mut self) -> CallGuard<'a> {
+        let taken = CallGuard { ..*self };
+        self.active = false;
+        taken
     }
 
     /// The call is settled (or handed on): dropping the guard does nothing.
@@ -484,8 +498,12 @@ impl Handle {
     /// alone; everything else goes on in a future of its own, boxed, so that the future a
     /// caller holds (or a `FuturesUnordered` allocates per call) stays small.
     pub(crate) async fn send_call(&self, call: EncodedCall, options: &CallOptions) -> Result<Box<RawValue>, Error> {
-        let (rx, guard) = match self.start_call(call, options) {
-            Ok(started) => started,
+        // The guard is made in place, in this future, and armed there: not built in
+        // `start_call` and moved here (its flags, stored a byte at a time, then read back in
+        // 16-byte loads, which the CPU cannot forward: a fifth of this function's time).
+        let mut guard = CallGuard::unarmed(&self.shared, options, &call);
+        let rx = match self.start_call_in(call, options, &mut guard) {
+            Ok(rx) => rx,
             Err(slow) => return slow.await,
         };
         let outcome = rx.await;
@@ -504,6 +522,19 @@ impl Handle {
         call: EncodedCall,
         options: &'a CallOptions,
     ) -> Result<(oneshot::Receiver<Outcome>, CallGuard<'a>), BoxedCall<'a>> {
+        let mut guard = CallGuard::unarmed(&self.shared, options, &call);
+        let rx = self.start_call_in(call, options, &mut guard)?;
+        Ok((rx, guard))
+    }
+
+    /// [`Handle::start_call`] arming the caller's `guard` (made for `call`, not armed yet): it
+    /// is armed once the call is registered, and taken (left disarmed) by the rest, boxed.
+    fn start_call_in<'a>(
+        &'a self,
+        call: EncodedCall,
+        options: &'a CallOptions,
+        guard: &mut CallGuard<'a>,
+    ) -> Result<oneshot::Receiver<Outcome>, BoxedCall<'a>> {
         let shared = &*self.shared;
         let limited = options.timeout.or(shared.config.default_timeout).is_some() || options.cancel.is_some();
         let rx = match shared.pending.try_register(call.id) {
@@ -515,17 +546,17 @@ impl Handle {
             // At most `Limits::max_pending_calls` calls await answers at once: this one waits.
             None => return Err(Box::pin(self.send_call_waiting(call, options))),
         };
-        let mut guard = CallGuard::new(shared, options, &call);
+        guard.active = true;
         match shared.outbound.try_send_budgeted(call.body, true) {
             Ok(Ok(())) => {}
-            Ok(Err(_closed)) => return Err(Box::pin(std::future::ready(Err(guard.unsent())))),
-            Err(buf) => return Err(Box::pin(self.finish_call(rx, guard, Some(buf), options))),
+            Ok(Err(_closed)) => return Err(Box::pin(std::future::ready(Err(guard.take().unsent())))),
+            Err(buf) => return Err(Box::pin(self.finish_call(rx, guard.take(), Some(buf), options))),
         }
         guard.sent = true;
         if limited || options.after_notifications {
-            return Err(Box::pin(self.finish_call(rx, guard, None, options)));
+            return Err(Box::pin(self.finish_call(rx, guard.take(), None, options)));
         }
-        Ok((rx, guard))
+        Ok(rx)
     }
 
     /// The whole call, waiting for a free slot among the pending calls first.
