@@ -345,15 +345,18 @@ impl Dispatcher {
         // The first poll on the lane; most handlers finish in it, and then cost no task. The
         // request and its responder are made inside: moved in as parts, not as structs whose
         // flags were just written a byte at a time (a copy the CPU cannot forward).
+        // The poll's outcome is written where it is read, not returned beside the handler: a
+        // byte with seven of padding after it, copied as words just after the byte's store.
+        let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
             let responder = Responder::new(slot.clone());
             let request = Request { method, params, slot: slot.clone() };
             let mut handler = self.request_future(request, responder)?;
-            let first = handler.as_mut().poll(cx);
-            Some((handler, first))
+            first = handler.as_mut().poll(cx);
+            Some(handler)
         });
-        let (handler, first) = match started {
-            Ok(Some(started)) => started,
+        let handler = match started {
+            Ok(Some(handler)) => handler,
             Ok(None) => return spare(slot),
             // Answered with the panic's message.
             Err(_) => return None,
@@ -416,19 +419,21 @@ impl Dispatcher {
     ) -> Option<Arc<ReplySlot>> {
         let mut held = HeldHook { state: None, scoped: false };
         // One supervision for the hook's state, the handler's start and its first poll: a hook
-        // that panics answers the request `-32603`, as a handler would.
+        // that panics answers the request `-32603`, as a handler would. (The poll's outcome is
+        // written in place, as in `start_request`.)
+        let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
             let (state, scoped) = held.keep(&**hook, hook.on_inbound(&request, peer));
             let start = || {
                 let mut handler = self.request_future(request, responder)?;
-                let first = handler.as_mut().poll(cx);
-                Some((handler, first))
+                first = handler.as_mut().poll(cx);
+                Some(handler)
             };
             if scoped { in_scope(&**hook, state, start) } else { start() }
         });
         held.after_poll(&**hook, &slot);
-        let (handler, first) = match started {
-            Ok(Some(started)) => started,
+        let handler = match started {
+            Ok(Some(handler)) => handler,
             Ok(None) | Err(_) => {
                 held.let_go(hook, &slot);
                 return if started.is_ok() { spare(slot) } else { None };
