@@ -25,7 +25,8 @@
 //! layers' cost in instructions per call under callgrind; `COMPARE_PROFILE_LAYERS_AT=server|client`
 //! on one end only); `COMPARE_PROFILE_SCENARIO=span`
 //! makes N calls' worth of bare spans under the layer rows' registry, no connection (what the
-//! registry itself costs the tracing layer). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
+//! registry itself costs the tracing layer), and `metrics-floor` the metrics layer's least work
+//! for N calls under its recorder (both print the time a call). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
 //! subscriber under the tracing layer that enables its spans and records nothing (no span
 //! store, no field visited): the layer's own instrumentation cost, without the registry's.
 //! `COMPARE_PROFILE_RECORDER=noop` installs no metrics recorder (the metrics layer's own cost).
@@ -448,6 +449,10 @@ fn profile(rt: &Runtime, n: usize) {
         bare_spans(n);
         return;
     }
+    if std::env::var("COMPARE_PROFILE_SCENARIO").as_deref() == Ok("metrics-floor") {
+        metrics_floor(n);
+        return;
+    }
     let who = std::env::var("COMPARE_PROFILE_WHO").unwrap_or_else(|_| "rpc".to_owned());
     let link = match std::env::var("COMPARE_PROFILE_LINK").as_deref() {
         Ok("unix") => Link::UnixPair,
@@ -532,6 +537,7 @@ fn profile(rt: &Runtime, n: usize) {
 /// the same fields, made, entered and left once, closed. No connection.
 fn bare_spans(n: usize) {
     install_layer_sinks();
+    let started = Instant::now();
     for i in 0..2 * n as u64 {
         let span = tracing::info_span!(
             target: jsonrpc_duplex::middleware::trace::TRACE_TARGET,
@@ -551,7 +557,44 @@ fn bare_spans(n: usize) {
         drop(entered);
         drop(std::hint::black_box(span));
     }
-    println!("{n} calls' worth of bare spans (2 per call)");
+    let per_call = started.elapsed().as_nanos() as f64 / n as f64;
+    println!("{n} calls' worth of bare spans (2 per call): {per_call:.0} ns a call");
+}
+
+/// `COMPARE_PROFILE_SCENARIO=metrics-floor`: the least the metrics layer must do per call on
+/// row A, under the layer rows' recorder, with no connection and no hook around it: on each of
+/// the two ends, the call counted, the in-flight gauge up and down, the layer's clock read twice
+/// and the duration recorded, a reference to the handles taken and let go. Prints the time a
+/// call, to set beside the no-layer call's.
+fn metrics_floor(n: usize) {
+    install_layer_sinks();
+    let handles = |direction: &'static str| {
+        let labels = [
+            metrics::Label::new("rpc.method", "add"),
+            metrics::Label::new("direction", direction),
+            metrics::Label::new("kind", "request"),
+        ];
+        Arc::new((
+            metrics::counter!(jsonrpc_duplex::middleware::metrics::CALLS, labels.iter()),
+            metrics::gauge!(jsonrpc_duplex::middleware::metrics::IN_FLIGHT, labels.iter()),
+            metrics::histogram!(jsonrpc_duplex::middleware::metrics::DURATION, labels.iter()),
+        ))
+    };
+    let ends = [handles("outbound"), handles("inbound")];
+    let clock = quanta::Clock::new();
+    let started = Instant::now();
+    for _ in 0..n {
+        for end in &ends {
+            let (calls, in_flight, duration) = &*std::hint::black_box(end.clone());
+            calls.increment(1);
+            in_flight.increment(1.0);
+            let start = clock.raw();
+            duration.record(clock.delta_as_nanos(start, clock.raw()) as f64 * 1e-9);
+            in_flight.decrement(1.0);
+        }
+    }
+    let per_call = started.elapsed().as_nanos() as f64 / n as f64;
+    println!("{n} calls' worth of the metrics layer's bare work (both ends): {per_call:.0} ns a call");
 }
 
 /// What the layers report to: the spans of the tracing layer are recorded (a registry under it,
