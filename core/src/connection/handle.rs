@@ -154,9 +154,9 @@ impl fmt::Debug for Handle {
 type BoxedCall<'a> = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Error>> + Send + 'a>>;
 
 /// An outbound call under the connection's one layer, a hook ([`Handle::call_watched`]): the
-/// hook's state and the call, started in its first poll ([`Handle::start_call`]), every poll
-/// inside the hook's scope (a hook without one for the call: started as it is made). Dropped before it ends, the call is given up (its guard) and the
-/// hook's state dropped untold, as a dropped `send_call` would.
+/// hook's state and the call, started in its first poll ([`Handle::start_call_in`]), every
+/// poll inside the hook's scope if it has one for the call. Dropped before it ends, the call is
+/// given up (its guard) and the hook's state dropped untold, as a dropped `send_call` would.
 pub(crate) struct WatchedCall<'a> {
     handle: &'a Handle,
     options: &'a CallOptions,
@@ -166,32 +166,36 @@ pub(crate) struct WatchedCall<'a> {
     /// Polled inside the hook's scope (asked once: an outbound span is not entered).
     scoped: bool,
     sending: Sending<'a>,
+    /// The call's guard, made in place when it starts (after `sending`: dropped after the
+    /// receiver, as in [`Handle::send_call`]); taken (disarmed) once the answer is in.
+    guard: Option<CallGuard<'a>>,
 }
 
-/// The rest of a started call: its answer's receiver and guard (the common call), or the rest
-/// boxed (see [`Handle::start_call`]).
+/// The rest of a started call: its answer's receiver (the common call), or the rest boxed (see
+/// [`Handle::start_call_in`]).
 enum Sending<'a> {
     /// Not started yet (`None`: only while it starts).
     Start(Option<EncodedCall>),
-    /// The guard is taken (disarmed) once the answer is in.
-    Answer(oneshot::Receiver<Outcome>, Option<CallGuard<'a>>),
+    Answer(oneshot::Receiver<Outcome>),
     Slow(BoxedCall<'a>),
 }
 
 impl<'a> Sending<'a> {
-    /// Start the call in its first poll (out of line: the poll that waits for the answer stays
-    /// small enough to be inlined into the call's future).
+    /// Start the call in its first poll, its guard made in place in `guard` (out of line: the
+    /// poll that waits for the answer stays small enough to be inlined into the call's future).
     #[inline(never)]
-    fn start(&mut self, handle: &'a Handle, call: EncodedCall, options: &'a CallOptions) {
-        *self = Sending::started(handle, call, options);
-    }
-
-    /// The call registered and queued (or what it waits for, boxed).
-    fn started(handle: &'a Handle, call: EncodedCall, options: &'a CallOptions) -> Self {
-        match handle.start_call(call, options) {
-            Ok((rx, guard)) => Sending::Answer(rx, Some(guard)),
+    fn start(
+        &mut self,
+        guard: &mut Option<CallGuard<'a>>,
+        handle: &'a Handle,
+        call: EncodedCall,
+        options: &'a CallOptions,
+    ) {
+        let guard = guard.insert(CallGuard::unarmed(&handle.shared, options, &call));
+        *self = match handle.start_call_in(call, options, guard) {
+            Ok(rx) => Sending::Answer(rx),
             Err(slow) => Sending::Slow(slow),
-        }
+        };
     }
 
     // Always inlined: with `#[inline]` alone it stayed a call of its own, about 50 instructions
@@ -199,6 +203,7 @@ impl<'a> Sending<'a> {
     #[inline(always)]
     fn poll(
         &mut self,
+        guard: &mut Option<CallGuard<'a>>,
         handle: &'a Handle,
         options: &'a CallOptions,
         cx: &mut std::task::Context<'_>,
@@ -206,12 +211,12 @@ impl<'a> Sending<'a> {
         use std::task::Poll;
         if let Sending::Start(call) = self {
             let Some(call) = call.take() else { return Poll::Pending };
-            self.start(handle, call, options);
+            self.start(guard, handle, call, options);
         }
         match self {
             Sending::Start(_) => Poll::Pending,
             Sending::Slow(slow) => slow.as_mut().poll(cx),
-            Sending::Answer(rx, guard) => {
+            Sending::Answer(rx) => {
                 let outcome = std::task::ready!(Pin::new(rx).poll(cx));
                 if let Some(guard) = guard.take() {
                     guard.disarm();
@@ -234,13 +239,13 @@ impl Future for WatchedCall<'_> {
         let Some(state) = this.state.as_ref() else {
             return Poll::Ready(Err(Error::Protocol("polled after it ended".into())));
         };
-        let (handle, options, sending) = (this.handle, this.options, &mut this.sending);
+        let (handle, options, sending, guard) = (this.handle, this.options, &mut this.sending, &mut this.guard);
         let outcome = if this.scoped {
             let mut out = Poll::Pending;
-            this.watcher.in_scope(state, &mut || out = sending.poll(handle, options, cx));
+            this.watcher.in_scope(state, &mut || out = sending.poll(guard, handle, options, cx));
             out
         } else {
-            sending.poll(handle, options, cx)
+            sending.poll(guard, handle, options, cx)
         };
         let Poll::Ready(outcome) = outcome else { return Poll::Pending };
         let outcome = outcome.map(Some);
@@ -472,10 +477,12 @@ impl Handle {
     ) -> WatchedCall<'a> {
         let state = watcher.on_outbound(self, method, &call);
         let scoped = watcher.scoped(&state);
-        // Started in the first poll, inside the hook's scope; without a scope, at once (the
-        // same poll: nothing can tell the difference, and the first poll is shorter).
-        let sending = if scoped { Sending::Start(Some(call)) } else { Sending::started(self, call, options) };
-        WatchedCall { handle: self, options, watcher, state: Some(state), scoped, sending }
+        // Started in its first poll (inside the hook's scope, if it has one for the call), in
+        // place: made here, its receiver and guard would be moved out with this future just
+        // after they were written (in wider loads than their stores, which the CPU cannot
+        // forward).
+        let sending = Sending::Start(Some(call));
+        WatchedCall { handle: self, options, watcher, state: Some(state), scoped, sending, guard: None }
     }
 
     /// Number and encode a request. Streams and progress tokens in `params` bind themselves to
@@ -499,7 +506,7 @@ impl Handle {
     /// caller holds (or a `FuturesUnordered` allocates per call) stays small.
     pub(crate) async fn send_call(&self, call: EncodedCall, options: &CallOptions) -> Result<Box<RawValue>, Error> {
         // The guard is made in place, in this future, and armed there: not built in
-        // `start_call` and moved here (its flags, stored a byte at a time, then read back in
+        // `start_call_in` and moved here (its flags, stored a byte at a time, then read back in
         // 16-byte loads, which the CPU cannot forward: a fifth of this function's time).
         let mut guard = CallGuard::unarmed(&self.shared, options, &call);
         let rx = match self.start_call_in(call, options, &mut guard) {
@@ -515,20 +522,8 @@ impl Handle {
     }
 
     /// Register and send the call now if nothing needs waiting for (`Ok`: its answer's
-    /// receiver and the guard that cancels it if the caller goes away); otherwise the rest of
-    /// the call, boxed.
-    fn start_call<'a>(
-        &'a self,
-        call: EncodedCall,
-        options: &'a CallOptions,
-    ) -> Result<(oneshot::Receiver<Outcome>, CallGuard<'a>), BoxedCall<'a>> {
-        let mut guard = CallGuard::unarmed(&self.shared, options, &call);
-        let rx = self.start_call_in(call, options, &mut guard)?;
-        Ok((rx, guard))
-    }
-
-    /// [`Handle::start_call`] arming the caller's `guard` (made for `call`, not armed yet): it
-    /// is armed once the call is registered, and taken (left disarmed) by the rest, boxed.
+    /// receiver, and `guard`, made for `call` and not armed yet, armed); otherwise the rest of
+    /// the call, boxed, which takes the guard (left disarmed here).
     fn start_call_in<'a>(
         &'a self,
         call: EncodedCall,
