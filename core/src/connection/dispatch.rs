@@ -342,11 +342,11 @@ impl Dispatcher {
             let request = Request { method, params, slot: slot.clone() };
             return self.start_hooked(hook, peer, request, responder, slot, permit, cx);
         }
-        // The first poll on the lane; most handlers finish in it, and then cost no task. The
-        // request and its responder are made inside: moved in as parts, not as structs whose
-        // flags were just written a byte at a time (a copy the CPU cannot forward).
-        // The poll's outcome is written where it is read, not returned beside the handler: a
-        // byte with seven of padding after it, copied as words just after the byte's store.
+        // The first poll on the lane; most handlers finish in it, and then cost no task. Two
+        // copies the CPU cannot forward are avoided: the request and its responder are made
+        // inside (moved in as parts, not as structs whose flags were just stored a byte at a
+        // time), and the poll's outcome is written where it is read (not returned beside the
+        // handler: a byte and seven of padding, copied as words just after the byte's store).
         let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
             let responder = Responder::new(slot.clone());

@@ -721,6 +721,8 @@ fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn digits_read_as_words_are_their_number() {
         let mut cases: Vec<u64> = vec![0, 1, 9, 10, 99, 100, 12_345_678, 99_999_999, 100_000_000, u64::MAX];
@@ -734,13 +736,11 @@ mod tests {
             cases.push(x >> (x % 64));
         }
         for n in cases {
-            assert_eq!(super::digits_value(n.to_string().as_bytes()), Some(n), "{n}");
+            assert_eq!(digits_value(n.to_string().as_bytes()), Some(n), "{n}");
         }
-        assert_eq!(super::digits_value(b"18446744073709551616"), None, "u64::MAX + 1");
-        assert_eq!(super::digits_value(b"99999999999999999999"), None);
+        assert_eq!(digits_value(b"18446744073709551616"), None, "u64::MAX + 1");
+        assert_eq!(digits_value(b"99999999999999999999"), None);
     }
-
-    use super::*;
 
     fn parse(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
         parse_frame(frame, 1000)
