@@ -364,6 +364,9 @@ pub(crate) struct Config {
     pub(crate) flush_timeout: Duration,
     /// The middleware layers (`crate::middleware`); `None`: none, and nothing is paid.
     pub(crate) layered: Option<Arc<dyn super::Layered>>,
+    /// `layered`'s lone hook ([`Layered::watcher`](super::Layered::watcher)), kept here: a call
+    /// asks for it without a dynamic call.
+    pub(crate) watcher: Option<Arc<dyn super::Watcher>>,
     /// Where the profile carries trace context.
     pub(crate) trace_context: TraceContextPlacement,
 }
@@ -382,6 +385,7 @@ impl Default for Config {
             eof_grace: DEFAULT_EOF_GRACE,
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             layered: None,
+            watcher: None,
             trace_context: TraceContextPlacement::TopLevel,
         }
     }

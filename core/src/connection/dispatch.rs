@@ -338,9 +338,7 @@ impl Dispatcher {
         if let Some((hook, peer)) = &self.hook
             && slot.hold_hook()
         {
-            let responder = Responder::new(slot.clone());
-            let request = Request { method, params, slot: slot.clone() };
-            return self.start_hooked(hook, peer, request, responder, slot, permit, cx);
+            return self.start_hooked(hook, peer, method, params, slot, permit, cx);
         }
         // The first poll on the lane; most handlers finish in it, and then cost no task. Two
         // copies the CPU cannot forward are avoided: the request and its responder are made
@@ -411,8 +409,8 @@ impl Dispatcher {
         &self,
         hook: &Arc<dyn Watcher>,
         peer: &PeerInfo,
-        request: Request,
-        responder: Responder,
+        method: String,
+        params: Option<Box<RawValue>>,
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
         cx: &mut Context<'_>,
@@ -420,11 +418,15 @@ impl Dispatcher {
         let mut held = HeldHook { state: None, scoped: false };
         // One supervision for the hook's state, the handler's start and its first poll: a hook
         // that panics answers the request `-32603`, as a handler would. (The poll's outcome is
-        // written in place, as in `start_request`.)
+        // written in place, as in `start_request`; the hook reads the request's parts where
+        // they are, and the request is made after it.)
         let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
-            let (state, scoped) = held.keep(&**hook, hook.on_inbound(&request, peer));
+            let state = hook.on_inbound(&method, &slot.id, params.as_deref(), peer);
+            let (state, scoped) = held.keep(&**hook, state);
             let start = || {
+                let responder = Responder::new(slot.clone());
+                let request = Request { method, params, slot: slot.clone() };
                 let mut handler = self.request_future(request, responder)?;
                 first = handler.as_mut().poll(cx);
                 Some(handler)
@@ -539,7 +541,7 @@ impl Dispatcher {
                 let Some((hook, peer)) = &self.hook else { return f(request, Responder::new(slot)) };
                 // Under the connection's hook, in its own future (nobody is answered: the hook
                 // is told a result once the handler ends).
-                let state = hook.on_inbound(&request, peer);
+                let state = hook.on_inbound(&request.method, request.id(), request.params(), peer);
                 let mut handler = f(request, Responder::new(slot));
                 let hook = hook.clone();
                 Box::pin(async move {

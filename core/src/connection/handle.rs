@@ -451,13 +451,14 @@ impl Handle {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let call = self.encode_call(method, params)?;
-        if let Some(layered) = &self.shared.config.layered {
-            if let Some(watcher) = layered.watcher() {
-                // A future of its own, not an `async fn`'s: it keeps the hook's state beside
-                // the call's receiver and guard, and nothing twice, so the future every caller
-                // holds stays small without boxing it (see `send_call`).
-                return self.call_watched(&**watcher, method, call, options).await;
-            }
+        let config = &self.shared.config;
+        if let Some(watcher) = &config.watcher {
+            // A future of its own, not an `async fn`'s: it keeps the hook's state beside the
+            // call's receiver and guard, and nothing twice, so the future every caller holds
+            // stays small without boxing it (see `send_call`).
+            return self.call_watched(&**watcher, method, call, options).await;
+        }
+        if let Some(layered) = &config.layered {
             return match layered.call(self, method, call, options).await? {
                 Some(result) => Ok(result),
                 None => RawValue::from_string("null".into()).map_err(Error::Deserialize),

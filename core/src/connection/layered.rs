@@ -53,8 +53,15 @@ pub(crate) trait Layered: Send + Sync + 'static {
 /// A hook, as the connection runs it (see [`Layered::watcher`]): its state per call erased
 /// into a [`HookState`] (kept inline for the shipped hooks' states).
 pub(crate) trait Watcher: crate::handler::SlotHook {
-    /// Before an inbound request's handler starts.
-    fn on_inbound(&self, request: &crate::handler::Request, peer: &PeerInfo) -> HookState;
+    /// Before an inbound request's handler starts (its parts, not the request: read from
+    /// where they are, not from a request just written).
+    fn on_inbound(
+        &self,
+        method: &str,
+        id: &crate::message::Id,
+        params: Option<&RawValue>,
+        peer: &PeerInfo,
+    ) -> HookState;
     /// Before an outbound call, encoded, is sent.
     fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState;
     /// How the call ended.

@@ -317,7 +317,9 @@ impl Builder {
     /// Install the middleware of every connection started from this builder
     /// (`crate::middleware` builds it; see [`Builder::layer`]).
     pub(crate) fn set_layered(mut self, layered: Arc<dyn Layered>) -> Self {
-        self.config_mut().layered = Some(layered);
+        let config = self.config_mut();
+        config.watcher = layered.watcher().cloned();
+        config.layered = Some(layered);
         self
     }
 
@@ -478,7 +480,7 @@ impl Builder {
         if let Some(layered) = &shared.config.layered {
             let peer = shared.peer.clone().unwrap_or_else(|| Arc::new(PeerInfo::new()));
             // A lone hook is run by the dispatcher around each request (see `Layered::watcher`).
-            hook = layered.watcher().map(|watcher| (watcher.clone(), peer.clone()));
+            hook = shared.config.watcher.as_ref().map(|watcher| (watcher.clone(), peer.clone()));
             router = layered.wrap(router, peer, shared.config.trace_context);
         }
         if let Some(refused) = shadowed_route(&router, &shared) {
@@ -488,7 +490,8 @@ impl Builder {
         let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission, hook };
         // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
-        let reader = Reader { shared: shared.clone(), lane, hold: Default::default() };
+        let keeps_trace = shared.config.keeps_trace_members();
+        let reader = Reader { shared: shared.clone(), lane, hold: Default::default(), keeps_trace };
         let reader = tracker.track_future(reader.run(frames, eof_reason));
         let reader = if driven {
             Some(Box::pin(reader) as futures::future::BoxFuture<'static, ()>)

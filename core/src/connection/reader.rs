@@ -65,6 +65,9 @@ pub(crate) struct Reader {
     pub(crate) lane: Arc<Lane>,
     /// The answers held while the reader reads on.
     pub(crate) hold: Hold,
+    /// Whether a call's top-level trace context members are kept (`Config::keeps_trace_members`,
+    /// asked once).
+    pub(crate) keeps_trace: bool,
 }
 
 /// The reader's hold on the answers its handlers give while it goes through what it has read
@@ -249,7 +252,7 @@ impl Reader {
     fn frame_now(&self, body: &[u8], spares: &mut Spares, cx: &mut Context<'_>) -> Result<bool, Later> {
         self.shared.outbound.tracer.message(Direction::Incoming, body);
         let config = &self.shared.config;
-        match parse_frame_keeping(body, config.limits.max_batch_len, config.keeps_trace_members()) {
+        match parse_frame_keeping(body, config.limits.max_batch_len, self.keeps_trace) {
             Err(error) => {
                 tracing::debug!(target: crate::LOG_TARGET, error = %self.shared.quote(&error), "unparsable message answered -32700");
                 Err(Later::Unparsable(error))

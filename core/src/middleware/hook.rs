@@ -77,7 +77,7 @@ use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
     Watcher,
 };
-use crate::handler::{BoxFuture as HandlerFuture, Extensions, Request, Router, SlotHook};
+use crate::handler::{BoxFuture as HandlerFuture, Extensions, Router, SlotHook};
 use crate::message::{ErrorObject, Id};
 
 /// A layer with a synchronous step before each call and one after it (see the
@@ -338,14 +338,14 @@ impl<H: Hook> SlotHook for Erased<H> {
 }
 
 impl<H: Hook> Watcher for Erased<H> {
-    fn on_inbound(&self, request: &Request, peer: &PeerInfo) -> HookState {
+    fn on_inbound(&self, method: &str, id: &Id, params: Option<&RawValue>, peer: &PeerInfo) -> HookState {
         let info = CallInfo {
             direction: Direction::Incoming,
             kind: Kind::Request,
-            method: request.method(),
-            id: Some(request.id()),
+            method,
+            id: Some(id),
             peer,
-            params: Params::Raw(request.params()),
+            params: Params::Raw(params),
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
         HookState::new(self.0.on_request(&info))
