@@ -703,9 +703,9 @@ impl HeldHook {
     #[inline]
     fn after_poll(&mut self, hook: &dyn Watcher, slot: &ReplySlot) {
         if let Some(answer) = slot.hook_told()
-            && let Some(state) = self.state.take()
+            && self.state.is_some()
         {
-            tell_hook(hook, state, answer.as_ref().copied());
+            tell_hook(hook, &mut self.state, answer.as_ref().copied());
         }
     }
 
@@ -717,7 +717,7 @@ impl HeldHook {
         // before it made its state): nothing held.
         let Some(state) = self.state.take() else { return };
         if let Err((state, answer)) = slot.leave_hook(hook.clone(), state) {
-            tell_hook(&**hook, state, answer.as_ref().copied());
+            tell_hook(&**hook, &mut Some(state), answer.as_ref().copied());
         }
     }
 }

@@ -78,8 +78,9 @@ pub(crate) trait SlotHook: Send + Sync + 'static {
     fn scoped(&self, state: &HookState) -> bool;
     /// Run `f` (one poll) inside the hook's scope for the call.
     fn in_scope(&self, state: &HookState, f: &mut dyn FnMut());
-    /// The request is answered with this.
-    fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>);
+    /// The request is answered with this (the state taken from where it is held: moved whole
+    /// into the call, it would be copied in wider loads than its stores).
+    fn on_answer(&self, state: &mut Option<HookState>, answer: Result<(), &ErrorObject>);
 }
 
 /// Poll with `poll` inside `hook`'s scope until it is ready; then the output, with the state
@@ -103,7 +104,7 @@ pub(crate) fn scoped<'h, T>(
 
 /// Tell a hook how its request ended. The request is answered: a panic in the hook changes
 /// nothing, and is logged, not let through to whoever answered.
-pub(crate) fn tell_hook(watcher: &dyn SlotHook, state: HookState, answer: Result<(), &ErrorObject>) {
+pub(crate) fn tell_hook(watcher: &dyn SlotHook, state: &mut Option<HookState>, answer: Result<(), &ErrorObject>) {
     if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| watcher.on_answer(state, answer))) {
         tracing::error!(target: crate::LOG_TARGET, panic = %panic_message(&payload), "a hook panicked after the answer");
     }
@@ -524,7 +525,7 @@ impl ReplySlot {
         let sent = self.send_answer(encode, writes);
         // The hook is told once the answer is on its way.
         if let Some((hook, state)) = left {
-            tell_hook(&*hook, state, seen);
+            tell_hook(&*hook, &mut Some(state), seen);
         }
         sent
     }

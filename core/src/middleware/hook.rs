@@ -328,7 +328,8 @@ impl<H: Hook> SlotHook for Erased<H> {
         }
     }
 
-    fn on_answer(&self, state: HookState, answer: Result<(), &ErrorObject>) {
+    fn on_answer(&self, state: &mut Option<HookState>, answer: Result<(), &ErrorObject>) {
+        let Some(state) = state.take() else { return };
         let outcome = match answer {
             Ok(()) => Ok(None),
             Err(error) => Err(Error::Remote(error.clone())),

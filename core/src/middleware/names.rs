@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::util::hash::same_bytes;
+use crate::util::hash::short_word;
 
 /// What a layer reports for a method no list names (OpenTelemetry's convention).
 pub const OTHER: &str = "_OTHER";
@@ -28,7 +28,22 @@ pub struct MethodNames {
     known: Arc<HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>>,
     /// The names in their places, when they are few enough to be looked up one by one (a
     /// compare per name, cheaper than hashing the method name for a short list).
-    few: Option<Arc<[Box<str>]>>,
+    few: Option<Arc<[Few]>>,
+}
+
+/// A name of a short list, with its bytes as a word when it has 8 or fewer: compared without
+/// following its pointer.
+#[derive(Clone, Debug, Default)]
+struct Few {
+    name: Box<str>,
+    word: u64,
+}
+
+impl Few {
+    #[inline(always)]
+    fn is(&self, method: &str, word: u64) -> bool {
+        self.name.len() == method.len() && if method.len() <= 8 { self.word == word } else { *self.name == *method }
+    }
 }
 
 /// Up to this many names are looked up one by one.
@@ -80,9 +95,10 @@ impl MethodNames {
             known.entry(name.as_ref().into()).or_insert(next);
         }
         let few = (known.len() <= FEW).then(|| {
-            let mut few = vec![Box::<str>::default(); known.len()];
+            let mut few = vec![Few::default(); known.len()];
             for (name, at) in known.iter() {
-                few[*at] = name.clone();
+                let word = if name.len() <= 8 { short_word(name.as_bytes()) } else { 0 };
+                few[*at] = Few { name: name.clone(), word };
             }
             few.into()
         });
@@ -99,10 +115,13 @@ impl MethodNames {
     #[inline]
     pub(crate) fn report_at<'a>(&'a self, method: &str) -> (&'a str, usize) {
         match &self.few {
-            Some(few) => match few.iter().position(|name| same_bytes(name.as_bytes(), method.as_bytes())) {
-                Some(at) => (&few[at], at),
-                None => (OTHER, few.len()),
-            },
+            Some(few) => {
+                let word = if method.len() <= 8 { short_word(method.as_bytes()) } else { 0 };
+                match few.iter().position(|name| name.is(method, word)) {
+                    Some(at) => (&few[at].name, at),
+                    None => (OTHER, few.len()),
+                }
+            }
             None => self.hashed(method),
         }
     }
@@ -148,5 +167,15 @@ mod tests {
         let again = few.with(["m/0", "new"]);
         assert_eq!(again.report_at("new"), ("new", FEW));
         assert_eq!(again.report_at("m/0"), ("m/0", 0));
+        // Names longer than a word, and names that share one's first word, in a short list.
+        let mixed = MethodNames::new(["textDocument/hover", "textDocu", "a", ""]);
+        assert!(mixed.few.is_some());
+        assert_eq!(mixed.report_at("textDocument/hover"), ("textDocument/hover", 0));
+        assert_eq!(mixed.report_at("textDocument/hovex"), (OTHER, 4));
+        assert_eq!(mixed.report_at("textDocu"), ("textDocu", 1));
+        assert_eq!(mixed.report_at("textDocx"), (OTHER, 4));
+        assert_eq!(mixed.report_at("a"), ("a", 2));
+        assert_eq!(mixed.report_at(""), ("", 3));
+        assert_eq!(mixed.report_at("b"), (OTHER, 4));
     }
 }

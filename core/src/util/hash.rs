@@ -34,7 +34,8 @@ impl Hasher for IdHasher {
 
 /// Up to eight bytes as a little-endian word, zero above them (`short_word(b"ab") == 0x6261`).
 ///
-/// Read with two loads that may overlap, not copied byte by byte into a zeroed buffer: a word
+/// Read with two loads that may overlap, as a copy of that length stores them, not copied
+/// byte by byte into a zeroed buffer: a word
 /// loaded from bytes stored one at a time a moment before waits until they reach the cache
 /// (the CPU forwards a store only to a load no wider than it). Such a copy of a method name's
 /// last word was a quarter of the time of the router's lookup.
@@ -48,19 +49,13 @@ pub(crate) fn short_word(b: &[u8]) -> u64 {
         // The two overlap where `n < 8`: the same bytes at the same places, so `|` keeps them.
         lo | hi << (8 * (n - 4))
     } else if n >= 2 {
+        // The last byte alone, not the last two: a copy of two or three bytes stores a pair at
+        // the start and the last byte by itself, and a pair loaded across both would wait.
         let lo = u64::from(u16::from_le_bytes([b[0], b[1]]));
-        let hi = u64::from(u16::from_le_bytes([b[n - 2], b[n - 1]]));
-        lo | hi << (8 * (n - 2))
+        lo | u64::from(b[n - 1]) << (8 * (n - 1))
     } else {
         b.first().map_or(0, |&byte| u64::from(byte))
     }
-}
-
-/// Whether two byte strings are equal, those of 8 bytes or fewer compared as one word each (no
-/// call into `memcmp` for a short method name).
-#[inline(always)]
-pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && if a.len() <= 8 { short_word(a) == short_word(b) } else { a == b }
 }
 
 /// `HashMap<u64, V, IdBuild>` for maps keyed by our own ids (and the router's method names: the
@@ -117,17 +112,18 @@ mod tests {
     }
 
     #[test]
-    fn same_bytes_is_equality_at_every_length() {
-        let bytes = b"abcdefghijklmnop";
+    fn a_short_word_tells_apart_every_byte_at_every_length() {
+        let bytes = b"abcdefgh";
         for n in 0..=bytes.len() {
             let a = &bytes[..n];
-            assert!(same_bytes(a, a), "{n} bytes");
+            let word = short_word(a);
+            assert_eq!(word.to_le_bytes()[..n], *a, "{n} bytes, in order");
+            assert!(word.to_le_bytes()[n..].iter().all(|&b| b == 0), "{n} bytes, zero above");
             for i in 0..n {
                 let mut b = a.to_vec();
                 b[i] ^= 0x80;
-                assert!(!same_bytes(a, &b), "{n} bytes, byte {i} differs");
+                assert_ne!(short_word(&b), word, "{n} bytes, byte {i} differs");
             }
-            assert!(!same_bytes(a, &bytes[..n.saturating_sub(1)]) || n == 0, "{n} bytes against one fewer");
         }
     }
 }
