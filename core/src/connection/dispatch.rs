@@ -547,7 +547,7 @@ impl Dispatcher {
                 Box::pin(async move {
                     let scope: &dyn SlotHook = &*hook;
                     let ((), state) = crate::handler::scoped(scope, state, |cx| handler.as_mut().poll(cx)).await;
-                    hook.on_response(state, &Ok(None));
+                    hook.on_response(&mut Some(state), &Ok(None));
                 })
             }
         }

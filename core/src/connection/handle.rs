@@ -249,9 +249,7 @@ impl Future for WatchedCall<'_> {
         };
         let Poll::Ready(outcome) = outcome else { return Poll::Pending };
         let outcome = outcome.map(Some);
-        if let Some(state) = this.state.take() {
-            this.watcher.on_response(state, &outcome);
-        }
+        this.watcher.on_response(&mut this.state, &outcome);
         Poll::Ready(match outcome {
             Ok(Some(result)) => Ok(result),
             Ok(None) => RawValue::from_string("null".into()).map_err(Error::Deserialize),

@@ -64,8 +64,9 @@ pub(crate) trait Watcher: crate::handler::SlotHook {
     ) -> HookState;
     /// Before an outbound call, encoded, is sent.
     fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState;
-    /// How the call ended.
-    fn on_response(&self, state: HookState, outcome: &Result<Option<Box<RawValue>>, Error>);
+    /// How the call ended (the state taken from where it is held, or told there and dropped:
+    /// `None` after).
+    fn on_response(&self, state: &mut Option<HookState>, outcome: &Result<Option<Box<RawValue>>, Error>);
 }
 
 pub(crate) use crate::middleware::state::HookState;

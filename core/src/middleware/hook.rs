@@ -100,6 +100,19 @@ pub trait Hook: Send + Sync + 'static {
     /// notification, once handled (inbound) or queued (outbound).
     fn on_response(&self, state: Self::State, outcome: &Outcome);
 
+    /// Whether [`Hook::on_response_ref`] tells the hook all [`Hook::on_response`] would (then
+    /// the connection tells it so, and drops the state where it holds it after: the state is
+    /// not moved out for the call). `false` unless the hook says so.
+    #[doc(hidden)]
+    const TOLD_BY_REF: bool = false;
+
+    /// [`Hook::on_response`] with the state borrowed (dropped after it), for a hook whose
+    /// [`Hook::TOLD_BY_REF`] is `true`.
+    #[doc(hidden)]
+    fn on_response_ref(&self, state: &Self::State, outcome: &Outcome) {
+        let _ = (state, outcome);
+    }
+
     /// Run `f`, one poll of the call (the handler's, inbound), inside the hook's scope for it:
     /// what [`TraceLayer`](super::trace::TraceLayer) enters its span with, so that what the
     /// handler logs and the calls it makes are the span's children. By default, `f()`.
@@ -130,6 +143,10 @@ impl<H: Hook> Hook for Arc<H> {
     fn on_response(&self, state: H::State, outcome: &Outcome) {
         (**self).on_response(state, outcome)
     }
+    const TOLD_BY_REF: bool = H::TOLD_BY_REF;
+    fn on_response_ref(&self, state: &H::State, outcome: &Outcome) {
+        (**self).on_response_ref(state, outcome)
+    }
     fn in_scope<R>(&self, state: &H::State, f: impl FnOnce() -> R) -> R {
         (**self).in_scope(state, f)
     }
@@ -150,6 +167,11 @@ impl<A: Hook, B: Hook> Hook for (A, B) {
     fn on_response(&self, (a, b): Self::State, outcome: &Outcome) {
         self.1.on_response(b, outcome);
         self.0.on_response(a, outcome);
+    }
+    const TOLD_BY_REF: bool = A::TOLD_BY_REF && B::TOLD_BY_REF;
+    fn on_response_ref(&self, (a, b): &Self::State, outcome: &Outcome) {
+        self.1.on_response_ref(b, outcome);
+        self.0.on_response_ref(a, outcome);
     }
     fn in_scope<R>(&self, (a, b): &Self::State, f: impl FnOnce() -> R) -> R {
         self.0.in_scope(a, || self.1.in_scope(b, f))
@@ -329,7 +351,9 @@ impl<H: Hook> SlotHook for Erased<H> {
     }
 
     fn on_answer(&self, state: &mut Option<HookState>, answer: Result<(), &ErrorObject>) {
-        let Some(state) = state.take() else { return };
+        if state.is_none() {
+            return;
+        }
         let outcome = match answer {
             Ok(()) => Ok(None),
             Err(error) => Err(Error::Remote(error.clone())),
@@ -366,8 +390,16 @@ impl<H: Hook> Watcher for Erased<H> {
         HookState::new(self.0.on_request(&info))
     }
 
-    fn on_response(&self, state: HookState, outcome: &Outcome) {
-        if let Some(state) = state.take::<H::State>() {
+    fn on_response(&self, state: &mut Option<HookState>, outcome: &Outcome) {
+        if H::TOLD_BY_REF {
+            // Told where the state is, and dropped there.
+            if let Some(held) = state.as_ref().and_then(HookState::get::<H::State>) {
+                self.0.on_response_ref(held, outcome);
+            }
+            *state = None;
+            return;
+        }
+        if let Some(state) = state.take().and_then(HookState::take::<H::State>) {
             self.0.on_response(state, outcome);
         }
     }

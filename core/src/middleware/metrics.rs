@@ -137,6 +137,12 @@ impl Hook for MetricsLayer {
     }
 
     fn on_response(&self, state: InFlight, outcome: &Outcome) {
+        self.on_response_ref(&state, outcome);
+    }
+
+    // Out of the gauge as the state is dropped, after.
+    const TOLD_BY_REF: bool = true;
+    fn on_response_ref(&self, state: &InFlight, outcome: &Outcome) {
         let handles = &state.0;
         let nanos = self.clock.delta_as_nanos(state.1, self.clock.raw());
         handles.duration.record(nanos as f64 * 1e-9);

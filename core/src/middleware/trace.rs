@@ -191,6 +191,11 @@ impl Hook for TraceLayer {
         record_end(&state.span, outcome);
     }
 
+    const TOLD_BY_REF: bool = true;
+    fn on_response_ref(&self, state: &InCall, outcome: &Outcome) {
+        record_end(&state.span, outcome);
+    }
+
     fn scoped_for(&self, state: &InCall) -> bool {
         state.enter
     }
