@@ -100,6 +100,14 @@ pub trait Hook: Send + Sync + 'static {
     /// notification, once handled (inbound) or queued (outbound).
     fn on_response(&self, state: Self::State, outcome: &Outcome);
 
+    /// [`Hook::on_request`], its state as the connection keeps it: a shipped hook's written in
+    /// place (through the erasure it would be copied in loads wider than its stores).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn on_request_held(&self, call: &CallInfo<'_>) -> HookState {
+        HookState::new(self.on_request(call))
+    }
+
     /// Whether [`Hook::on_response_ref`] tells the hook all [`Hook::on_response`] would (then
     /// the connection tells it so, and drops the state where it holds it after: the state is
     /// not moved out for the call). `false` unless the hook says so.
@@ -142,6 +150,10 @@ impl<H: Hook> Hook for Arc<H> {
     }
     fn on_response(&self, state: H::State, outcome: &Outcome) {
         (**self).on_response(state, outcome)
+    }
+    #[inline(always)]
+    fn on_request_held(&self, call: &CallInfo<'_>) -> HookState {
+        (**self).on_request_held(call)
     }
     const TOLD_BY_REF: bool = H::TOLD_BY_REF;
     fn on_response_ref(&self, state: &H::State, outcome: &Outcome) {
@@ -373,7 +385,7 @@ impl<H: Hook> Watcher for Erased<H> {
             params: Params::Raw(params),
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
-        HookState::new(self.0.on_request(&info))
+        self.0.on_request_held(&info)
     }
 
     fn on_outbound(&self, handle: &Handle, method: &str, call: &EncodedCall) -> HookState {
@@ -387,7 +399,7 @@ impl<H: Hook> Watcher for Erased<H> {
             params: Params::Encoded(&call.body, Some(call.id)),
             extensions: &crate::handler::EMPTY_EXTENSIONS,
         };
-        HookState::new(self.0.on_request(&info))
+        self.0.on_request_held(&info)
     }
 
     fn on_response(&self, state: &mut Option<HookState>, outcome: &Outcome) {

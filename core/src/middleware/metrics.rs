@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use metrics::Label;
 
-use super::state::Handles;
 pub use super::state::InFlight;
+use super::state::{Handles, HookState};
 
 use super::names::{MethodNames, OTHER};
 use super::{CallInfo, Hook, Kind, Outcome, error_code};
@@ -134,6 +134,11 @@ impl Hook for MetricsLayer {
         handles.calls.increment(1);
         handles.in_flight.increment(1.0);
         InFlight(handles, self.clock.raw())
+    }
+
+    #[inline(always)]
+    fn on_request_held(&self, call: &CallInfo<'_>) -> HookState {
+        HookState::Metrics(self.on_request(call))
     }
 
     fn on_response(&self, state: InFlight, outcome: &Outcome) {

@@ -46,7 +46,10 @@ impl Drop for InFlight {
 /// A hook's state for one call, erased (what the connection keeps of it: see
 /// [`Watcher`](crate::connection::Watcher)). The shipped hooks' states are kept as they are; any other is boxed (which
 /// allocates nothing for a zero-sized state).
-pub(crate) enum HookState {
+///
+/// Public only to be named by a hidden method of [`Hook`](super::Hook) (this module is private).
+#[doc(hidden)]
+pub enum HookState {
     Trace(InCall),
     #[cfg(feature = "metrics")]
     Metrics(InFlight),

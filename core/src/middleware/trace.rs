@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 use tracing::field::Empty;
 
 use super::names::MethodNames;
+use super::state::HookState;
 pub use super::state::InCall;
 #[cfg(feature = "otel")]
 use super::{BoxFuture, Call, Next};
@@ -182,9 +183,19 @@ impl Hook for TraceLayer {
     type State = InCall;
 
     fn on_request(&self, call: &CallInfo<'_>) -> InCall {
-        let span = self.span(call);
-        let enter = call.is_inbound() && !span.is_disabled();
-        InCall { span, enter }
+        // The span made where it is kept, not moved there.
+        let mut state = InCall { span: self.span(call), enter: false };
+        state.enter = call.is_inbound() && !state.span.is_disabled();
+        state
+    }
+
+    #[inline(always)]
+    fn on_request_held(&self, call: &CallInfo<'_>) -> HookState {
+        let mut state = HookState::Trace(InCall { span: self.span(call), enter: false });
+        if let HookState::Trace(held) = &mut state {
+            held.enter = call.is_inbound() && !held.span.is_disabled();
+        }
+        state
     }
 
     fn on_response(&self, state: InCall, outcome: &Outcome) {
