@@ -9,6 +9,7 @@
 use crate::support;
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use jsonrpc_duplex::middleware::{self, CallInfo, Hook, Outcome};
@@ -210,6 +211,99 @@ async fn a_panicking_hook_answers_internal_error_and_the_connection_lives() {
     let answer = peer.call(r#"{"jsonrpc":"2.0","id":2,"method":"late"}"#).await;
     assert_eq!(answer, r#"{"jsonrpc":"2.0","id":2,"result":1}"#);
     assert_eq!(peer.call(r#"{"jsonrpc":"2.0","id":3,"method":"ok"}"#).await, r#"{"jsonrpc":"2.0","id":3,"result":2}"#);
+    assert!(!conn.is_closed());
+}
+
+/// A hook told by reference (as the shipped ones are) that panics when told of `late` calls;
+/// counts how often it is told and how often its state is dropped.
+#[derive(Default)]
+struct PanickyByRef {
+    told: AtomicUsize,
+    dropped: Arc<AtomicUsize>,
+}
+
+struct Held(bool, Arc<AtomicUsize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Hook for PanickyByRef {
+    type State = Held;
+    fn on_request(&self, call: &CallInfo<'_>) -> Held {
+        Held(call.method().starts_with("late"), self.dropped.clone())
+    }
+    fn on_response(&self, state: Held, outcome: &Outcome) {
+        self.on_response_ref(&state, outcome);
+    }
+    const TOLD_BY_REF: bool = true;
+    fn on_response_ref(&self, state: &Held, _: &Outcome) {
+        self.told.fetch_add(1, Ordering::SeqCst);
+        assert!(!state.0, "the hook broke late");
+    }
+}
+
+#[tokio::test]
+async fn a_hook_told_by_reference_that_panics_is_told_once_and_its_state_dropped_once() {
+    let hook = Arc::new(PanickyByRef::default());
+    let builder = Connection::builder().layer(hook.clone()).serve(
+        Router::new()
+            // Answered in the handler's first poll, and after a wait (the hook told on another path).
+            .method("late", |(): (), _| async { Ok::<_, ErrorObject>(1) })
+            .method("late/waiting", |(): (), _| async {
+                tokio::task::yield_now().await;
+                Ok::<_, ErrorObject>(2)
+            })
+            .method("ok", |(): (), _| async { Ok::<_, ErrorObject>(3) }),
+    );
+    let (conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    let calls = [("late", "1"), ("late/waiting", "2"), ("ok", "3")];
+    for (n, (method, result)) in calls.into_iter().enumerate() {
+        let id = n + 1;
+        let answer = peer.call(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#)).await;
+        assert_eq!(answer, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#));
+        // Told just after the answer is written (on this thread: the test runs on one).
+        within(async {
+            while hook.told.load(Ordering::SeqCst) < id {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        // The state is dropped as the hook is told, panic or not, not left for later.
+        assert_eq!(hook.dropped.load(Ordering::SeqCst), id, "{method}: dropped once, at once");
+    }
+    assert_eq!(hook.told.load(Ordering::SeqCst), 3, "told once a call");
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test]
+async fn an_outbound_call_whose_hook_panics_when_told_lets_the_panic_up_once_and_the_connection_lives() {
+    use futures::FutureExt;
+    let hook = Arc::new(PanickyByRef::default());
+    let (conn, mut peer) = pair(Connection::builder().layer(hook.clone()), Framing::NewlineDelimited);
+    let handle = conn.handle();
+    let mut call = std::pin::pin!(handle.request::<i64>("late", ()));
+    let answered = async {
+        let request = peer.recv().await;
+        assert_eq!(request["method"], "late");
+        peer.send_json(json!({"jsonrpc": "2.0", "id": request["id"], "result": 7})).await;
+    };
+    let (panicked, ()) =
+        within(async { tokio::join!(std::panic::AssertUnwindSafe(call.as_mut()).catch_unwind(), answered) }).await;
+    let message = panicked.expect_err("the hook panics as it is told");
+    assert_eq!(message.downcast_ref::<&str>(), Some(&"the hook broke late"));
+    assert_eq!(hook.told.load(Ordering::SeqCst), 1);
+    assert_eq!(hook.dropped.load(Ordering::SeqCst), 1, "the state dropped as the panic went up");
+    // The connection goes on: the next call is answered, its hook told.
+    let next = async {
+        let request = peer.recv().await;
+        peer.send_json(json!({"jsonrpc": "2.0", "id": request["id"], "result": 8})).await;
+    };
+    let (sum, ()) = within(async { tokio::join!(handle.request::<i64>("ok", ()), next) }).await;
+    assert_eq!(sum.unwrap(), 8);
+    assert_eq!((hook.told.load(Ordering::SeqCst), hook.dropped.load(Ordering::SeqCst)), (2, 2));
     assert!(!conn.is_closed());
 }
 

@@ -350,6 +350,15 @@ impl<H: Hook> Alone<H> {
 /// A hook as the connection runs it.
 struct Erased<H>(Arc<H>);
 
+/// Empties a held hook state as it goes out of scope, unwinding included.
+struct Clear<'a>(&'a mut Option<HookState>);
+
+impl Drop for Clear<'_> {
+    fn drop(&mut self) {
+        *self.0 = None;
+    }
+}
+
 impl<H: Hook> SlotHook for Erased<H> {
     fn scoped(&self, state: &HookState) -> bool {
         H::SCOPED && state.get::<H::State>().is_none_or(|state| self.0.scoped_for(state))
@@ -404,11 +413,12 @@ impl<H: Hook> Watcher for Erased<H> {
 
     fn on_response(&self, state: &mut Option<HookState>, outcome: &Outcome) {
         if H::TOLD_BY_REF {
-            // Told where the state is, and dropped there.
-            if let Some(held) = state.as_ref().and_then(HookState::get::<H::State>) {
+            // Told where the state is, and dropped there, also when the hook panics (told once:
+            // whoever holds the state finds it gone).
+            let state = Clear(state);
+            if let Some(held) = state.0.as_ref().and_then(HookState::get::<H::State>) {
                 self.0.on_response_ref(held, outcome);
             }
-            *state = None;
             return;
         }
         if let Some(state) = state.take().and_then(HookState::take::<H::State>) {
