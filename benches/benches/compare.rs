@@ -21,9 +21,9 @@
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|echo|idle` runs B, C, D or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
-//! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics` the layer on both ends (the
-//! layers' cost in instructions per call under callgrind; `COMPARE_PROFILE_LAYERS_AT=server|client`
-//! on one end only); `COMPARE_PROFILE_SCENARIO=span`
+//! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics|null` the layer on both ends (the
+//! layers' cost in instructions per call under callgrind; `null`, a hook that does nothing: what
+//! running a hook costs by itself; `COMPARE_PROFILE_LAYERS_AT=server|client` on one end only); `COMPARE_PROFILE_SCENARIO=span`
 //! makes N calls' worth of bare spans under the layer rows' registry, no connection (what the
 //! registry itself costs the tracing layer), and `metrics-floor` the metrics layer's least work
 //! for N calls under its recorder (both print the time a call). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
@@ -469,6 +469,7 @@ fn profile(rt: &Runtime, n: usize) {
             let layers = match std::env::var("COMPARE_PROFILE_LAYERS").as_deref() {
                 Ok("trace") => Layers::Trace,
                 Ok("metrics") => Layers::Metrics,
+                Ok("null") => Layers::Null,
                 _ => Layers::None,
             };
             if layers != Layers::None {

@@ -93,6 +93,20 @@ pub enum Layers {
     Trace,
     /// `middleware::metrics::MetricsLayer` (counters and a histogram per call, each side).
     Metrics,
+    /// A hook that keeps nothing and does nothing ([`NullHook`]): what running any hook costs,
+    /// the layer's own work left out (`COMPARE_PROFILE_LAYERS=null`).
+    Null,
+}
+
+/// A hook with no state, no scope and nothing to do.
+pub struct NullHook;
+
+impl jsonrpc_duplex::middleware::Hook for NullHook {
+    type State = ();
+    fn on_request(&self, _: &jsonrpc_duplex::middleware::CallInfo<'_>) {}
+    fn on_response(&self, (): (), _: &jsonrpc_duplex::middleware::Outcome) {}
+    const SCOPED: bool = false;
+    const TOLD_BY_REF: bool = true;
 }
 
 impl Layers {
@@ -102,6 +116,7 @@ impl Layers {
             Layers::None => builder,
             Layers::Trace => builder.layer(jsonrpc_duplex::middleware::trace::TraceLayer::new(names())),
             Layers::Metrics => builder.layer(jsonrpc_duplex::middleware::metrics::MetricsLayer::new(names())),
+            Layers::Null => builder.layer(NullHook),
         }
     }
 }

@@ -74,7 +74,11 @@ impl HookState {
         if let Some(metrics) = any.downcast_mut::<Option<InFlight>>().and_then(Option::take) {
             return HookState::Metrics(metrics);
         }
-        HookState::Other(Box::new(state))
+        // The state itself, not the `Option` around it: a zero-sized state allocates nothing.
+        match state {
+            Some(state) => HookState::Other(Box::new(state)),
+            None => HookState::Other(Box::new(())),
+        }
     }
 
     #[inline]
@@ -83,7 +87,7 @@ impl HookState {
             HookState::Trace(trace) => (trace as &dyn Any).downcast_ref(),
             #[cfg(feature = "metrics")]
             HookState::Metrics(metrics) => (metrics as &dyn Any).downcast_ref(),
-            HookState::Other(other) => other.downcast_ref::<Option<S>>()?.as_ref(),
+            HookState::Other(other) => other.downcast_ref::<S>(),
         }
     }
 
@@ -103,7 +107,7 @@ impl HookState {
                     *into = Some(metrics);
                 }
             }
-            HookState::Other(other) => return other.downcast::<Option<S>>().ok().and_then(|state| *state),
+            HookState::Other(other) => return other.downcast::<S>().ok().map(|state| *state),
         }
         out
     }
