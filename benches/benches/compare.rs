@@ -21,14 +21,15 @@
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
 //! `COMPARE_PROFILE_SCENARIO=inflight|notify|echo|idle` runs B, C, D or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
-//! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics|null` the layer on both ends (the
-//! layers' cost in instructions per call under callgrind; `null`, a hook that does nothing: what
-//! running a hook costs by itself; `COMPARE_PROFILE_LAYERS_AT=server|client` on one end only); `COMPARE_PROFILE_SCENARIO=span`
-//! makes N calls' worth of bare spans under the layer rows' registry, no connection (what the
-//! registry itself costs the tracing layer), and `metrics-floor` the metrics layer's least work
-//! for N calls under its recorder (both print the time a call). `COMPARE_PROFILE_SUBSCRIBER=null` puts a
-//! subscriber under the tracing layer that enables its spans and records nothing (no span
-//! store, no field visited): the layer's own instrumentation cost, without the registry's.
+//! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics|null` the layer on both ends
+//! (the layers' cost in instructions per call under callgrind; `null`, a hook that does
+//! nothing: what running a hook costs by itself; `COMPARE_PROFILE_LAYERS_AT=server|client` on
+//! one end only); `COMPARE_PROFILE_SCENARIO=span` makes N calls' worth of bare spans under the
+//! layer rows' registry, no connection (what the registry itself costs the tracing layer), and
+//! `metrics-floor` the metrics layer's least work for N calls under its recorder (both print the
+//! time a call). `COMPARE_PROFILE_SUBSCRIBER=null` puts a subscriber under the tracing layer
+//! that enables its spans and records nothing (no span store, no field visited): the layer's own
+//! instrumentation cost, without the registry's.
 //! `COMPARE_PROFILE_RECORDER=noop` installs no metrics recorder (the metrics layer's own cost).
 //! `COMPARE_WORKERS=1` runs the runtime on one worker thread instead of two (no hand-off between
 //! cores: the work itself, without what crossing cores costs).

@@ -145,7 +145,7 @@ impl Hook for MetricsLayer {
         self.on_response_ref(&state, outcome);
     }
 
-    // Out of the gauge as the state is dropped, after.
+    // Told by reference: the state's drop, just after, takes the call out of the in-flight gauge.
     const TOLD_BY_REF: bool = true;
     fn on_response_ref(&self, state: &InFlight, outcome: &Outcome) {
         let handles = &state.0;

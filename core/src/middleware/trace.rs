@@ -183,23 +183,18 @@ impl Hook for TraceLayer {
     type State = InCall;
 
     fn on_request(&self, call: &CallInfo<'_>) -> InCall {
-        // The span made where it is kept, not moved there.
-        let mut state = InCall { span: self.span(call), enter: false };
-        state.enter = call.is_inbound() && !state.span.is_disabled();
-        state
+        let span = self.span(call);
+        let enter = call.is_inbound() && !span.is_disabled();
+        InCall { span, enter }
     }
 
     #[inline(always)]
     fn on_request_held(&self, call: &CallInfo<'_>) -> HookState {
-        let mut state = HookState::Trace(InCall { span: self.span(call), enter: false });
-        if let HookState::Trace(held) = &mut state {
-            held.enter = call.is_inbound() && !held.span.is_disabled();
-        }
-        state
+        HookState::Trace(self.on_request(call))
     }
 
     fn on_response(&self, state: InCall, outcome: &Outcome) {
-        record_end(&state.span, outcome);
+        self.on_response_ref(&state, outcome);
     }
 
     const TOLD_BY_REF: bool = true;

@@ -35,10 +35,10 @@ impl Hasher for IdHasher {
 /// Up to eight bytes as a little-endian word, zero above them (`short_word(b"ab") == 0x6261`).
 ///
 /// Read with two loads that may overlap, as a copy of that length stores them, not copied
-/// byte by byte into a zeroed buffer: a word
-/// loaded from bytes stored one at a time a moment before waits until they reach the cache
-/// (the CPU forwards a store only to a load no wider than it). Such a copy of a method name's
-/// last word was a quarter of the time of the router's lookup.
+/// byte by byte into a zeroed buffer: a word loaded from bytes stored one at a time a moment
+/// before waits until they reach the cache (the CPU forwards a store only to a load no wider
+/// than it). Such a copy of a method name's last word was a quarter of the time of the router's
+/// lookup.
 #[inline(always)]
 pub(crate) fn short_word(b: &[u8]) -> u64 {
     let n = b.len();
