@@ -102,19 +102,49 @@ fn main() {
     if args.iter().any(|a| a == "--bench" || a == "--test") && args.iter().any(|a| a == "--list") {
         return;
     }
-    let mut results = Vec::new();
-    for kind in ["ours", "handwritten"] {
-        let out = Command::new(std::env::current_exe().expect("this binary"))
-            .args(["--serve", kind])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("the server process");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let results = ["ours", "handwritten"].map(|kind| serve_process(kind, &[], true));
+    let loads = repeated_loads();
+    table(&results[0], &results[1], &loads);
+}
+
+/// Run one server process with `env` set: its figures (its output printed if `echo`).
+fn serve_process(kind: &str, env: &[(&str, String)], echo: bool) -> Figures {
+    let out = Command::new(std::env::current_exe().expect("this binary"))
+        .args(["--serve", kind])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the server process");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if echo {
         print!("{text}");
-        assert!(out.status.success(), "the {kind} server process failed");
-        results.push(Figures::parse(&text));
     }
-    table(&results[0], &results[1]);
+    assert!(out.status.success(), "the {kind} server process failed: {text}");
+    Figures::parse(&text)
+}
+
+/// The load alone, `LOAD_REPEATS` more times per server (default 5), the two servers' processes
+/// alternating (each round starting with the other one): one load's CPU per call swings by
+/// ±10% between runs of the same build on two cores shared with the client process, more than
+/// the difference being measured. Per server: (calls/s, CPU µs per call) of each run.
+fn repeated_loads() -> [Vec<(f64, f64)>; 2] {
+    let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 5 });
+    let load = jsonrpc_duplex_benches::sized(env_usize("LOAD_CONNECTIONS", 1000));
+    let env = [("CONNECTIONS", load.to_string()), ("ROUNDS", "0".to_owned())];
+    let mut runs = [Vec::new(), Vec::new()];
+    for r in 0..repeats {
+        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let kind = ["ours", "handwritten"][i];
+            let figures = serve_process(kind, &env, false);
+            let (Some(per_s), Some(cpu)) = (figures.get("calls_per_s"), figures.get("cpu_us_per_call")) else {
+                panic!("the {kind} server's load run reported no figures");
+            };
+            println!("load run {}: {kind}: {per_s:.0} calls/s, server CPU {cpu:.2} µs per call", r + 1);
+            runs[i].push((per_s, cpu));
+        }
+    }
+    runs
 }
 
 /// What one server process reported (its `figure NAME VALUE` lines).
@@ -139,7 +169,7 @@ impl Figures {
     }
 }
 
-fn table(ours: &Figures, hand: &Figures) {
+fn table(ours: &Figures, hand: &Figures, loads: &[Vec<(f64, f64)>; 2]) {
     println!();
     println!("| server, TCP on loopback | ours `Server` | hand-written | ours ÷ hand-written |");
     println!("|---|---:|---:|---:|");
@@ -157,6 +187,19 @@ fn table(ours: &Figures, hand: &Figures) {
     }
     row("calls/s, 8 in flight × 1,000 connections (noisy)".into(), "calls_per_s", "", 0);
     row("server CPU per call".into(), "cpu_us_per_call", "µs", 2);
+    let n = loads[0].len().min(loads[1].len());
+    if n > 0 {
+        let median = |runs: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
+            jsonrpc_duplex_benches::harness::median(runs.iter().map(pick).collect())
+        };
+        let (a, b) = (median(&loads[0], |r| r.0), median(&loads[1], |r| r.0));
+        println!("| calls/s, the same load, median of {n} alternate runs | {a:.0} | {b:.0} | {:.2} |", a / b);
+        let (a, b) = (median(&loads[0], |r| r.1), median(&loads[1], |r| r.1));
+        println!(
+            "| server CPU per call, the same load, median of {n} alternate runs | {a:.2} µs | {b:.2} µs | {:.2} |",
+            a / b
+        );
+    }
     if let (Some(slope), Some(base)) = (ours.get("slope_kib_per_conn"), ours.get("listening_kib")) {
         println!(
             "ours, 100,000 connections projected: {:.0} MiB (the listening server's {:.0} MiB + 100,000 × the {slope:.2} KiB \
