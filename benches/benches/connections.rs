@@ -20,6 +20,10 @@
 //!    a loaded machine) and the server's CPU time per call (the on-CPU nanoseconds of all its
 //!    threads, from /proc/self/task/*/schedstat).
 //!
+//! Then the load alone, `LOAD_REPEATS` more times per server (default 5), each in a server
+//! process of its own with only the loaded connections open, the two servers alternating: the
+//! table gives each server's median beside the single load above.
+//!
 //! `cargo bench -p jsonrpc-duplex-benches --bench connections`; `BENCH_QUICK=1` runs a hundredth
 //! of the sizes (figures meaningless).
 
