@@ -37,8 +37,8 @@
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
 //! `tracing-subscriber` registry that records its spans and nothing else), the metrics layer
-//! (under metrics-util's in-memory recorder), as ratios to no layer (`COMPARE_ONLY=layers` runs
-//! it alone).
+//! (under metrics-util's in-memory recorder), and each of the two on the server's end alone, as
+//! ratios to no layer (`COMPARE_ONLY=layers` runs it alone).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -655,12 +655,21 @@ impl tracing::Subscriber for NullSubscriber {
 fn layer_rows(rt: &Runtime, sizes: Sizes) {
     install_layer_sinks();
     let link = Transport::Link(jsonrpc_duplex_benches::harness::Link::Duplex, Framing::ContentLength);
-    let kinds = [("no layer", Layers::None), ("TraceLayer", Layers::Trace), ("MetricsLayer", Layers::Metrics)];
+    // Both ends (what the goal is measured on), then the server's end alone: what a server that
+    // adds the layer pays when its peers do not run it.
+    let kinds = [
+        ("no layer", Layers::None, LayerEnds::Both),
+        ("TraceLayer", Layers::Trace, LayerEnds::Both),
+        ("MetricsLayer", Layers::Metrics, LayerEnds::Both),
+        ("TraceLayer, server end only", Layers::Trace, LayerEnds::Server),
+        ("MetricsLayer, server end only", Layers::Metrics, LayerEnds::Server),
+    ];
     let runners: Vec<Box<dyn Runner>> = kinds
         .iter()
-        .map(|(name, layers)| {
+        .map(|(name, layers, ends)| {
             let tally = Tally::new();
-            let contender = rt.block_on(Ours::new(Api::Core, link, tally.clone())).with_layers(*layers);
+            let contender =
+                rt.block_on(Ours::new(Api::Core, link, tally.clone())).with_layers(*layers).with_layer_ends(*ends);
             Live::start(rt, name, contender, tally)
         })
         .collect();
@@ -682,15 +691,12 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         }
     }
     eprintln!();
-    println!(
-        "\n### Middleware on row A (ours core API, {}, both ends)\n",
-        jsonrpc_duplex_benches::harness::Link::Duplex.label()
-    );
+    println!("\n### Middleware on row A (ours core API, {})\n", jsonrpc_duplex_benches::harness::Link::Duplex.label());
     print!("| row |");
-    for (name, _) in &kinds {
+    for (name, ..) in &kinds {
         print!(" {name} |");
     }
-    println!("\n|---|---:|---:|---:|");
+    println!("\n|---|{}", "---:|".repeat(kinds.len()));
     let rows = [
         ("A sequential: p50 latency", Unit::Micros),
         ("A sequential: calls/s", Unit::Rate),
@@ -707,7 +713,7 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
     }
     println!(
         "\nMedians of {REPS} interleaved repetitions after a warm-up; in brackets ÷ no layer. The layer runs on both \
-         ends: one outbound and one inbound pass per call."
+         ends (one outbound and one inbound pass per call) unless the column says otherwise."
     );
 }
 
