@@ -466,7 +466,10 @@ impl Handle {
     }
 
     /// A call through the connection's one layer, a hook, run in the call's own future: no
-    /// future of the hook's own, and no allocation.
+    /// future of the hook's own, and no allocation. Always inlined: a call of its own returned
+    /// the future to be copied into the caller's (a `memcpy` of it, 58 instructions a call, and
+    /// 48 more for the call itself and its drop glue: callgrind, row A, a hook on the client).
+    #[inline(always)]
     pub(crate) fn call_watched<'a>(
         &'a self,
         watcher: &'a dyn super::Watcher,
