@@ -128,10 +128,11 @@ fn serve_process(kind: &str, env: &[(&str, String)], echo: bool) -> Figures {
 }
 
 /// The load alone, `LOAD_REPEATS` more times per server (default 5), the two servers' processes
-/// alternating (each round starting with the other one): one load's CPU per call swings by
-/// ±10% between runs of the same build on two cores shared with the client process, more than
-/// the difference being measured. Per server: (calls/s, CPU µs per call) of each run.
-fn repeated_loads() -> [Vec<(f64, f64)>; 2] {
+/// alternating (each round starting with the other one): one load's CPU per call swings between
+/// runs of the same build on two cores shared with the client process (3.95–6.83 µs in one
+/// run's five loads of the hand-written server), more than the difference being measured. Per
+/// server: [calls/s, CPU µs per call] of each run.
+fn repeated_loads() -> [Vec<[f64; 2]>; 2] {
     let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 5 });
     let load = jsonrpc_duplex_benches::sized(env_usize("LOAD_CONNECTIONS", 1000));
     let env = [("CONNECTIONS", load.to_string()), ("ROUNDS", "0".to_owned())];
@@ -145,7 +146,7 @@ fn repeated_loads() -> [Vec<(f64, f64)>; 2] {
                 panic!("the {kind} server's load run reported no figures");
             };
             println!("load run {}: {kind}: {per_s:.0} calls/s, server CPU {cpu:.2} µs per call", r + 1);
-            runs[i].push((per_s, cpu));
+            runs[i].push([per_s, cpu]);
         }
     }
     runs
@@ -173,7 +174,7 @@ impl Figures {
     }
 }
 
-fn table(ours: &Figures, hand: &Figures, loads: &[Vec<(f64, f64)>; 2]) {
+fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 2]>; 2]) {
     println!();
     println!("| server, TCP on loopback | ours `Server` | hand-written | ours ÷ hand-written |");
     println!("|---|---:|---:|---:|");
@@ -193,16 +194,16 @@ fn table(ours: &Figures, hand: &Figures, loads: &[Vec<(f64, f64)>; 2]) {
     row("server CPU per call".into(), "cpu_us_per_call", "µs", 2);
     let n = loads[0].len().min(loads[1].len());
     if n > 0 {
-        let median = |runs: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
-            jsonrpc_duplex_benches::harness::median(runs.iter().map(pick).collect())
+        let median = |runs: &[[f64; 2]], at: usize| {
+            jsonrpc_duplex_benches::harness::median(runs.iter().map(|r| r[at]).collect())
         };
-        let (a, b) = (median(&loads[0], |r| r.0), median(&loads[1], |r| r.0));
-        println!("| calls/s, the same load, median of {n} alternate runs | {a:.0} | {b:.0} | {:.2} |", a / b);
-        let (a, b) = (median(&loads[0], |r| r.1), median(&loads[1], |r| r.1));
-        println!(
-            "| server CPU per call, the same load, median of {n} alternate runs | {a:.2} µs | {b:.2} µs | {:.2} |",
-            a / b
-        );
+        for (at, label, unit, digits) in [(0, "calls/s", "", 0), (1, "server CPU per call", " µs", 2)] {
+            let (a, b) = (median(&loads[0], at), median(&loads[1], at));
+            println!(
+                "| {label}, the same load, median of {n} alternate runs | {a:.digits$}{unit} | {b:.digits$}{unit} | {:.2} |",
+                a / b
+            );
+        }
     }
     if let (Some(slope), Some(base)) = (ours.get("slope_kib_per_conn"), ours.get("listening_kib")) {
         println!(
