@@ -247,3 +247,34 @@ async fn a_notification_handler_awaiting_a_call_to_the_peer_never_deadlocks_behi
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"count"}"#).await;
     peer.expect(json!({"jsonrpc":"2.0","id":1,"result":200})).await;
 }
+
+#[tokio::test]
+async fn requests_queued_behind_a_running_notification_start_from_their_own_params() {
+    // While the lane is free a request's params are read where they arrived; queued, they are
+    // its own copy: the read buffer they came in is reused for what follows meanwhile.
+    let go = Arc::new(Notify::new());
+    let g = go.clone();
+    let router = Router::new()
+        .notification("hold", move |(): (), _ctx| {
+            let go = g.clone();
+            async move { go.notified().await }
+        })
+        .method("echo", |(text,): (String,), _ctx| async move { Ok::<_, ErrorObject>(text) })
+        .request_raw("echo_raw", |request: jsonrpc_duplex::Request, reply: jsonrpc_duplex::Responder| async move {
+            reply.ok(request.params().map(|p| p.get().to_owned()));
+        });
+    let (_conn, mut peer) = pair(Connection::builder().serve(router), Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","method":"hold"}"#).await;
+    for id in 1..=20 {
+        let method = if id % 2 == 0 { "echo" } else { "echo_raw" };
+        let text = format!("text {id} {}", "x".repeat(id * 50));
+        peer.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":[text]}).to_string()).await;
+    }
+    peer.expect_silence(Duration::from_millis(50)).await;
+    go.notify_one();
+    for id in 1..=20 {
+        let text = format!("text {id} {}", "x".repeat(id * 50));
+        let result = if id % 2 == 0 { json!(text) } else { json!(json!([text]).to_string()) };
+        peer.expect(json!({"jsonrpc":"2.0","id":id,"result":result})).await;
+    }
+}

@@ -15,6 +15,7 @@
 //! handler, not an unknown notification. A builder with middleware layers or services built
 //! per connection has no direct path at all ([`Builder::direct`] is `None`).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -29,7 +30,9 @@ use super::shared::Shared;
 use super::trace::Tracer;
 use super::{Builder, Connection, Direction, Handle};
 use crate::framing::{Frame, FrameError};
-use crate::handler::{Host, Notification, ReplySlot, Request, Responder, Route, Router, poll_supervised};
+use crate::handler::{
+    Host, Notification, PooledName, ReplySlot, RequestStart, Responder, Route, Router, poll_supervised,
+};
 use crate::message::bind::{Binder, Found, Target};
 use crate::message::{ErrorObject, Incoming, ParsedMessage, codes, parse_frame_keeping};
 
@@ -158,9 +161,9 @@ impl Direct {
                 self.common.tracer.message(Direction::Incoming, body);
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let slot = ReplySlot::new(host.clone(), id, false, None, false);
-                let request = Request { method, params, slot: slot.clone() };
+                let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
                 let responder = Responder::new(slot.clone());
-                let answer = request_answer(&host, &slot, move || route(request, responder), timeout).await;
+                let answer = request_answer(&host, &slot, move || route(start, responder), timeout).await;
                 self.common.tracer.message(Direction::Outgoing, &answer);
                 Served::Answer(answer)
             }
@@ -177,6 +180,7 @@ impl Direct {
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let name = method.clone();
                 let started = poll_supervised(None, || {
+                    let params = params.map(Cow::into_owned);
                     f(Notification { method, params, host: host.clone() as Arc<dyn Host>, lane: None, trace })
                 });
                 let Ok(mut fut) = started else {

@@ -13,6 +13,7 @@
 //! until the task has caught up and lets the lane go. Either way a handler is only ever polled,
 //! never waited for, by the reader.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -30,13 +31,16 @@ use super::permits::{self, Permit};
 use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
-    Host, Notification, ReplySlot, Request, Responder, Route, Router, SlotHook, in_scope, panic_message,
-    poll_supervised, tell_hook,
+    Host, Notification, PooledName, ReplySlot, RequestStart, Responder, Route, Router, SlotHook, in_scope,
+    panic_message, poll_supervised, tell_hook,
 };
 use crate::message::{ErrorObject, TraceMembers};
 
-pub(crate) enum Inbound {
-    Request { method: String, params: Option<Box<RawValue>>, slot: Arc<ReplySlot> },
+/// A message for the lane. A request's params are borrowed from the reader's buffer while the
+/// reader dispatches it on the spot (a typed handler decodes them there: no copy), and owned
+/// once it waits on the lane ([`Inbound::into_owned`]).
+pub(crate) enum Inbound<'a> {
+    Request { method: String, params: Option<Cow<'a, RawValue>>, slot: Arc<ReplySlot> },
     Notification { method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
 }
 
@@ -44,21 +48,31 @@ pub(crate) enum Inbound {
 /// against the byte read-ahead so that a flood of tiny messages counts too.
 pub(crate) const HELD_OVERHEAD: usize = 128;
 
-impl Inbound {
+impl Inbound<'_> {
+    /// The message, its params copied if they are borrowed (to wait on the lane).
+    pub(crate) fn into_owned(self) -> Inbound<'static> {
+        match self {
+            Inbound::Request { method, params, slot } => {
+                Inbound::Request { method, params: params.map(|p| Cow::Owned(p.into_owned())), slot }
+            }
+            Inbound::Notification { method, params, trace } => Inbound::Notification { method, params, trace },
+        }
+    }
+
     /// The bytes this message holds while it waits on the lane.
     fn held_bytes(&self) -> usize {
         let (method, params, trace) = match self {
-            Inbound::Request { method, params, slot } => (method, params, slot.trace()),
-            Inbound::Notification { method, params, trace } => (method, params, trace.as_deref()),
+            Inbound::Request { method, params, slot } => (method, params.as_deref(), slot.trace()),
+            Inbound::Notification { method, params, trace } => (method, params.as_deref(), trace.as_deref()),
         };
-        HELD_OVERHEAD + method.len() + params.as_ref().map_or(0, |p| p.get().len()) + trace.map_or(0, TraceMembers::len)
+        HELD_OVERHEAD + method.len() + params_len(params) + trace.map_or(0, TraceMembers::len)
     }
 }
 
 /// The lane, shared by the reader and the dispatcher task. Its hand-off is [`LaneTurns`]'s
 /// state machine; what is dispatched, and how, is this module's.
 pub(crate) struct Lane {
-    turns: LaneTurns<Inbound, NotificationJob>,
+    turns: LaneTurns<Inbound<'static>, NotificationJob>,
     /// Messages taken off the lane so far (for [`super::settle`]). Only the lane's owner of the
     /// moment writes it (the reader while `Here`, the task while `Task`).
     taken: AtomicU64,
@@ -90,7 +104,7 @@ enum Step {
     /// Done; with the request's reply slot when nobody holds it any more (for reuse).
     Done(Option<Arc<ReplySlot>>),
     /// Give the lane to the task, with what it must take first.
-    Handoff(Handoff<Inbound, NotificationJob>),
+    Handoff(Handoff<Inbound<'static>, NotificationJob>),
 }
 
 impl Lane {
@@ -112,7 +126,7 @@ impl Lane {
     #[inline(always)]
     pub(crate) fn offer(
         self: &Arc<Self>,
-        item: Inbound,
+        item: Inbound<'_>,
         cx: &mut Context<'_>,
     ) -> Result<Option<Arc<ReplySlot>>, LaneClosed> {
         let shared = &self.dispatcher.shared;
@@ -126,7 +140,7 @@ impl Lane {
                 slot.set_queued(true);
             }
         };
-        let item = match self.turns.offer(item, queued) {
+        let item = match self.turns.offer(item, Inbound::into_owned, queued) {
             Offered::Here(item) => item,
             Offered::Queued => return Ok(None),
             Offered::Closed(_) => return Err(LaneClosed),
@@ -161,7 +175,7 @@ impl Lane {
 
     /// Dispatch one message from the reader without waiting for anything.
     #[inline(always)]
-    fn step(&self, item: Inbound, cx: &mut Context<'_>) -> Step {
+    fn step(&self, item: Inbound<'_>, cx: &mut Context<'_>) -> Step {
         let d = &self.dispatcher;
         // Only the lane's owner counts what it takes: no read-modify-write needed.
         let taken = self.taken.load(Ordering::Acquire) + 1;
@@ -188,11 +202,14 @@ impl Lane {
             }
             Inbound::Request { method, params, slot } => {
                 if !slot.is_cancelled() {
+                    let blocked = |method, params, slot| {
+                        Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }.into_owned()))
+                    };
                     if !d.shared.outbound.has_room() {
-                        return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
+                        return blocked(method, params, slot);
                     }
-                    let Some(permit) = permits::try_take(&d.admission, params_len(&params)) else {
-                        return Step::Handoff(Handoff::Blocked(Inbound::Request { method, params, slot }));
+                    let Some(permit) = permits::try_take(&d.admission, params_len(params.as_deref())) else {
+                        return blocked(method, params, slot);
                     };
                     d.shared.settle.set_handled(taken);
                     return Step::Done(d.start_request(method, params, slot, permit, cx));
@@ -263,7 +280,7 @@ impl Lane {
 
 impl Dispatcher {
     /// Dispatch one message on the task, waiting as needed; `false` if the connection closed.
-    async fn dispatch(&self, item: Inbound, taken: u64, shutdown: &CancellationToken) -> bool {
+    async fn dispatch(&self, item: Inbound<'static>, taken: u64, shutdown: &CancellationToken) -> bool {
         match item {
             Inbound::Notification { method, params, trace } => match self
                 .notification_start(method, params, trace, taken)
@@ -289,7 +306,7 @@ impl Dispatcher {
                     }
                     _ = self.shared.outbound.wait_room() => {}
                 }
-                let bytes = params_len(&params);
+                let bytes = params_len(params.as_deref());
                 let permit = match permits::try_take(&self.admission, bytes) {
                     Some(permit) => Some(permit),
                     // A request cancelled while it waits for a slot is answered by the reader at
@@ -330,7 +347,7 @@ impl Dispatcher {
     fn start_request(
         &self,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Cow<'_, RawValue>>,
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
         cx: &mut Context<'_>,
@@ -348,8 +365,8 @@ impl Dispatcher {
         let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
             let responder = Responder::new(slot.clone());
-            let request = Request { method, params, slot: slot.clone() };
-            let mut handler = self.request_future(request, responder)?;
+            let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
+            let mut handler = self.request_future(start, responder)?;
             first = handler.as_mut().poll(cx);
             Some(handler)
         });
@@ -410,7 +427,7 @@ impl Dispatcher {
         hook: &Arc<dyn Watcher>,
         peer: &PeerInfo,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Cow<'_, RawValue>>,
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
         cx: &mut Context<'_>,
@@ -426,8 +443,8 @@ impl Dispatcher {
             let (state, scoped) = held.keep(&**hook, state);
             let start = || {
                 let responder = Responder::new(slot.clone());
-                let request = Request { method, params, slot: slot.clone() };
-                let mut handler = self.request_future(request, responder)?;
+                let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
+                let mut handler = self.request_future(start, responder)?;
                 first = handler.as_mut().poll(cx);
                 Some(handler)
             };
@@ -450,21 +467,21 @@ impl Dispatcher {
     }
 
     /// The handler future for a request, or `None` when it was answered on the spot.
-    fn request_future(&self, request: Request, responder: Responder) -> Option<HandlerFuture> {
+    fn request_future(&self, start: RequestStart<'_>, responder: Responder) -> Option<HandlerFuture> {
         // Methods a feature serves are its own, whatever the router serves.
-        if let Some(extension) = self.shared.seam.serving(&request.method) {
-            return Some(extension.clone().serve(&self.shared, request, responder));
+        if let Some(extension) = self.shared.seam.serving(&start.method.0) {
+            return Some(extension.clone().serve(&self.shared, start.into_request(), responder));
         }
-        match self.router.route(&request.method) {
-            Some(Route::Request(f)) => Some(f(request, responder)),
+        match self.router.route(&start.method.0) {
+            Some(Route::Request(f)) => Some(f(start, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).
             Some(Route::Notification(f)) => {
-                let mut request = request;
-                let method = std::mem::take(&mut request.method);
-                let params = request.params.take();
-                let host = request.slot.host.clone();
-                let trace = request.slot.trace().map(|t| Box::new(t.clone()));
-                drop(request);
+                let RequestStart { mut method, params, slot } = start;
+                let method = std::mem::take(&mut method.0);
+                let params = params.map(Cow::into_owned);
+                let host = slot.host.clone();
+                let trace = slot.trace().map(|t| Box::new(t.clone()));
+                drop(slot);
                 let fut = f(Notification { method, params, host, lane: None, trace });
                 Some(Box::pin(async move {
                     fut.await;
@@ -472,15 +489,15 @@ impl Dispatcher {
                 }))
             }
             None => match self.router.fallback_handler() {
-                Some(f) => Some(f(request, responder)),
+                Some(f) => Some(f(start, responder)),
                 None => {
                     tracing::debug!(
                         target: crate::LOG_TARGET,
-                        method = %self.shared.quote(&request.method),
-                        id = %self.shared.quote(request.id()),
+                        method = %self.shared.quote(&start.method.0),
+                        id = %self.shared.quote(&start.slot.id),
                         "unknown method answered -32601"
                     );
-                    responder.err(ErrorObject::method_not_found(&request.method));
+                    responder.err(ErrorObject::method_not_found(&start.method.0));
                     None
                 }
             },
@@ -537,12 +554,13 @@ impl Dispatcher {
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
                 let slot = ReplySlot::on_lane(self.host(), seq, trace);
-                let request = Request { method, params, slot: slot.clone() };
-                let Some((hook, peer)) = &self.hook else { return f(request, Responder::new(slot)) };
+                let start =
+                    RequestStart { method: PooledName(method), params: params.map(Cow::Owned), slot: slot.clone() };
+                let Some((hook, peer)) = &self.hook else { return f(start, Responder::new(slot)) };
                 // Under the connection's hook, in its own future (nobody is answered: the hook
                 // is told a result once the handler ends).
-                let state = hook.on_inbound(&request.method, request.id(), request.params(), peer);
-                let mut handler = f(request, Responder::new(slot));
+                let state = hook.on_inbound(&start.method.0, &start.slot.id, start.params(), peer);
+                let mut handler = f(start, Responder::new(slot));
                 let hook = hook.clone();
                 Box::pin(async move {
                     let scope: &dyn SlotHook = &*hook;
@@ -555,8 +573,8 @@ impl Dispatcher {
 }
 
 /// The bytes a request's params hold (what its permit weighs).
-fn params_len(params: &Option<Box<RawValue>>) -> usize {
-    params.as_ref().map_or(0, |p| p.get().len())
+fn params_len(params: Option<&RawValue>) -> usize {
+    params.map_or(0, |p| p.get().len())
 }
 
 /// Poll a notification handler once under panic supervision; a panic is logged and ends it.

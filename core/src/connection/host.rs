@@ -69,6 +69,13 @@ impl Request {
     }
 }
 
+impl crate::handler::RequestStart<'_> {
+    /// A handle to call the peer back.
+    pub fn peer(&self) -> Handle {
+        Handle::of_host(&self.slot.host, self.slot.lane)
+    }
+}
+
 impl RequestContext {
     /// A handle to call the peer back.
     pub fn peer(&self) -> Handle {

@@ -73,10 +73,12 @@ impl<T, J> LaneTurns<T, J> {
         }
     }
 
-    /// The reader offers `item`. `on_queue` runs under the lock for an item queued behind the
-    /// task (so that the task cannot take it before it is accounted for).
+    /// The reader offers `item`, made a `T` by `queue` only if it is queued (a message that
+    /// borrows the reader's buffer while the reader works it on the spot). `on_queue` runs under
+    /// the lock for an item queued behind the task (so that the task cannot take it before it is
+    /// accounted for).
     #[inline(always)]
-    pub(crate) fn offer(&self, item: T, on_queue: impl FnOnce(&T)) -> Offered<T> {
+    pub(crate) fn offer<U>(&self, item: U, queue: impl FnOnce(U) -> T, on_queue: impl FnOnce(&T)) -> Offered<U> {
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return Offered::Closed(item);
@@ -93,6 +95,7 @@ impl<T, J> LaneTurns<T, J> {
                 // The task let go between the compare-and-swap and the lock.
                 continue;
             }
+            let item = queue(item);
             on_queue(&item);
             q.items.push_back(item);
             return Offered::Queued;
@@ -210,7 +213,7 @@ mod loom_tests {
                 })
             };
             for item in 0..n {
-                match lane.offer(item, |_| {}) {
+                match lane.offer(item, |item| item, |_| {}) {
                     Offered::Here(item) => match hand_off(item) {
                         None => {
                             work(item);

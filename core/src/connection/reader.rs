@@ -3,6 +3,7 @@
 //! to the ordered lane, which the reader works itself while it is free (one poll of a handler,
 //! never a wait; see [`super::dispatch`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
@@ -33,8 +34,8 @@ enum Routed {
     Stop,
     /// Invalid: to be answered (which may wait for room).
     Invalid { id: Id, error: ErrorObject, batch: Option<Arc<Batch>> },
-    /// The lane holds the read-ahead already: wait, then offer this.
-    Full(Inbound),
+    /// The lane holds the read-ahead already: wait, then offer this (its params its own).
+    Full(Inbound<'static>),
     /// Taken (a progress report held for its receiver), but the read-ahead is full: wait before
     /// reading on.
     Held,
@@ -56,8 +57,8 @@ enum Later {
     Unparsable(ErrorObject),
     /// Routed, but what became of it must wait (see [`Routed`]).
     Routed(Routed),
-    /// A batch: its items are routed one by one.
-    Batch(Vec<Incoming>),
+    /// A batch: its items are routed one by one (their params their own).
+    Batch(Vec<Incoming<'static>>),
 }
 
 pub(crate) struct Reader {
@@ -262,7 +263,7 @@ impl Reader {
                 Routed::Stop => Ok(false),
                 waits => Err(Later::Routed(waits)),
             },
-            Ok(ParsedMessage::Batch(items)) => Err(Later::Batch(items)),
+            Ok(ParsedMessage::Batch(items)) => Err(Later::Batch(items.into_iter().map(Incoming::into_owned).collect())),
         }
     }
 
@@ -317,7 +318,7 @@ impl Reader {
 
     /// Route one message: without waiting in the common case (one poll, the handler's first
     /// poll included), then whatever must wait.
-    async fn route(&self, message: Incoming, batch: Option<Arc<Batch>>, spares: &mut Spares) -> bool {
+    async fn route(&self, message: Incoming<'static>, batch: Option<Arc<Batch>>, spares: &mut Spares) -> bool {
         let mut message = Some((message, batch));
         let routed = std::future::poll_fn(|cx| {
             Poll::Ready(match message.take() {
@@ -360,7 +361,7 @@ impl Reader {
     /// Route one message as far as it goes without waiting (see [`Routed`]).
     fn route_now(
         &self,
-        message: Incoming,
+        message: Incoming<'_>,
         batch: Option<Arc<Batch>>,
         spares: &mut Spares,
         cx: &mut Context<'_>,
@@ -392,7 +393,10 @@ impl Reader {
                 // bypasses the queue; what it holds counts against the read-ahead, like queued
                 // messages.
                 match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
-                    Take::Pass => self.enqueue_now(Inbound::Notification { method, params, trace }, spares, cx),
+                    Take::Pass => {
+                        let params = params.map(Cow::into_owned);
+                        self.enqueue_now(Inbound::Notification { method, params, trace }, spares, cx)
+                    }
                     Take::Taken => Routed::Done,
                     Take::Held if self.shared.read_ahead_full() => Routed::Held,
                     Take::Held => Routed::Done,
@@ -461,16 +465,16 @@ impl Reader {
     /// forward (a stall of the order of 15 cycles each, the hottest instructions of these
     /// functions under `perf record`).
     #[inline(always)]
-    fn enqueue_now(&self, item: Inbound, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
+    fn enqueue_now(&self, item: Inbound<'_>, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
         if self.shared.read_ahead_full() {
-            return Routed::Full(item);
+            return Routed::Full(item.into_owned());
         }
         self.offer_now(item, spares, cx)
     }
 
     /// Hand a message to the lane (there is room in the read-ahead).
     #[inline(always)]
-    fn offer_now(&self, item: Inbound, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
+    fn offer_now(&self, item: Inbound<'_>, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
         self.shared.settle.on_enqueue();
         match self.lane.offer(item, cx) {
             Ok(Some(spare)) => {

@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::ReplySlot;
@@ -19,7 +20,7 @@ pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T
 
 /// An inbound request, as handed to a raw handler together with its [`Responder`](super::Responder).
 pub struct Request {
-    pub(crate) method: String,
+    pub(crate) method: PooledName,
     pub(crate) params: Option<Box<RawValue>>,
     pub(crate) slot: Arc<ReplySlot>,
 }
@@ -28,16 +29,9 @@ impl std::fmt::Debug for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Request")
             .field("id", self.id())
-            .field("method", &self.method)
+            .field("method", &self.method.0)
             .field("params", &self.params)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Request {
-    fn drop(&mut self) {
-        // The method name's buffer goes back to this thread's pool (see `message::names`).
-        crate::util::names::give(std::mem::take(&mut self.method));
     }
 }
 
@@ -48,7 +42,7 @@ impl Request {
     }
     /// The method name.
     pub fn method(&self) -> &str {
-        &self.method
+        &self.method.0
     }
     /// The raw params (`None` when absent or `null`).
     pub fn params(&self) -> Option<&RawValue> {
@@ -74,6 +68,60 @@ impl Request {
     /// The context a typed handler receives.
     pub fn context(&self) -> RequestContext {
         RequestContext { slot: self.slot.clone() }
+    }
+}
+
+/// A request as its handler is started: its params still where the reader read them, for a
+/// handler that decodes them before it returns its future (typed handlers: [`Router::method`](super::Router::method)
+/// and `#[rpc]` servers), so that they are never copied. A raw handler gets the [`Request`] it
+/// keeps ([`RequestStart::into_request`]: the params copied then, if they are still borrowed).
+#[doc(hidden)]
+pub struct RequestStart<'a> {
+    pub(crate) method: PooledName,
+    pub(crate) params: Option<Cow<'a, RawValue>>,
+    pub(crate) slot: Arc<ReplySlot>,
+}
+
+/// A method name that goes back to this thread's pool when dropped (see `util::names`).
+pub(crate) struct PooledName(pub(crate) String);
+
+impl Drop for PooledName {
+    fn drop(&mut self) {
+        crate::util::names::give(std::mem::take(&mut self.0));
+    }
+}
+
+impl std::fmt::Debug for RequestStart<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestStart")
+            .field("id", &self.slot.id)
+            .field("method", &self.method.0)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestStart<'_> {
+    /// The raw params (`None` when absent or `null`).
+    pub fn params(&self) -> Option<&RawValue> {
+        self.params.as_deref()
+    }
+    /// The context a typed handler receives.
+    pub fn context(&self) -> RequestContext {
+        RequestContext { slot: self.slot.clone() }
+    }
+    /// The request a raw handler keeps (borrowed params copied now).
+    pub fn into_request(self) -> Request {
+        let RequestStart { method, params, slot } = self;
+        Request { method, params: params.map(Cow::into_owned), slot }
+    }
+}
+
+impl Request {
+    /// The request, to start a handler with (nothing copied).
+    pub(crate) fn into_start(self) -> RequestStart<'static> {
+        let Request { method, params, slot } = self;
+        RequestStart { method, params: params.map(Cow::Owned), slot }
     }
 }
 

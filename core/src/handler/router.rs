@@ -10,11 +10,13 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Notification, NotificationContext, Request, RequestContext, Responder};
+use super::{Notification, NotificationContext, Request, RequestContext, RequestStart, Responder};
 use crate::message::ErrorObject;
 
 pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
-pub(crate) type RequestFn = Arc<dyn Fn(Request, Responder) -> BoxFuture + Send + Sync>;
+/// A request handler, given the request as it starts (see [`RequestStart`]): a raw handler
+/// makes its [`Request`] of it, a typed one decodes the params where they lie.
+pub(crate) type RequestFn = Arc<dyn for<'a> Fn(RequestStart<'a>, Responder) -> BoxFuture + Send + Sync>;
 pub(crate) type NotificationFn = Arc<dyn Fn(Notification) -> BoxFuture + Send + Sync>;
 
 #[derive(Clone)]
@@ -157,7 +159,22 @@ impl Router {
         F: Fn(Request, Responder) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.insert(method, Route::Request(Arc::new(move |req, reply| Box::pin(handler(req, reply)))))
+        self.request_start(method, move |start, reply| handler(start.into_request(), reply))
+    }
+
+    /// Register a request handler that starts from the request as it arrives: whatever it reads
+    /// of the [`RequestStart`] (its params, borrowed where the reader read them) is read before
+    /// it returns its future. What `#[rpc]` servers and [`Router::method`] register.
+    ///
+    /// # Panics
+    /// If `method` is already registered.
+    #[doc(hidden)]
+    pub fn request_start<F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        F: for<'a> Fn(RequestStart<'a>, Responder) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.insert(method, Route::Request(Arc::new(move |start, reply| Box::pin(handler(start, reply)))))
     }
 
     /// Register a typed request handler. Params that do not decode into `P` are answered
@@ -173,13 +190,15 @@ impl Router {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.request_raw(method, move |req, reply| {
-            let decoded = req.decode_params::<P>();
+        self.request_start(method, move |start: RequestStart<'_>, reply| {
+            let decoded = super::decode_params::<P>(start.params());
+            let context = start.context();
+            drop(start);
             let handler = handler.clone();
             async move {
                 match decoded {
                     Ok(params) => {
-                        let outcome = handler(params, req.context()).await;
+                        let outcome = handler(params, context).await;
                         reply.respond(outcome);
                     }
                     Err(e) => {
@@ -250,7 +269,8 @@ impl Router {
         F: Fn(Request, Responder) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.fallback = Some(Arc::new(move |req, reply| Box::pin(handler(req, reply))));
+        self.fallback =
+            Some(Arc::new(move |start: RequestStart<'_>, reply| Box::pin(handler(start.into_request(), reply))));
         self
     }
 

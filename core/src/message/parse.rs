@@ -1,7 +1,10 @@
 //! One-pass classification of an incoming frame.
 //!
-//! The frame is parsed once into borrowed raw slices; `params`, `result` and `error.data` are kept
-//! as raw JSON (one copy each) until a typed handler decodes them straight into its own types.
+//! The frame is parsed once into borrowed raw slices; `result` and `error.data` are kept as raw
+//! JSON (one copy each), and a call's `params` stay borrowed from the frame (copied only for a
+//! message that must wait), until a typed handler decodes them straight into its own types.
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny};
@@ -12,18 +15,36 @@ use super::{ErrorObject, Id, scan};
 /// How much of a malformed error object the error that replaces it quotes.
 const MALFORMED_QUOTE: usize = 256;
 
-/// One message, classified.
+/// One message, classified. A call's params are borrowed from the frame (a typed handler started
+/// on the spot decodes them there); [`Incoming::into_owned`] copies them for what must wait.
 #[derive(Debug)]
-pub(crate) enum Incoming {
+pub(crate) enum Incoming<'a> {
     /// A call that wants an answer.
-    Request { id: Id, method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
+    Request { id: Id, method: String, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
     /// A call that wants no answer.
-    Notification { method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
+    Notification { method: String, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
     /// An answer to one of our calls.
     Response { id: Id, outcome: Result<Box<RawValue>, ErrorObject> },
     /// Valid JSON that is not a valid message. `answer` says whether the spec wants an error reply
     /// (it does for requests and unclassifiable objects; never for responses).
     Invalid { id: Option<Id>, error: ErrorObject, answer: bool },
+}
+
+impl Incoming<'_> {
+    /// The message, owning its params.
+    pub(crate) fn into_owned(self) -> Incoming<'static> {
+        let own = |params: Option<Cow<'_, RawValue>>| params.map(|p| Cow::Owned(p.into_owned()));
+        match self {
+            Incoming::Request { id, method, params, trace } => {
+                Incoming::Request { id, method, params: own(params), trace }
+            }
+            Incoming::Notification { method, params, trace } => {
+                Incoming::Notification { method, params: own(params), trace }
+            }
+            Incoming::Response { id, outcome } => Incoming::Response { id, outcome },
+            Incoming::Invalid { id, error, answer } => Incoming::Invalid { id, error, answer },
+        }
+    }
 }
 
 /// StreamJsonRpc's top-level W3C trace context members of a call (`traceparent`, `tracestate`),
@@ -50,10 +71,10 @@ impl TraceMembers {
 
 /// A frame: one message or a batch.
 #[derive(Debug)]
-pub(crate) enum ParsedMessage {
-    Single(Incoming),
+pub(crate) enum ParsedMessage<'a> {
+    Single(Incoming<'a>),
     /// A top-level array; empty arrays are reported as `Single(Invalid)` instead.
-    Batch(Vec<Incoming>),
+    Batch(Vec<Incoming<'a>>),
 }
 
 /// The members of a message object, read in one pass; params, results, ids and unknown members
@@ -248,7 +269,7 @@ fn checked<T, E>(value: Result<T, E>) -> Checked<T> {
 /// (one `-32600` with `"id": null`, as the spec answers a batch it cannot take) as soon as the
 /// count is passed: nothing is kept of it, whatever its length.
 #[cfg(any(test, fuzzing))]
-pub(crate) fn parse_frame(frame: &[u8], max_batch_len: usize) -> Result<ParsedMessage, ErrorObject> {
+pub(crate) fn parse_frame(frame: &[u8], max_batch_len: usize) -> Result<ParsedMessage<'_>, ErrorObject> {
     parse_frame_keeping(frame, max_batch_len, false)
 }
 
@@ -258,7 +279,7 @@ pub(crate) fn parse_frame_keeping(
     frame: &[u8],
     max_batch_len: usize,
     keep_trace: bool,
-) -> Result<ParsedMessage, ErrorObject> {
+) -> Result<ParsedMessage<'_>, ErrorObject> {
     // The common shapes first, straight from the bytes: every piece it keeps is checked to be
     // UTF-8 as it is taken, and it skips nothing unchecked.
     if let Some(message) = plain_message(frame) {
@@ -409,7 +430,7 @@ impl<'de> serde::de::Visitor<'de> for BatchSeed<'_> {
 /// member twice. Anything else is `None`, and the general parse decides (it gives the same
 /// result for what this accepts). Values of `params` and `result` are still parsed (and
 /// validated) by serde_json, straight from where they start.
-fn plain_message(frame: &[u8]) -> Option<Incoming> {
+fn plain_message(frame: &[u8]) -> Option<Incoming<'_>> {
     let mut rest = skip_ws(frame).strip_prefix(b"{")?;
     let (mut jsonrpc, mut id, mut method, mut params, mut result) = (false, None, None, None, None);
     loop {
@@ -460,7 +481,7 @@ fn plain_message(frame: &[u8]) -> Option<Incoming> {
             let params = match params {
                 None => None,
                 Some(p) if p.get() == "null" => None,
-                Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
+                Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(Cow::Borrowed(p)),
                 Some(_) => return None,
             };
             let method = crate::util::names::take(method);
@@ -639,7 +660,7 @@ fn raw_value(s: &[u8]) -> Option<(&RawValue, &[u8])> {
 }
 
 /// Classify one element of a batch (already known to be valid JSON).
-fn classify_value(raw: &str, keep_trace: bool) -> Incoming {
+fn classify_value(raw: &str, keep_trace: bool) -> Incoming<'_> {
     let invalid = |why: String| Incoming::Invalid { id: None, error: ErrorObject::invalid_request(why), answer: true };
     if !raw.starts_with('{') {
         return invalid(not_an_object(raw));
@@ -650,7 +671,7 @@ fn classify_value(raw: &str, keep_trace: bool) -> Incoming {
     }
 }
 
-fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming {
+fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming<'_> {
     let id = match env.id.map(Id::from_raw) {
         None => None,
         Some(Some(id)) => Some(id),
@@ -678,7 +699,7 @@ fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming {
         let params = match env.params {
             None => None,
             Some(p) if p.get() == "null" => None,
-            Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
+            Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(Cow::Borrowed(p)),
             Some(_) => return invalid(id, "\"params\" must be an object or an array"),
         };
         let trace = if keep_trace { TraceMembers::from_raw(env.traceparent, env.tracestate) } else { None };
@@ -742,11 +763,11 @@ mod tests {
         assert_eq!(digits_value(b"99999999999999999999"), None);
     }
 
-    fn parse(frame: &[u8]) -> Result<ParsedMessage, ErrorObject> {
+    fn parse(frame: &[u8]) -> Result<ParsedMessage<'_>, ErrorObject> {
         parse_frame(frame, 1000)
     }
 
-    fn single(text: &str) -> Incoming {
+    fn single(text: &str) -> Incoming<'_> {
         match parse(text.as_bytes()).unwrap() {
             ParsedMessage::Single(m) => m,
             other => panic!("expected a single message, got {other:?}"),
@@ -990,7 +1011,7 @@ b"}"#,
         }
     }
 
-    fn invalid_message(message: &Incoming) -> &str {
+    fn invalid_message<'a>(message: &'a Incoming<'_>) -> &'a str {
         match message {
             Incoming::Invalid { error, answer: true, id: None }
                 if error.code == crate::message::codes::INVALID_REQUEST =>

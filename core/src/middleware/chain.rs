@@ -10,7 +10,9 @@ use super::{Body, BoxFuture, Call, Kind, Middleware, OutMethod, Outcome, Outgoin
 use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
 };
-use crate::handler::{BoxFuture as HandlerFuture, Extensions, NotificationFn, Request, RequestFn, Responder, Router};
+use crate::handler::{
+    BoxFuture as HandlerFuture, Extensions, NotificationFn, Request, RequestFn, RequestStart, Responder, Router,
+};
 use crate::message::{ErrorObject, Id};
 
 /// The layers of a connection, outermost first.
@@ -98,7 +100,7 @@ impl End {
                     slot.set_extensions(extensions);
                 }
                 let watched = slot.watch().then(|| slot.clone());
-                let running = handler(request, Responder::inside_layers(slot));
+                let running = handler(request.into_start(), Responder::inside_layers(slot));
                 Box::pin(async move {
                     running.await;
                     // The handler may have handed its responder to another task: the call is
@@ -193,11 +195,11 @@ fn wrap_request(
     placement: TraceContextPlacement,
     handler: RequestFn,
 ) -> RequestFn {
-    Arc::new(move |request: Request, responder: Responder| -> HandlerFuture {
+    Arc::new(move |request: RequestStart<'_>, responder: Responder| -> HandlerFuture {
         let call = Call {
             direction: Direction::Incoming,
             kind: Kind::Request,
-            body: Body::InRequest(request),
+            body: Body::InRequest(request.into_request()),
             peer: Some(peer.clone()),
             extensions: Extensions::new(),
             placement,

@@ -143,10 +143,22 @@ impl Request {
     /// profile says ([`ProgressProtocol::request_token`](crate::ProgressProtocol::request_token): MCP's `_meta.progressToken`, LSP's
     /// `workDoneToken`); `None` when it carries none. Hand it to [`Progress::for_request`](super::Progress::for_request).
     pub fn progress_token(&self) -> Option<ProgressToken> {
-        let state = self.peer().builtin::<super::ProgressState>();
-        let path = state.protocol.request_token.as_deref()?;
-        token_at(self.params()?, path)
+        request_token(&self.peer(), self.params())
     }
+}
+
+impl crate::handler::RequestStart<'_> {
+    /// [`Request::progress_token`], read before the handler's future is made.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        request_token(&self.peer(), self.params())
+    }
+}
+
+/// The progress token in a request's `params`, where the profile of the connection `peer` says.
+fn request_token(peer: &Handle, params: Option<&RawValue>) -> Option<ProgressToken> {
+    let state = peer.builtin::<super::ProgressState>();
+    let path = state.protocol.request_token.as_deref()?;
+    token_at(params?, path)
 }
 
 impl Handle {

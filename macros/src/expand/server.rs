@@ -183,7 +183,7 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
             quote! {{
                 #decode
                 let __service = ::core::clone::Clone::clone(&__service);
-                let __handler = move |__request: #p::Request, __reply: #p::Responder| {
+                let __handler = move |__request: #p::RequestStart<'_>, __reply: #p::Responder| {
                     let __service = ::core::clone::Clone::clone(&__service);
                     let __decoded = __decode(__request.params());
                     #captures
@@ -201,8 +201,8 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                     }
                 };
                 __router
-                    #(.request_raw(#aliases, ::core::clone::Clone::clone(&__handler)))*
-                    .request_raw(#primary, __handler)
+                    #(.request_start(#aliases, ::core::clone::Clone::clone(&__handler)))*
+                    .request_start(#primary, __handler)
             }}
         }
         Kind::Notification => quote! {{
