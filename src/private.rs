@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use futures::Stream;
-pub use jsonrpc_duplex_core::handler::{RequestStart, decode_params};
+pub use jsonrpc_duplex_core::handler::{NotificationStart, RequestStart, decode_params};
 pub use jsonrpc_duplex_core::{
     CallOptions, Enumerable, Error, ErrorObject, Handle, Notification, NotificationContext, OfferedStream, Progress,
     ProgressToken, Request, RequestContext, Responder, Router,

@@ -278,3 +278,40 @@ async fn requests_queued_behind_a_running_notification_start_from_their_own_para
         peer.expect(json!({"jsonrpc":"2.0","id":id,"result":result})).await;
     }
 }
+
+#[tokio::test]
+async fn notifications_queued_behind_a_running_one_run_with_their_own_params() {
+    // The same for notifications: typed and raw handlers queued on the lane see their own params.
+    let go = Arc::new(Notify::new());
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (g, s1, s2, s3) = (go.clone(), seen.clone(), seen.clone(), seen.clone());
+    let router = Router::new()
+        .notification("hold", move |(): (), _ctx| {
+            let go = g.clone();
+            async move { go.notified().await }
+        })
+        .notification("note", move |(text,): (String,), _ctx| {
+            let seen = s1.clone();
+            async move { seen.lock().unwrap().push(text) }
+        })
+        .notification_raw("note_raw", move |note: jsonrpc_duplex::Notification| {
+            let seen = s2.clone();
+            async move { seen.lock().unwrap().push(note.params().map_or(String::new(), |p| p.get().to_owned())) }
+        })
+        .method("seen", move |(): (), _ctx| {
+            let seen = s3.clone();
+            async move { Ok::<_, ErrorObject>(seen.lock().unwrap().clone()) }
+        });
+    let (_conn, mut peer) = pair(Connection::builder().serve(router), Framing::NewlineDelimited);
+    peer.send(r#"{"jsonrpc":"2.0","method":"hold"}"#).await;
+    let mut expected = Vec::new();
+    for n in 1..=20 {
+        let text = format!("note {n} {}", "y".repeat(n * 50));
+        let method = if n % 2 == 0 { "note" } else { "note_raw" };
+        peer.send(&json!({"jsonrpc":"2.0","method":method,"params":[text]}).to_string()).await;
+        expected.push(if n % 2 == 0 { text } else { json!([text]).to_string() });
+    }
+    go.notify_one();
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"seen"}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":1,"result":expected})).await;
+}

@@ -15,7 +15,6 @@
 //! handler, not an unknown notification. A builder with middleware layers or services built
 //! per connection has no direct path at all ([`Builder::direct`] is `None`).
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -31,7 +30,7 @@ use super::trace::Tracer;
 use super::{Builder, Connection, Direction, Handle};
 use crate::framing::{Frame, FrameError};
 use crate::handler::{
-    Host, Notification, PooledName, ReplySlot, RequestStart, Responder, Route, Router, poll_supervised,
+    Host, NotificationStart, PooledName, ReplySlot, RequestStart, Responder, Route, Router, poll_supervised,
 };
 use crate::message::bind::{Binder, Found, Target};
 use crate::message::{ErrorObject, Incoming, ParsedMessage, codes, parse_frame_keeping};
@@ -180,8 +179,7 @@ impl Direct {
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let name = method.clone();
                 let started = poll_supervised(None, || {
-                    let params = params.map(Cow::into_owned);
-                    f(Notification { method, params, host: host.clone() as Arc<dyn Host>, lane: None, trace })
+                    f(NotificationStart::new(method, params, host.clone() as Arc<dyn Host>, None, trace))
                 });
                 let Ok(mut fut) = started else {
                     tracing::error!(target: crate::LOG_TARGET, method = %self.common.tracer.quote(&name), "notification handler panicked");

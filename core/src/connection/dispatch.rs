@@ -31,17 +31,17 @@ use super::permits::{self, Permit};
 use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
-    Host, Notification, PooledName, ReplySlot, RequestStart, Responder, Route, Router, SlotHook, in_scope,
+    Host, NotificationStart, PooledName, ReplySlot, RequestStart, Responder, Route, Router, SlotHook, in_scope,
     panic_message, poll_supervised, tell_hook,
 };
 use crate::message::{ErrorObject, TraceMembers};
 
-/// A message for the lane. A request's params are borrowed from the reader's buffer while the
+/// A message for the lane. A call's params are borrowed from the reader's buffer while the
 /// reader dispatches it on the spot (a typed handler decodes them there: no copy), and owned
 /// once it waits on the lane ([`Inbound::into_owned`]).
 pub(crate) enum Inbound<'a> {
     Request { method: String, params: Option<Cow<'a, RawValue>>, slot: Arc<ReplySlot> },
-    Notification { method: String, params: Option<Box<RawValue>>, trace: Option<Box<TraceMembers>> },
+    Notification { method: String, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
 }
 
 /// What holding one message costs beyond its text (its slot, its place in the queue), counted
@@ -51,11 +51,12 @@ pub(crate) const HELD_OVERHEAD: usize = 128;
 impl Inbound<'_> {
     /// The message, its params copied if they are borrowed (to wait on the lane).
     pub(crate) fn into_owned(self) -> Inbound<'static> {
+        let own = |params: Option<Cow<'_, RawValue>>| params.map(|p| Cow::Owned(p.into_owned()));
         match self {
-            Inbound::Request { method, params, slot } => {
-                Inbound::Request { method, params: params.map(|p| Cow::Owned(p.into_owned())), slot }
+            Inbound::Request { method, params, slot } => Inbound::Request { method, params: own(params), slot },
+            Inbound::Notification { method, params, trace } => {
+                Inbound::Notification { method, params: own(params), trace }
             }
-            Inbound::Notification { method, params, trace } => Inbound::Notification { method, params, trace },
         }
     }
 
@@ -476,13 +477,11 @@ impl Dispatcher {
             Some(Route::Request(f)) => Some(f(start, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).
             Some(Route::Notification(f)) => {
-                let RequestStart { mut method, params, slot } = start;
-                let method = std::mem::take(&mut method.0);
-                let params = params.map(Cow::into_owned);
+                let RequestStart { method, params, slot } = start;
                 let host = slot.host.clone();
                 let trace = slot.trace().map(|t| Box::new(t.clone()));
                 drop(slot);
-                let fut = f(Notification { method, params, host, lane: None, trace });
+                let fut = f(NotificationStart { method, params, host, lane: None, trace });
                 Some(Box::pin(async move {
                     fut.await;
                     responder.ok(());
@@ -509,7 +508,7 @@ impl Dispatcher {
     fn notification_start(
         &self,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Cow<'_, RawValue>>,
         trace: Option<Box<TraceMembers>>,
         seq: u64,
     ) -> Option<(&Arc<str>, HandlerFuture)> {
@@ -520,7 +519,7 @@ impl Dispatcher {
             };
             let host = self.host();
             let started =
-                poll_supervised(None, || fallback(Notification { method, params, host, lane: Some(seq), trace }));
+                poll_supervised(None, || fallback(NotificationStart::new(method, params, host, Some(seq), trace)));
             return match started {
                 Ok(fut) => Some((name, fut)),
                 Err(payload) => {
@@ -544,18 +543,17 @@ impl Dispatcher {
         &self,
         route: &Route,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Cow<'_, RawValue>>,
         trace: Option<Box<TraceMembers>>,
         seq: u64,
     ) -> HandlerFuture {
         // The handler runs on the lane: its handle's calls do not wait for it (see `Handle::at_lane`).
         match route {
-            Route::Notification(f) => f(Notification { method, params, host: self.host(), lane: Some(seq), trace }),
+            Route::Notification(f) => f(NotificationStart::new(method, params, self.host(), Some(seq), trace)),
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
                 let slot = ReplySlot::on_lane(self.host(), seq, trace);
-                let start =
-                    RequestStart { method: PooledName(method), params: params.map(Cow::Owned), slot: slot.clone() };
+                let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
                 let Some((hook, peer)) = &self.hook else { return f(start, Responder::new(slot)) };
                 // Under the connection's hook, in its own future (nobody is answered: the hook
                 // is told a result once the handler ends).

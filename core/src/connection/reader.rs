@@ -3,7 +3,6 @@
 //! to the ordered lane, which the reader works itself while it is free (one poll of a handler,
 //! never a wait; see [`super::dispatch`]).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
@@ -393,10 +392,7 @@ impl Reader {
                 // bypasses the queue; what it holds counts against the read-ahead, like queued
                 // messages.
                 match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
-                    Take::Pass => {
-                        let params = params.map(Cow::into_owned);
-                        self.enqueue_now(Inbound::Notification { method, params, trace }, spares, cx)
-                    }
+                    Take::Pass => self.enqueue_now(Inbound::Notification { method, params, trace }, spares, cx),
                     Take::Taken => Routed::Done,
                     Take::Held if self.shared.read_ahead_full() => Routed::Held,
                     Take::Held => Routed::Done,

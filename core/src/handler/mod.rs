@@ -13,7 +13,9 @@ pub(crate) use extensions::EMPTY as EMPTY_EXTENSIONS;
 pub use extensions::Extensions;
 pub(crate) use host::Host;
 pub(crate) use request::PooledName;
-pub use request::{Notification, NotificationContext, Request, RequestContext, RequestStart, decode_params};
+pub use request::{
+    Notification, NotificationContext, NotificationStart, Request, RequestContext, RequestStart, decode_params,
+};
 pub use responder::Responder;
 pub(crate) use responder::{ReplySlot, SlotHook, in_scope, panic_message, poll_supervised, scoped, tell_hook};
 pub(crate) use router::{BoxFuture, NotificationFn, RequestFn, Route};

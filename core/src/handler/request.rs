@@ -192,7 +192,7 @@ impl RequestContext {
 
 /// An inbound notification.
 pub struct Notification {
-    pub(crate) method: String,
+    pub(crate) method: PooledName,
     pub(crate) params: Option<Box<RawValue>>,
     /// The connection that read it, and its place on the ordered lane (see
     /// [`Notification::peer`]).
@@ -205,22 +205,16 @@ pub struct Notification {
 impl std::fmt::Debug for Notification {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Notification")
-            .field("method", &self.method)
+            .field("method", &self.method.0)
             .field("params", &self.params)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Notification {
-    fn drop(&mut self) {
-        crate::util::names::give(std::mem::take(&mut self.method));
     }
 }
 
 impl Notification {
     /// The method name.
     pub fn method(&self) -> &str {
-        &self.method
+        &self.method.0
     }
     /// The raw params (`None` when absent or `null`).
     pub fn params(&self) -> Option<&RawValue> {
@@ -238,6 +232,65 @@ impl Notification {
     /// The context a typed notification handler receives.
     pub fn context(&self) -> NotificationContext {
         NotificationContext { host: self.host.clone(), lane: self.lane }
+    }
+}
+
+/// A notification as its handler is started: its params still where the reader read them (see
+/// [`RequestStart`]). A raw handler gets the [`Notification`] it keeps
+/// ([`NotificationStart::into_notification`]).
+#[doc(hidden)]
+pub struct NotificationStart<'a> {
+    pub(crate) method: PooledName,
+    pub(crate) params: Option<Cow<'a, RawValue>>,
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) lane: Option<u64>,
+    pub(crate) trace: Option<Box<crate::message::TraceMembers>>,
+}
+
+impl std::fmt::Debug for NotificationStart<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotificationStart")
+            .field("method", &self.method.0)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> NotificationStart<'a> {
+    /// The method name.
+    pub fn method(&self) -> &str {
+        &self.method.0
+    }
+    /// The raw params (`None` when absent or `null`).
+    pub fn params(&self) -> Option<&RawValue> {
+        self.params.as_deref()
+    }
+    /// The context a typed notification handler receives.
+    pub fn context(&self) -> NotificationContext {
+        NotificationContext { host: self.host.clone(), lane: self.lane }
+    }
+    /// The notification a raw handler keeps (borrowed params copied now).
+    pub fn into_notification(self) -> Notification {
+        let NotificationStart { method, params, host, lane, trace } = self;
+        Notification { method, params: params.map(Cow::into_owned), host, lane, trace }
+    }
+    /// Made from its parts, as the reader read them.
+    pub(crate) fn new(
+        method: String,
+        params: Option<Cow<'a, RawValue>>,
+        host: Arc<dyn Host>,
+        lane: Option<u64>,
+        trace: Option<Box<crate::message::TraceMembers>>,
+    ) -> Self {
+        NotificationStart { method: PooledName(method), params, host, lane, trace }
+    }
+}
+
+impl Notification {
+    /// The notification, to start a handler with (nothing copied).
+    pub(crate) fn into_start(self) -> NotificationStart<'static> {
+        let Notification { method, params, host, lane, trace } = self;
+        NotificationStart { method, params: params.map(Cow::Owned), host, lane, trace }
     }
 }
 

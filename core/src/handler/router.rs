@@ -10,14 +10,15 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Notification, NotificationContext, Request, RequestContext, RequestStart, Responder};
+use super::{Notification, NotificationContext, NotificationStart, Request, RequestContext, RequestStart, Responder};
 use crate::message::ErrorObject;
 
 pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// A request handler, given the request as it starts (see [`RequestStart`]): a raw handler
 /// makes its [`Request`] of it, a typed one decodes the params where they lie.
 pub(crate) type RequestFn = Arc<dyn for<'a> Fn(RequestStart<'a>, Responder) -> BoxFuture + Send + Sync>;
-pub(crate) type NotificationFn = Arc<dyn Fn(Notification) -> BoxFuture + Send + Sync>;
+/// A notification handler, given the notification as it starts (see [`NotificationStart`]).
+pub(crate) type NotificationFn = Arc<dyn for<'a> Fn(NotificationStart<'a>) -> BoxFuture + Send + Sync>;
 
 #[derive(Clone)]
 pub(crate) enum Route {
@@ -218,7 +219,21 @@ impl Router {
         F: Fn(Notification) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.insert(method, Route::Notification(Arc::new(move |n| Box::pin(handler(n)))))
+        self.notification_start(method, move |start| handler(start.into_notification()))
+    }
+
+    /// Register a notification handler that starts from the notification as it arrives (see
+    /// [`Router::request_start`]). What `#[rpc]` servers and [`Router::notification`] register.
+    ///
+    /// # Panics
+    /// If `method` is already registered.
+    #[doc(hidden)]
+    pub fn notification_start<F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        F: for<'a> Fn(NotificationStart<'a>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.insert(method, Route::Notification(Arc::new(move |start| Box::pin(handler(start)))))
     }
 
     /// Register a typed notification handler. Params that do not decode are logged and dropped.
@@ -232,18 +247,22 @@ impl Router {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.notification_raw(method, move |n| {
-            let decoded = n.decode_params::<P>();
+        self.notification_start(method, move |n: NotificationStart<'_>| {
+            let decoded = super::decode_params::<P>(n.params());
+            if let Err(e) = &decoded {
+                tracing::warn!(
+                    target: crate::LOG_TARGET,
+                    method = %n.host.quote(&n.method()),
+                    error = %n.host.quote(e),
+                    "notification dropped: its params do not decode"
+                );
+            }
+            let context = n.context();
+            drop(n);
             let handler = handler.clone();
             async move {
-                match decoded {
-                    Ok(params) => handler(params, n.context()).await,
-                    Err(e) => tracing::warn!(
-                        target: crate::LOG_TARGET,
-                        method = %n.host.quote(&n.method),
-                        error = %n.host.quote(&e),
-                        "notification dropped: its params do not decode"
-                    ),
+                if let Ok(params) = decoded {
+                    handler(params, context).await;
                 }
             }
         })
@@ -281,8 +300,10 @@ impl Router {
         F: Fn(Notification) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.notification_fallback =
-            Some((Arc::from("(notification fallback)"), Arc::new(move |n| Box::pin(handler(n)))));
+        self.notification_fallback = Some((
+            Arc::from("(notification fallback)"),
+            Arc::new(move |n: NotificationStart<'_>| Box::pin(handler(n.into_notification()))),
+        ));
         self
     }
 

@@ -11,7 +11,8 @@ use crate::connection::{
     CallOptions, Direction, EncodedCall, Error, Handle, Layered, LayeredFuture, PeerInfo, TraceContextPlacement,
 };
 use crate::handler::{
-    BoxFuture as HandlerFuture, Extensions, NotificationFn, Request, RequestFn, RequestStart, Responder, Router,
+    BoxFuture as HandlerFuture, Extensions, NotificationFn, NotificationStart, Request, RequestFn, RequestStart,
+    Responder, Router,
 };
 use crate::message::{ErrorObject, Id};
 
@@ -119,7 +120,7 @@ impl End {
                 })
             }
             (End::InNotification(handler), Body::InNotification(notification)) => {
-                let running = handler(notification);
+                let running = handler(notification.into_start());
                 Box::pin(async move {
                     running.await;
                     Ok(None)
@@ -222,13 +223,13 @@ fn wrap_notification(
     placement: TraceContextPlacement,
     handler: NotificationFn,
 ) -> NotificationFn {
-    Arc::new(move |notification| -> HandlerFuture {
+    Arc::new(move |notification: NotificationStart<'_>| -> HandlerFuture {
         let method = tracing::enabled!(target: crate::LOG_TARGET, tracing::Level::DEBUG)
             .then(|| notification.method().to_owned());
         let call = Call {
             direction: Direction::Incoming,
             kind: Kind::Notification,
-            body: Body::InNotification(notification),
+            body: Body::InNotification(notification.into_notification()),
             peer: Some(peer.clone()),
             extensions: Extensions::new(),
             placement,

@@ -434,7 +434,7 @@ impl<H: Hook> Alone<H> {
         handler: crate::handler::NotificationFn,
     ) -> crate::handler::NotificationFn {
         let this = Arc::new((hook, peer, handler));
-        Arc::new(move |notification| -> HandlerFuture {
+        Arc::new(move |notification: crate::handler::NotificationStart<'_>| -> HandlerFuture {
             let info = CallInfo {
                 direction: Direction::Incoming,
                 kind: Kind::Notification,
@@ -445,9 +445,11 @@ impl<H: Hook> Alone<H> {
                 extensions: &crate::handler::EMPTY_EXTENSIONS,
             };
             let state = this.0.on_request(&info);
+            let notification = notification.into_notification().into_start();
             let this = this.clone();
             Box::pin(async move {
                 let (hook, handler) = (&this.0, &this.2);
+                // Started inside the hook's scope, in the future's first poll: its params its own.
                 let mut start = Some(notification);
                 let mut running: Option<HandlerFuture> = None;
                 let ((), state) = scoped(&**hook, state, move |cx| {

@@ -208,7 +208,7 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
         Kind::Notification => quote! {{
             #decode
             let __service = ::core::clone::Clone::clone(&__service);
-            let __handler = move |__note: #p::Notification| {
+            let __handler = move |__note: #p::NotificationStart<'_>| {
                 let __service = ::core::clone::Clone::clone(&__service);
                 let __decoded = __decode(__note.params());
                 if let ::core::result::Result::Err(__error) = &__decoded {
@@ -222,8 +222,8 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                 }
             };
             __router
-                #(.notification_raw(#aliases, ::core::clone::Clone::clone(&__handler)))*
-                .notification_raw(#primary, __handler)
+                #(.notification_start(#aliases, ::core::clone::Clone::clone(&__handler)))*
+                .notification_start(#primary, __handler)
         }},
     }
 }
