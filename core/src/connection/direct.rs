@@ -29,9 +29,7 @@ use super::shared::Shared;
 use super::trace::Tracer;
 use super::{Builder, Connection, Direction, Handle};
 use crate::framing::{Frame, FrameError};
-use crate::handler::{
-    Host, NotificationStart, PooledName, ReplySlot, RequestStart, Responder, Route, Router, poll_supervised,
-};
+use crate::handler::{Host, NotificationStart, ReplySlot, RequestStart, Responder, Route, Router, poll_supervised};
 use crate::message::bind::{Binder, Found, Target};
 use crate::message::{ErrorObject, Incoming, ParsedMessage, codes, parse_frame_keeping};
 
@@ -160,7 +158,7 @@ impl Direct {
                 self.common.tracer.message(Direction::Incoming, body);
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let slot = ReplySlot::new(host.clone(), id, false, None, false);
-                let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
+                let start = RequestStart { method, params, slot: slot.clone() };
                 let responder = Responder::new(slot.clone());
                 let answer = request_answer(&host, &slot, move || route(start, responder), timeout).await;
                 self.common.tracer.message(Direction::Outgoing, &answer);
@@ -177,7 +175,7 @@ impl Direct {
                 };
                 self.common.tracer.message(Direction::Incoming, body);
                 let host = Arc::new(DirectHost::new(self.common.clone()));
-                let name = method.clone();
+                let name = method.to_owned();
                 let started = poll_supervised(None, || {
                     f(NotificationStart::new(method, params, host.clone() as Arc<dyn Host>, None, trace))
                 });

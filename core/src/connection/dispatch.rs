@@ -31,17 +31,18 @@ use super::permits::{self, Permit};
 use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
-    Host, NotificationStart, PooledName, ReplySlot, RequestStart, Responder, Route, Router, SlotHook, in_scope,
-    panic_message, poll_supervised, tell_hook,
+    Host, NotificationStart, ReplySlot, RequestStart, Responder, Route, Router, SlotHook, in_scope, panic_message,
+    poll_supervised, tell_hook,
 };
 use crate::message::{ErrorObject, TraceMembers};
+use crate::util::names::MethodName;
 
 /// A message for the lane. A call's params are borrowed from the reader's buffer while the
 /// reader dispatches it on the spot (a typed handler decodes them there: no copy), and owned
 /// once it waits on the lane ([`Inbound::into_owned`]).
 pub(crate) enum Inbound<'a> {
-    Request { method: String, params: Option<Cow<'a, RawValue>>, slot: Arc<ReplySlot> },
-    Notification { method: String, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
+    Request { method: MethodName<'a>, params: Option<Cow<'a, RawValue>>, slot: Arc<ReplySlot> },
+    Notification { method: MethodName<'a>, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
 }
 
 /// What holding one message costs beyond its text (its slot, its place in the queue), counted
@@ -53,9 +54,11 @@ impl Inbound<'_> {
     pub(crate) fn into_owned(self) -> Inbound<'static> {
         let own = |params: Option<Cow<'_, RawValue>>| params.map(|p| Cow::Owned(p.into_owned()));
         match self {
-            Inbound::Request { method, params, slot } => Inbound::Request { method, params: own(params), slot },
+            Inbound::Request { method, params, slot } => {
+                Inbound::Request { method: method.into_owned(), params: own(params), slot }
+            }
             Inbound::Notification { method, params, trace } => {
-                Inbound::Notification { method, params: own(params), trace }
+                Inbound::Notification { method: method.into_owned(), params: own(params), trace }
             }
         }
     }
@@ -347,7 +350,7 @@ impl Dispatcher {
     /// task (which polls it again at once, so the waker that counts is the task's).
     fn start_request(
         &self,
-        method: String,
+        method: MethodName<'_>,
         params: Option<Cow<'_, RawValue>>,
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
@@ -366,7 +369,7 @@ impl Dispatcher {
         let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
             let responder = Responder::new(slot.clone());
-            let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
+            let start = RequestStart { method, params, slot: slot.clone() };
             let mut handler = self.request_future(start, responder)?;
             first = handler.as_mut().poll(cx);
             Some(handler)
@@ -427,7 +430,7 @@ impl Dispatcher {
         &self,
         hook: &Arc<dyn Watcher>,
         peer: &PeerInfo,
-        method: String,
+        method: MethodName<'_>,
         params: Option<Cow<'_, RawValue>>,
         slot: Arc<ReplySlot>,
         permit: Permit<'_>,
@@ -444,7 +447,7 @@ impl Dispatcher {
             let (state, scoped) = held.keep(&**hook, state);
             let start = || {
                 let responder = Responder::new(slot.clone());
-                let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
+                let start = RequestStart { method, params, slot: slot.clone() };
                 let mut handler = self.request_future(start, responder)?;
                 first = handler.as_mut().poll(cx);
                 Some(handler)
@@ -470,10 +473,10 @@ impl Dispatcher {
     /// The handler future for a request, or `None` when it was answered on the spot.
     fn request_future(&self, start: RequestStart<'_>, responder: Responder) -> Option<HandlerFuture> {
         // Methods a feature serves are its own, whatever the router serves.
-        if let Some(extension) = self.shared.seam.serving(&start.method.0) {
+        if let Some(extension) = self.shared.seam.serving(&start.method) {
             return Some(extension.clone().serve(&self.shared, start.into_request(), responder));
         }
-        match self.router.route(&start.method.0) {
+        match self.router.route(&start.method) {
             Some(Route::Request(f)) => Some(f(start, responder)),
             // A request for a notification handler: run it and answer `null` (StreamJsonRpc does the same).
             Some(Route::Notification(f)) => {
@@ -492,11 +495,11 @@ impl Dispatcher {
                 None => {
                     tracing::debug!(
                         target: crate::LOG_TARGET,
-                        method = %self.shared.quote(&start.method.0),
+                        method = %self.shared.quote(&*start.method),
                         id = %self.shared.quote(&start.slot.id),
                         "unknown method answered -32601"
                     );
-                    responder.err(ErrorObject::method_not_found(&start.method.0));
+                    responder.err(ErrorObject::method_not_found(&start.method));
                     None
                 }
             },
@@ -507,7 +510,7 @@ impl Dispatcher {
     /// handles it, or building it panicked).
     fn notification_start(
         &self,
-        method: String,
+        method: MethodName<'_>,
         params: Option<Cow<'_, RawValue>>,
         trace: Option<Box<TraceMembers>>,
         seq: u64,
@@ -542,7 +545,7 @@ impl Dispatcher {
     fn notification_future(
         &self,
         route: &Route,
-        method: String,
+        method: MethodName<'_>,
         params: Option<Cow<'_, RawValue>>,
         trace: Option<Box<TraceMembers>>,
         seq: u64,
@@ -553,11 +556,11 @@ impl Dispatcher {
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
                 let slot = ReplySlot::on_lane(self.host(), seq, trace);
-                let start = RequestStart { method: PooledName(method), params, slot: slot.clone() };
+                let start = RequestStart { method, params, slot: slot.clone() };
                 let Some((hook, peer)) = &self.hook else { return f(start, Responder::new(slot)) };
                 // Under the connection's hook, in its own future (nobody is answered: the hook
                 // is told a result once the handler ends).
-                let state = hook.on_inbound(&start.method.0, &start.slot.id, start.params(), peer);
+                let state = hook.on_inbound(&start.method, &start.slot.id, start.params(), peer);
                 let mut handler = f(start, Responder::new(slot));
                 let hook = hook.clone();
                 Box::pin(async move {

@@ -12,7 +12,6 @@ pub(crate) use batch::Batch;
 pub(crate) use extensions::EMPTY as EMPTY_EXTENSIONS;
 pub use extensions::Extensions;
 pub(crate) use host::Host;
-pub(crate) use request::PooledName;
 pub use request::{
     Notification, NotificationContext, NotificationStart, Request, RequestContext, RequestStart, decode_params,
 };

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::ReplySlot;
 use super::host::Host;
 use crate::message::{ErrorObject, Id};
+use crate::util::names::MethodName;
 
 /// Decode params into `T`, straight from the raw JSON. Absent params decode as `null` (so `()`,
 /// `Option<_>` and all-default types accept them). A failure is a `-32602` naming the problem.
@@ -20,7 +21,7 @@ pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T
 
 /// An inbound request, as handed to a raw handler together with its [`Responder`](super::Responder).
 pub struct Request {
-    pub(crate) method: PooledName,
+    pub(crate) method: MethodName<'static>,
     pub(crate) params: Option<Box<RawValue>>,
     pub(crate) slot: Arc<ReplySlot>,
 }
@@ -29,7 +30,7 @@ impl std::fmt::Debug for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Request")
             .field("id", self.id())
-            .field("method", &self.method.0)
+            .field("method", &&*self.method)
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
@@ -42,7 +43,7 @@ impl Request {
     }
     /// The method name.
     pub fn method(&self) -> &str {
-        &self.method.0
+        &self.method
     }
     /// The raw params (`None` when absent or `null`).
     pub fn params(&self) -> Option<&RawValue> {
@@ -77,25 +78,16 @@ impl Request {
 /// keeps ([`RequestStart::into_request`]: the params copied then, if they are still borrowed).
 #[doc(hidden)]
 pub struct RequestStart<'a> {
-    pub(crate) method: PooledName,
+    pub(crate) method: MethodName<'a>,
     pub(crate) params: Option<Cow<'a, RawValue>>,
     pub(crate) slot: Arc<ReplySlot>,
-}
-
-/// A method name that goes back to this thread's pool when dropped (see `util::names`).
-pub(crate) struct PooledName(pub(crate) String);
-
-impl Drop for PooledName {
-    fn drop(&mut self) {
-        crate::util::names::give(std::mem::take(&mut self.0));
-    }
 }
 
 impl std::fmt::Debug for RequestStart<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestStart")
             .field("id", &self.slot.id)
-            .field("method", &self.method.0)
+            .field("method", &&*self.method)
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
@@ -113,7 +105,7 @@ impl RequestStart<'_> {
     /// The request a raw handler keeps (borrowed params copied now).
     pub fn into_request(self) -> Request {
         let RequestStart { method, params, slot } = self;
-        Request { method, params: params.map(Cow::into_owned), slot }
+        Request { method: method.into_owned(), params: params.map(Cow::into_owned), slot }
     }
 }
 
@@ -192,7 +184,7 @@ impl RequestContext {
 
 /// An inbound notification.
 pub struct Notification {
-    pub(crate) method: PooledName,
+    pub(crate) method: MethodName<'static>,
     pub(crate) params: Option<Box<RawValue>>,
     /// The connection that read it, and its place on the ordered lane (see
     /// [`Notification::peer`]).
@@ -205,7 +197,7 @@ pub struct Notification {
 impl std::fmt::Debug for Notification {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Notification")
-            .field("method", &self.method.0)
+            .field("method", &&*self.method)
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
@@ -214,7 +206,7 @@ impl std::fmt::Debug for Notification {
 impl Notification {
     /// The method name.
     pub fn method(&self) -> &str {
-        &self.method.0
+        &self.method
     }
     /// The raw params (`None` when absent or `null`).
     pub fn params(&self) -> Option<&RawValue> {
@@ -240,7 +232,7 @@ impl Notification {
 /// ([`NotificationStart::into_notification`]).
 #[doc(hidden)]
 pub struct NotificationStart<'a> {
-    pub(crate) method: PooledName,
+    pub(crate) method: MethodName<'a>,
     pub(crate) params: Option<Cow<'a, RawValue>>,
     pub(crate) host: Arc<dyn Host>,
     pub(crate) lane: Option<u64>,
@@ -250,7 +242,7 @@ pub struct NotificationStart<'a> {
 impl std::fmt::Debug for NotificationStart<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NotificationStart")
-            .field("method", &self.method.0)
+            .field("method", &&*self.method)
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
@@ -259,7 +251,7 @@ impl std::fmt::Debug for NotificationStart<'_> {
 impl<'a> NotificationStart<'a> {
     /// The method name.
     pub fn method(&self) -> &str {
-        &self.method.0
+        &self.method
     }
     /// The raw params (`None` when absent or `null`).
     pub fn params(&self) -> Option<&RawValue> {
@@ -272,17 +264,17 @@ impl<'a> NotificationStart<'a> {
     /// The notification a raw handler keeps (borrowed params copied now).
     pub fn into_notification(self) -> Notification {
         let NotificationStart { method, params, host, lane, trace } = self;
-        Notification { method, params: params.map(Cow::into_owned), host, lane, trace }
+        Notification { method: method.into_owned(), params: params.map(Cow::into_owned), host, lane, trace }
     }
     /// Made from its parts, as the reader read them.
     pub(crate) fn new(
-        method: String,
+        method: MethodName<'a>,
         params: Option<Cow<'a, RawValue>>,
         host: Arc<dyn Host>,
         lane: Option<u64>,
         trace: Option<Box<crate::message::TraceMembers>>,
     ) -> Self {
-        NotificationStart { method: PooledName(method), params, host, lane, trace }
+        NotificationStart { method, params, host, lane, trace }
     }
 }
 

@@ -11,6 +11,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny};
 use serde_json::value::RawValue;
 
 use super::{ErrorObject, Id, scan};
+use crate::util::names::MethodName;
 
 /// How much of a malformed error object the error that replaces it quotes.
 const MALFORMED_QUOTE: usize = 256;
@@ -20,9 +21,9 @@ const MALFORMED_QUOTE: usize = 256;
 #[derive(Debug)]
 pub(crate) enum Incoming<'a> {
     /// A call that wants an answer.
-    Request { id: Id, method: String, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
+    Request { id: Id, method: MethodName<'a>, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
     /// A call that wants no answer.
-    Notification { method: String, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
+    Notification { method: MethodName<'a>, params: Option<Cow<'a, RawValue>>, trace: Option<Box<TraceMembers>> },
     /// An answer to one of our calls.
     Response { id: Id, outcome: Result<Box<RawValue>, ErrorObject> },
     /// Valid JSON that is not a valid message. `answer` says whether the spec wants an error reply
@@ -36,10 +37,10 @@ impl Incoming<'_> {
         let own = |params: Option<Cow<'_, RawValue>>| params.map(|p| Cow::Owned(p.into_owned()));
         match self {
             Incoming::Request { id, method, params, trace } => {
-                Incoming::Request { id, method, params: own(params), trace }
+                Incoming::Request { id, method: method.into_owned(), params: own(params), trace }
             }
             Incoming::Notification { method, params, trace } => {
-                Incoming::Notification { method, params: own(params), trace }
+                Incoming::Notification { method: method.into_owned(), params: own(params), trace }
             }
             Incoming::Response { id, outcome } => Incoming::Response { id, outcome },
             Incoming::Invalid { id, error, answer } => Incoming::Invalid { id, error, answer },
@@ -484,7 +485,7 @@ fn plain_message(frame: &[u8]) -> Option<Incoming<'_>> {
                 Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(Cow::Borrowed(p)),
                 Some(_) => return None,
             };
-            let method = crate::util::names::take(method);
+            let method = MethodName::Borrowed(method);
             Some(match id {
                 Some(id) => Incoming::Request { id, method, params, trace: None },
                 None => Incoming::Notification { method, params, trace: None },
@@ -696,6 +697,7 @@ fn classify(env: Envelope<'_>, keep_trace: bool) -> Incoming<'_> {
         let Checked::Good(method) = method else {
             return invalid(id, "\"method\" must be a string");
         };
+        let method = MethodName::Owned(method);
         let params = match env.params {
             None => None,
             Some(p) if p.get() == "null" => None,
@@ -827,7 +829,7 @@ mod tests {
         match single(r#"{"jsonrpc":"2.0","id":0,"method":"add","params":[1,2],"traceparent":"x"}"#) {
             Incoming::Request { id, method, params, trace } => {
                 assert_eq!(id, Id::from(0u64));
-                assert_eq!(method, "add");
+                assert_eq!(&*method, "add");
                 assert_eq!(params.unwrap().get(), "[1,2]");
                 assert_eq!(trace, None, "not kept unless asked for");
             }
@@ -996,7 +998,7 @@ b"}"#,
         let text = r#"{"jsonrpc":"2.0","id":"é","method":"mé","params":["ü"]}"#;
         let plain = plain_message(text.as_bytes()).expect("plain");
         assert_eq!(format!("{plain:?}"), general(text));
-        assert!(matches!(plain, Incoming::Request { ref method, .. } if method == "mé"));
+        assert!(matches!(plain, Incoming::Request { ref method, .. } if &**method == "mé"));
     }
 
     #[test]

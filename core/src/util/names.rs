@@ -33,6 +33,55 @@ pub(crate) fn give(name: String) {
     drop(keep(&NAMES, name, KEEP));
 }
 
+/// A call's method name: borrowed from the frame while the reader works its message on the spot
+/// (no copy), else a string that goes back to this thread's pool when dropped.
+pub(crate) enum MethodName<'a> {
+    Borrowed(&'a str),
+    Owned(String),
+}
+
+impl MethodName<'_> {
+    /// The name as a string of its own (a borrowed one copied into a kept buffer).
+    pub(crate) fn into_owned(mut self) -> MethodName<'static> {
+        match &mut self {
+            MethodName::Borrowed(name) => MethodName::Owned(take(name)),
+            // The string moves out; what is dropped here is empty.
+            MethodName::Owned(name) => MethodName::Owned(std::mem::take(name)),
+        }
+    }
+}
+
+impl std::ops::Deref for MethodName<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            MethodName::Borrowed(name) => name,
+            MethodName::Owned(name) => name,
+        }
+    }
+}
+
+/// The name as a string, borrowed or not.
+impl std::fmt::Debug for MethodName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl std::fmt::Display for MethodName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl Drop for MethodName<'_> {
+    fn drop(&mut self) {
+        if let MethodName::Owned(name) = self {
+            give(std::mem::take(name));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +95,13 @@ mod tests {
         assert_eq!(again, "add");
         assert_eq!(again.as_ptr(), ptr, "the kept string is reused");
         give("x".repeat(MAX_KEPT_CAPACITY + 1));
+        // A borrowed name made owned takes a kept string; dropped, it goes back.
+        let owned = MethodName::Borrowed("initialize").into_owned();
+        assert_eq!(&*owned, "initialize");
+        let ptr = owned.as_ptr();
+        drop(owned);
+        let next = take("exit");
+        assert_eq!(next.as_ptr(), ptr);
         assert_eq!(take(&"y".repeat(100)).len(), 100);
     }
 }
