@@ -252,6 +252,13 @@ async fn a_notification_handler_awaiting_a_call_to_the_peer_never_deadlocks_behi
 async fn requests_queued_behind_a_running_notification_start_from_their_own_params() {
     // While the lane is free a request's params are read where they arrived; queued, they are
     // its own copy: the read buffer they came in is reused for what follows meanwhile.
+    queued_requests_answered_from_their_own_params(Limits::new()).await;
+    // With the read-ahead full, the reader holds the message it read last until there is room
+    // (its own copy too).
+    queued_requests_answered_from_their_own_params(Limits::new().read_ahead(2)).await;
+}
+
+async fn queued_requests_answered_from_their_own_params(limits: Limits) {
     let go = Arc::new(Notify::new());
     let g = go.clone();
     let router = Router::new()
@@ -263,7 +270,7 @@ async fn requests_queued_behind_a_running_notification_start_from_their_own_para
         .request_raw("echo_raw", |request: jsonrpc_duplex::Request, reply: jsonrpc_duplex::Responder| async move {
             reply.ok(request.params().map(|p| p.get().to_owned()));
         });
-    let (_conn, mut peer) = pair(Connection::builder().serve(router), Framing::NewlineDelimited);
+    let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::NewlineDelimited);
     peer.send(r#"{"jsonrpc":"2.0","method":"hold"}"#).await;
     for id in 1..=20 {
         let method = if id % 2 == 0 { "echo" } else { "echo_raw" };
