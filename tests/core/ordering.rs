@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jsonrpc_duplex::{Connection, ErrorObject, Framing, Limits, Router};
 use serde_json::json;
-use support::raw_peer::pair;
+use support::raw_peer::{RawPeer, pair, pair_with_buffer};
 use support::time::within;
 use tokio::sync::{Notify, oneshot};
 
@@ -248,55 +248,103 @@ async fn a_notification_handler_awaiting_a_call_to_the_peer_never_deadlocks_behi
     peer.expect(json!({"jsonrpc":"2.0","id":1,"result":200})).await;
 }
 
+/// The pipe of the tests below: a message longer than this is written whole only once the
+/// reader has taken everything sent before it.
+const PIPE: usize = 64;
+
+/// `router` served with `limits` over a pipe of [`PIPE`] bytes, with `hold`, a notification whose
+/// handler runs until the returned `Notify` fires. Returns once that handler has started (the
+/// peer sent `hold`): what the peer sends from then on waits on the lane behind it.
+async fn held_lane(router: Router, limits: Limits) -> (Connection, RawPeer, Arc<Notify>) {
+    let (started, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (s, g) = (started.clone(), go.clone());
+    let router = router
+        .notification("hold", move |(): (), _ctx| {
+            let (started, go) = (s.clone(), g.clone());
+            async move {
+                started.notify_one();
+                go.notified().await;
+            }
+        })
+        .notification_raw("filler", |_note: jsonrpc_duplex::Notification| async {});
+    let builder = Connection::builder().limits(limits).serve(router);
+    let (conn, mut peer) = pair_with_buffer(builder, Framing::NewlineDelimited, PIPE);
+    peer.send(r#"{"jsonrpc":"2.0","method":"hold"}"#).await;
+    within(started.notified()).await;
+    (conn, peer, go)
+}
+
+/// Returns once the reader has read everything sent before (and routed it: the reader routes
+/// what it has read before it reads on): a notification longer than the pipe is written.
+async fn read_all_sent(peer: &mut RawPeer) {
+    let filler = json!({"jsonrpc":"2.0","method":"filler","params":["f".repeat(2 * PIPE)]});
+    within(peer.send(filler.to_string())).await;
+}
+
+/// Request `id`'s text, long enough to span reads of the pipe.
+fn request_text(id: usize) -> String {
+    format!("text {id} {}", "x".repeat(id * 50))
+}
+
 #[tokio::test]
 async fn requests_queued_behind_a_running_notification_start_from_their_own_params() {
     // While the lane is free a request's params are read where they arrived; queued, they are
     // its own copy: the read buffer they came in is reused for what follows meanwhile.
-    queued_requests_answered_from_their_own_params(Limits::new()).await;
-    // With the read-ahead full, the reader holds the message it read last until there is room
-    // (its own copy too).
-    queued_requests_answered_from_their_own_params(Limits::new().read_ahead(2)).await;
+    let (_conn, mut peer, go) = held_lane(echo_router(), Limits::new()).await;
+    for id in 1..=20 {
+        peer.send(echo_request(id)).await;
+    }
+    read_all_sent(&mut peer).await;
+    go.notify_one();
+    for id in 1..=20 {
+        peer.expect(echo_answer(id)).await;
+    }
 }
 
-async fn queued_requests_answered_from_their_own_params(limits: Limits) {
-    let go = Arc::new(Notify::new());
-    let g = go.clone();
-    let router = Router::new()
-        .notification("hold", move |(): (), _ctx| {
-            let go = g.clone();
-            async move { go.notified().await }
-        })
-        .method("echo", |(text,): (String,), _ctx| async move { Ok::<_, ErrorObject>(text) })
-        .request_raw("echo_raw", |request: jsonrpc_duplex::Request, reply: jsonrpc_duplex::Responder| async move {
-            reply.ok(request.params().map(|p| p.get().to_owned()));
-        });
-    let (_conn, mut peer) = pair(Connection::builder().limits(limits).serve(router), Framing::NewlineDelimited);
-    peer.send(r#"{"jsonrpc":"2.0","method":"hold"}"#).await;
-    for id in 1..=20 {
-        let method = if id % 2 == 0 { "echo" } else { "echo_raw" };
-        let text = format!("text {id} {}", "x".repeat(id * 50));
-        peer.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":[text]}).to_string()).await;
+#[tokio::test]
+async fn a_request_held_while_the_read_ahead_is_full_starts_from_its_own_params() {
+    // With the read-ahead full (2 queued), the reader holds the third request it read until
+    // there is room: its own copy too. (No read barrier here: the reader stops reading; the
+    // silence, which must hold anyway, is its time to read the third request to its end.)
+    let (_conn, mut peer, go) = held_lane(echo_router(), Limits::new().read_ahead(2)).await;
+    for id in 1..=3 {
+        peer.send(echo_request(id)).await;
     }
     peer.expect_silence(Duration::from_millis(50)).await;
     go.notify_one();
-    for id in 1..=20 {
-        let text = format!("text {id} {}", "x".repeat(id * 50));
-        let result = if id % 2 == 0 { json!(text) } else { json!(json!([text]).to_string()) };
-        peer.expect(json!({"jsonrpc":"2.0","id":id,"result":result})).await;
+    for id in 1..=3 {
+        peer.expect(echo_answer(id)).await;
     }
+}
+
+/// `echo` (typed) and `echo_raw` (the params' text, raw).
+fn echo_router() -> Router {
+    Router::new().method("echo", |(text,): (String,), _ctx| async move { Ok::<_, ErrorObject>(text) }).request_raw(
+        "echo_raw",
+        |request: jsonrpc_duplex::Request, reply: jsonrpc_duplex::Responder| async move {
+            reply.ok(request.params().map(|p| p.get().to_owned()));
+        },
+    )
+}
+
+/// Request `id`: `echo` when even, `echo_raw` when odd.
+fn echo_request(id: usize) -> String {
+    let method = if id % 2 == 0 { "echo" } else { "echo_raw" };
+    json!({"jsonrpc":"2.0","id":id,"method":method,"params":[request_text(id)]}).to_string()
+}
+
+fn echo_answer(id: usize) -> serde_json::Value {
+    let text = request_text(id);
+    let result = if id % 2 == 0 { json!(text) } else { json!(json!([text]).to_string()) };
+    json!({"jsonrpc":"2.0","id":id,"result":result})
 }
 
 #[tokio::test]
 async fn notifications_queued_behind_a_running_one_run_with_their_own_params() {
     // The same for notifications: typed and raw handlers queued on the lane see their own params.
-    let go = Arc::new(Notify::new());
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
-    let (g, s1, s2, s3) = (go.clone(), seen.clone(), seen.clone(), seen.clone());
+    let (s1, s2, s3) = (seen.clone(), seen.clone(), seen.clone());
     let router = Router::new()
-        .notification("hold", move |(): (), _ctx| {
-            let go = g.clone();
-            async move { go.notified().await }
-        })
         .notification("note", move |(text,): (String,), _ctx| {
             let seen = s1.clone();
             async move { seen.lock().unwrap().push(text) }
@@ -309,15 +357,15 @@ async fn notifications_queued_behind_a_running_one_run_with_their_own_params() {
             let seen = s3.clone();
             async move { Ok::<_, ErrorObject>(seen.lock().unwrap().clone()) }
         });
-    let (_conn, mut peer) = pair(Connection::builder().serve(router), Framing::NewlineDelimited);
-    peer.send(r#"{"jsonrpc":"2.0","method":"hold"}"#).await;
+    let (_conn, mut peer, go) = held_lane(router, Limits::new()).await;
     let mut expected = Vec::new();
     for n in 1..=20 {
-        let text = format!("note {n} {}", "y".repeat(n * 50));
+        let text = request_text(n);
         let method = if n % 2 == 0 { "note" } else { "note_raw" };
-        peer.send(&json!({"jsonrpc":"2.0","method":method,"params":[text]}).to_string()).await;
+        peer.send(json!({"jsonrpc":"2.0","method":method,"params":[text]}).to_string()).await;
         expected.push(if n % 2 == 0 { text } else { json!([text]).to_string() });
     }
+    read_all_sent(&mut peer).await;
     go.notify_one();
     peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"seen"}"#).await;
     peer.expect(json!({"jsonrpc":"2.0","id":1,"result":expected})).await;
