@@ -329,13 +329,13 @@ fn echo_router() -> Router {
 
 /// Request `id`: `echo` when even, `echo_raw` when odd.
 fn echo_request(id: usize) -> String {
-    let method = if id % 2 == 0 { "echo" } else { "echo_raw" };
+    let method = if id.is_multiple_of(2) { "echo" } else { "echo_raw" };
     json!({"jsonrpc":"2.0","id":id,"method":method,"params":[request_text(id)]}).to_string()
 }
 
 fn echo_answer(id: usize) -> serde_json::Value {
     let text = request_text(id);
-    let result = if id % 2 == 0 { json!(text) } else { json!(json!([text]).to_string()) };
+    let result = if id.is_multiple_of(2) { json!(text) } else { json!(json!([text]).to_string()) };
     json!({"jsonrpc":"2.0","id":id,"result":result})
 }
 
@@ -361,9 +361,9 @@ async fn notifications_queued_behind_a_running_one_run_with_their_own_params() {
     let mut expected = Vec::new();
     for n in 1..=20 {
         let text = request_text(n);
-        let method = if n % 2 == 0 { "note" } else { "note_raw" };
+        let method = if n.is_multiple_of(2) { "note" } else { "note_raw" };
         peer.send(json!({"jsonrpc":"2.0","method":method,"params":[text]}).to_string()).await;
-        expected.push(if n % 2 == 0 { text } else { json!([text]).to_string() });
+        expected.push(if n.is_multiple_of(2) { text } else { json!([text]).to_string() });
     }
     read_all_sent(&mut peer).await;
     go.notify_one();
