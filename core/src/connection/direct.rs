@@ -177,7 +177,7 @@ impl Direct {
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let name = method.to_owned();
                 let started = poll_supervised(None, || {
-                    f(NotificationStart::new(method, params, host.clone() as Arc<dyn Host>, None, trace))
+                    f(NotificationStart { method, params, host: host.clone(), lane: None, trace })
                 });
                 let Ok(mut fut) = started else {
                     tracing::error!(target: crate::LOG_TARGET, method = %self.common.tracer.quote(&name), "notification handler panicked");

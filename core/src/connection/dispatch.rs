@@ -522,7 +522,7 @@ impl Dispatcher {
             };
             let host = self.host();
             let started =
-                poll_supervised(None, || fallback(NotificationStart::new(method, params, host, Some(seq), trace)));
+                poll_supervised(None, || fallback(NotificationStart { method, params, host, lane: Some(seq), trace }));
             return match started {
                 Ok(fut) => Some((name, fut)),
                 Err(payload) => {
@@ -552,7 +552,9 @@ impl Dispatcher {
     ) -> HandlerFuture {
         // The handler runs on the lane: its handle's calls do not wait for it (see `Handle::at_lane`).
         match route {
-            Route::Notification(f) => f(NotificationStart::new(method, params, self.host(), Some(seq), trace)),
+            Route::Notification(f) => {
+                f(NotificationStart { method, params, host: self.host(), lane: Some(seq), trace })
+            }
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
                 let slot = ReplySlot::on_lane(self.host(), seq, trace);

@@ -248,7 +248,7 @@ impl std::fmt::Debug for NotificationStart<'_> {
     }
 }
 
-impl<'a> NotificationStart<'a> {
+impl NotificationStart<'_> {
     /// The method name.
     pub fn method(&self) -> &str {
         &self.method
@@ -265,16 +265,6 @@ impl<'a> NotificationStart<'a> {
     pub fn into_notification(self) -> Notification {
         let NotificationStart { method, params, host, lane, trace } = self;
         Notification { method: method.into_owned(), params: params.map(Cow::into_owned), host, lane, trace }
-    }
-    /// Made from its parts, as the reader read them.
-    pub(crate) fn new(
-        method: MethodName<'a>,
-        params: Option<Cow<'a, RawValue>>,
-        host: Arc<dyn Host>,
-        lane: Option<u64>,
-        trace: Option<Box<crate::message::TraceMembers>>,
-    ) -> Self {
-        NotificationStart { method, params, host, lane, trace }
     }
 }
 

@@ -194,7 +194,6 @@ impl Router {
         self.request_start(method, move |start: RequestStart<'_>, reply| {
             let decoded = super::decode_params::<P>(start.params());
             let context = start.context();
-            drop(start);
             let handler = handler.clone();
             async move {
                 match decoded {
@@ -258,7 +257,6 @@ impl Router {
                 );
             }
             let context = n.context();
-            drop(n);
             let handler = handler.clone();
             async move {
                 if let Ok(params) = decoded {
