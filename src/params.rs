@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 
 use jsonrpc_duplex_core::ErrorObject;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -205,6 +206,54 @@ impl<'a> ParamsReader<'a> {
     }
 }
 
+/// The arguments of a positional method read in one go, as a tuple, when the params are an
+/// array of exactly that many elements that all decode: the usual call, for the cost of one
+/// `serde_json::from_str` (what a hand-written server pays). Anything else (an object, an array
+/// shorter or longer, a value that does not decode) is `None`, and [`ParamsReader`] reads it,
+/// giving the same values or the error that names the argument.
+///
+/// Called as `(&ArrayProbe::<(A, B)>::NEW).read_array(params)` with both traits in scope: for
+/// a tuple that is not `DeserializeOwned` (an argument's type is not, or it has more than 16
+/// elements) the probe's fallback is taken, which reads nothing, so a missing `Deserialize` is
+/// reported once, by the reader, at the argument's type.
+pub struct ArrayProbe<T>(PhantomData<T>);
+
+impl<T> ArrayProbe<T> {
+    /// The probe.
+    pub const NEW: Self = ArrayProbe(PhantomData);
+}
+
+/// [`ArrayProbe`]'s read, where the tuple decodes.
+pub trait ReadArray<T> {
+    /// The arguments, or `None` (see [`ArrayProbe`]).
+    fn read_array(&self, params: Option<&RawValue>) -> Option<T>;
+}
+
+impl<T: DeserializeOwned> ReadArray<T> for ArrayProbe<T> {
+    #[inline]
+    fn read_array(&self, params: Option<&RawValue>) -> Option<T> {
+        let text = params?.get();
+        // An object is left to the reader without a failed parse (and its error's allocation).
+        if !text.trim_ascii_start().starts_with('[') {
+            return None;
+        }
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// [`ArrayProbe`]'s fallback: nothing read.
+pub trait ReadArrayNot<T> {
+    /// `None`: the reader reads the arguments.
+    fn read_array(&self, params: Option<&RawValue>) -> Option<T>;
+}
+
+impl<T> ReadArrayNot<T> for &ArrayProbe<T> {
+    #[inline]
+    fn read_array(&self, _: Option<&RawValue>) -> Option<T> {
+        None
+    }
+}
+
 /// Split `params` into the arguments `names` (an array longer than `names`, or params that are
 /// neither an array nor an object, are a `-32602`).
 fn split<'a>(params: Option<&'a RawValue>, names: &'static [&'static str]) -> Result<Args<'a>, ErrorObject> {
@@ -279,6 +328,49 @@ mod tests {
                 _ => panic!("{text}: {strict_one:?} against {strict_split:?}"),
             }
         }
+    }
+
+    #[test]
+    fn the_tuple_read_takes_only_what_the_reader_reads_the_same() {
+        // The one-read tuple answers only for an array of exactly the arguments that all
+        // decode; there it gives the reader's values, and for everything else it leaves the
+        // call to the reader (which explains what is wrong).
+        let cases = [
+            (r#"[1, "a"]"#, true),
+            (r#" [ 1 , "a" ] "#, true),
+            (r#"[-0.5e3, "\u00e9\"q"]"#, false),
+            (r#"[1,"]"]"#, true),
+            (r#"[1]"#, false),
+            (r#"[]"#, false),
+            (r#"[1, "a", 3]"#, false),
+            (r#"["x", "a"]"#, false),
+            (r#"[1, 2]"#, false),
+            (r#"[1, null]"#, false),
+            (r#"{"n": 1, "s": "a"}"#, false),
+            ("5", false),
+        ];
+        for (text, read) in cases {
+            let params = raw(text);
+            let tuple = (&ArrayProbe::<(i64, String)>::NEW).read_array(Some(&params));
+            assert_eq!(tuple.is_some(), read, "{text}");
+            let reader =
+                ParamsReader::new(Some(&params), &["n", "s"]).and_then(|r| Ok((r.arg::<i64>(0)?, r.arg::<String>(1)?)));
+            if let Some(tuple) = tuple {
+                assert_eq!(Ok(tuple), reader.map_err(|e| e.message), "{text}");
+            }
+            // Options: a short array is the reader's (a missing argument is `None` there).
+            let tuple = (&ArrayProbe::<(Option<f64>, Option<String>)>::NEW).read_array(Some(&params));
+            let reader = ParamsReader::new(Some(&params), &["n", "s"])
+                .and_then(|r| Ok((r.arg::<Option<f64>>(0)?, r.arg::<Option<String>>(1)?)));
+            if let Some(tuple) = tuple {
+                assert!(text.trim_start().starts_with('['), "{text}");
+                assert_eq!(Ok(tuple), reader.map_err(|e| e.message), "{text}");
+            }
+        }
+        assert_eq!((&ArrayProbe::<(i64, String)>::NEW).read_array(None), None);
+        // A tuple that does not decode takes the fallback, which reads nothing.
+        struct Opaque;
+        assert!((&ArrayProbe::<(Opaque,)>::NEW).read_array(Some(&raw("[1]"))).is_none());
     }
 
     #[test]

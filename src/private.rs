@@ -20,7 +20,7 @@ pub use jsonrpc_duplex_core::{
 pub use crate::context::{FromNotificationContext, FromRequestContext};
 pub use crate::error::{ClientError, RpcError, RpcErrorType};
 pub use crate::generator::{Begin, Generator, Yielder, generate};
-pub use crate::params::ParamsReader;
+pub use crate::params::{ArrayProbe, ParamsReader, ReadArray, ReadArrayNot};
 pub use crate::rpc_stream::RpcStream;
 
 /// `describe! { .. }`: what `#[rpc]` writes for the `openrpc` feature, kept only with it.

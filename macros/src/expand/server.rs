@@ -265,7 +265,22 @@ fn decode_fn(t: &RpcTrait, m: &Method) -> TokenStream {
             .zip(&tys)
             .enumerate()
             .map(|(i, ((a, _, _), wire_ty))| quote_spanned!(a.ty.span()=> __reader.arg::<#wire_ty>(#i)?));
+        // The usual call first, in one read as a tuple (see `ArrayProbe`: none where the
+        // tuple does not decode, so only the reader below reports a missing `Deserialize`).
+        let one_read = (!tys.is_empty()).then(|| {
+            quote! {
+                {
+                    use #p::{ReadArray as _, ReadArrayNot as _};
+                    if let ::core::option::Option::Some(__args) =
+                        (&#p::ArrayProbe::<(#(#tys,)*)>::NEW).read_array(__params)
+                    {
+                        return ::core::result::Result::Ok(__args);
+                    }
+                }
+            }
+        });
         quote! {
+            #one_read
             let __reader = #p::ParamsReader::new(__params, &[#(#keys),*])?;
             ::core::result::Result::Ok((#(#args,)*))
         }
