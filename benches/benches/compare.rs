@@ -1,6 +1,7 @@
 //! jsonrpc-duplex next to its peers and to a hand-written loop, every contender in this one
 //! process, interleaved (each repetition runs every contender before the next repetition
-//! starts), medians of 5 repetitions after a warm-up:
+//! starts, each row beginning with the next contender in turn), medians of 5 repetitions after
+//! a warm-up:
 //!
 //! - A: sequential round trips (`add`), one caller: p50/p99 latency, calls/s, and heap
 //!   allocations per call (both ends, every task);
@@ -296,36 +297,51 @@ fn record(col: &mut Column, row: usize, keep: bool, value: Option<f64>) {
 }
 
 fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
+    let n = table.columns.len();
     for rep in 0..=jsonrpc_duplex_benches::reps(REPS) {
         let keep = rep > 0;
         let s = if keep { sizes } else { sizes.warm_up() };
-        for col in &mut table.columns {
+        // Each repetition starts every row with the next column: no contender is always the
+        // one measured just after another row's work (a column always first lost 10 to 15% of
+        // row A's calls/s to what the 1 MiB echoes before it left, whoever it was).
+        let order: Vec<usize> = (0..n).map(|k| (k + rep) % n).collect();
+        for &i in &order {
+            let col = &mut table.columns[i];
+            // A few untimed calls first: row A's 20,000 take about 30 ms, and the first
+            // milliseconds after the row before (page faults as the heap grows back, the other
+            // core waking) would count in them.
+            col.runner.sequential(rt, (s.sequential / 10).max(1));
             let a: Sequential = col.runner.sequential(rt, s.sequential);
             record(col, 0, keep, Some(a.p50.as_secs_f64() * 1e6));
             record(col, 1, keep, Some(a.p99.as_secs_f64() * 1e6));
             record(col, 2, keep, Some(a.per_sec));
             record(col, 3, keep, Some(a.allocs_per_call));
         }
-        for col in &mut table.columns {
+        for &i in &order {
+            let col = &mut table.columns[i];
             let b = col.runner.in_flight(rt, s.in_flight, s.width);
             record(col, 4, keep, Some(b));
         }
-        for col in &mut table.columns {
+        for &i in &order {
+            let col = &mut table.columns[i];
             let c = col.runner.notifications(rt, s.notifications);
             record(col, 5, keep, Some(c));
         }
-        for col in &mut table.columns {
+        for &i in &order {
+            let col = &mut table.columns[i];
             let d = col.runner.echo(rt, text.clone(), s.echoes);
             record(col, 6, keep, Some(d));
         }
         if table.streams {
-            for col in &mut table.columns {
+            for &i in &order {
+                let col = &mut table.columns[i];
                 let e = col.runner.stream(rt, s.items);
                 record(col, 7, keep, e);
             }
         }
         if table.idle && keep {
-            for col in &mut table.columns {
+            for &i in &order {
+                let col = &mut table.columns[i];
                 let f = col.runner.idle(rt, col.idle);
                 record(col, 8, keep, Some(f));
             }
@@ -419,7 +435,8 @@ fn print(table: &Table, load: (String, String), elapsed: Duration) {
     }
     println!();
     println!(
-        "Medians of {REPS} interleaved repetitions after a warm-up. In brackets: ÷ hand-written loop, ÷ best peer \
+        "Medians of {REPS} interleaved repetitions after a warm-up (each row starting with the next column in turn; \
+         row A after a tenth of its calls untimed). In brackets: ÷ hand-written loop, ÷ best peer \
          (the best of async-lsp, tower-lsp-server, jsonrpsee on that row; for latency, allocations and bytes lower is better, \
          for the rest higher). Ours: default settings, streams with batches of 1000 and read-ahead 4000. n/a: not supported."
     );
@@ -676,7 +693,11 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
     let mut samples = vec![[Vec::new(), Vec::new(), Vec::new()]; kinds.len()];
     for rep in 0..=jsonrpc_duplex_benches::reps(REPS) {
         let n = if rep == 0 { sizes.warm_up().sequential } else { sizes.sequential };
-        for (i, runner) in runners.iter().enumerate() {
+        // As in the tables: each repetition starts with the next kind, after untimed calls.
+        for k in 0..runners.len() {
+            let i = (k + rep) % runners.len();
+            let runner = &runners[i];
+            runner.sequential(rt, (n / 10).max(1));
             let a = runner.sequential(rt, n);
             if rep > 0 {
                 samples[i][0].push(a.p50.as_secs_f64() * 1e6);
@@ -712,7 +733,8 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         println!();
     }
     println!(
-        "\nMedians of {REPS} interleaved repetitions after a warm-up; in brackets ÷ no layer. The layer runs on both \
+        "\nMedians of {REPS} interleaved repetitions after a warm-up (each starting with the next column in turn, after \
+         a tenth of its calls untimed); in brackets ÷ no layer. The layer runs on both \
          ends (one outbound and one inbound pass per call) unless the column says otherwise."
     );
 }
