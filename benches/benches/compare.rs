@@ -1,7 +1,7 @@
 //! jsonrpc-duplex next to its peers and to a hand-written loop, every contender in this one
 //! process, interleaved (each repetition runs every contender before the next repetition
-//! starts, each row beginning with the next contender in turn), medians of 5 repetitions after
-//! a warm-up:
+//! starts, each row beginning with the next contender in turn, each timed run after a tenth of
+//! its work untimed), medians of 5 repetitions after a warm-up:
 //!
 //! - A: sequential round trips (`add`), one caller: p50/p99 latency, calls/s, and heap
 //!   allocations per call (both ends, every task);
@@ -307,9 +307,11 @@ fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
         let order: Vec<usize> = (0..n).map(|k| (k + rep) % n).collect();
         for &i in &order {
             let col = &mut table.columns[i];
-            // A few untimed calls first: row A's 20,000 take about 30 ms, and the first
-            // milliseconds after the row before (page faults as the heap grows back, the other
-            // core waking) would count in them.
+            // Each timed run follows a tenth of its work untimed: row A's 20,000 calls take
+            // about 30 ms, and the first milliseconds after another contender's run (the heap
+            // growing back, the other core waking, tasks placed anew) would count in them (a
+            // stream of 1,000,000 items through #[rpc] read 3.2M or 3.8M items/s by which
+            // contender ran just before it, 3.75-3.84M after the untimed tenth).
             col.runner.sequential(rt, (s.sequential / 10).max(1));
             let a: Sequential = col.runner.sequential(rt, s.sequential);
             record(col, 0, keep, Some(a.p50.as_secs_f64() * 1e6));
@@ -319,22 +321,26 @@ fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
         }
         for &i in &order {
             let col = &mut table.columns[i];
+            col.runner.in_flight(rt, (s.in_flight / 10).max(1), s.width);
             let b = col.runner.in_flight(rt, s.in_flight, s.width);
             record(col, 4, keep, Some(b));
         }
         for &i in &order {
             let col = &mut table.columns[i];
+            col.runner.notifications(rt, (s.notifications / 10).max(1));
             let c = col.runner.notifications(rt, s.notifications);
             record(col, 5, keep, Some(c));
         }
         for &i in &order {
             let col = &mut table.columns[i];
+            col.runner.echo(rt, text.clone(), (s.echoes / 10).max(1));
             let d = col.runner.echo(rt, text.clone(), s.echoes);
             record(col, 6, keep, Some(d));
         }
         if table.streams {
             for &i in &order {
                 let col = &mut table.columns[i];
+                col.runner.stream(rt, (s.items / 10).max(1));
                 let e = col.runner.stream(rt, s.items);
                 record(col, 7, keep, e);
             }
@@ -436,7 +442,7 @@ fn print(table: &Table, load: (String, String), elapsed: Duration) {
     println!();
     println!(
         "Medians of {REPS} interleaved repetitions after a warm-up (each row starting with the next column in turn; \
-         row A after a tenth of its calls untimed). In brackets: ÷ hand-written loop, ÷ best peer \
+         each timed run after a tenth of its work untimed). In brackets: ÷ hand-written loop, ÷ best peer \
          (the best of async-lsp, tower-lsp-server, jsonrpsee on that row; for latency, allocations and bytes lower is better, \
          for the rest higher). Ours: default settings, streams with batches of 1000 and read-ahead 4000. n/a: not supported."
     );
