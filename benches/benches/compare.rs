@@ -20,7 +20,7 @@
 //! repetition: a smoke run); `COMPARE_ONLY=headline,duplex-nl,
 //! unix-cl,unix-nl,ws` picks tables; `COMPARE_PROFILE=N` runs only scenario A through `#[rpc]`
 //! (duplex, Content-Length) for N calls and prints its figures (for callgrind or perf);
-//! `COMPARE_PROFILE_SCENARIO=inflight|notify|echo|idle` runs B, C, D or F instead, and
+//! `COMPARE_PROFILE_SCENARIO=inflight|notify|echo|stream|idle` runs B, C, D, E or F instead, and
 //! `COMPARE_PROFILE_WHO=core|hw` another contender, `COMPARE_PROFILE_FRAMING=newline` the other
 //! framing, and with `core`, `COMPARE_PROFILE_LAYERS=trace|metrics|null` the layer on both ends
 //! (the layers' cost in instructions per call under callgrind; `null`, a hook that does
@@ -539,6 +539,17 @@ fn profile(rt: &Runtime, n: usize) {
             let _ = runner.notifications(rt, n / 10);
             let per_sec = runner.notifications(rt, n);
             println!("{}, {}: {n} notifications: {per_sec:.0} msgs/s", runner.name(), link.label());
+            return;
+        }
+        Ok("stream") => {
+            // Row E: a stream of N items pulled to its end.
+            let _ = runner.stream(rt, (n as u64 / 10).max(1));
+            match runner.stream(rt, n as u64) {
+                Some(per_sec) => {
+                    println!("{}, {}: {n} stream items: {per_sec:.0} items/s", runner.name(), link.label())
+                }
+                None => println!("{}, {}: streams not supported", runner.name(), link.label()),
+            }
             return;
         }
         _ => {}

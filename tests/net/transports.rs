@@ -329,3 +329,50 @@ mod websocket {
         assert_eq!(server.stats().active, 1);
     }
 }
+
+/// `connect_io` on a socket (split into owned halves, no lock between them): 64 calls in flight
+/// each way at once, then one end closes while the other has a call pending, which ends.
+async fn connect_io_both_ways<S>(a: S, b: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    use jsonrpc_duplex::{ErrorObject, Router};
+    let router = || Router::new().method("add", |(x, y): (i64, i64), _| async move { Ok::<_, ErrorObject>(x + y) });
+    let never = Router::new().method("never", |(): (), _| std::future::pending::<Result<(), ErrorObject>>());
+    let a = Connection::builder().serve(router()).connect_io(a);
+    let b = Connection::builder().serve(router().merge(never)).connect_io(b);
+    let calls = |from: &Connection, base: i64| {
+        let handle = from.handle();
+        futures::future::join_all((0..64).map(move |i| {
+            let handle = handle.clone();
+            async move { handle.request::<i64>("add", (base, i)).await.unwrap() }
+        }))
+    };
+    let (from_a, from_b) = within(futures::future::join(calls(&a, 1000), calls(&b, 2000))).await;
+    assert_eq!(from_a, (0..64).map(|i| 1000 + i).collect::<Vec<_>>());
+    assert_eq!(from_b, (0..64).map(|i| 2000 + i).collect::<Vec<_>>());
+    let handle = a.handle();
+    let (answer, ()) = within(futures::future::join(handle.request::<()>("never", ()), async {
+        // Sent after `never` on the same stream: once answered, b has read `never`, which is
+        // in flight and never answers; then b closes its side.
+        assert_eq!(handle.request::<i64>("add", (1, 1)).await.unwrap(), 2);
+        b.close().await;
+    }))
+    .await;
+    assert!(answer.is_err(), "the pending call ends when the peer goes: {answer:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_io_over_a_tcp_socket() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (a, b) = within(futures::future::join(tokio::net::TcpStream::connect(addr), listener.accept())).await;
+    connect_io_both_ways(a.unwrap(), b.unwrap().0).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_io_over_a_unix_socket_pair() {
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
+    connect_io_both_ways(a, b).await;
+}

@@ -372,10 +372,31 @@ impl Builder {
     }
 
     /// Start over one bidirectional stream (split internally).
+    ///
+    /// A tokio `TcpStream` or `UnixStream` is split into its owned halves, which read and write
+    /// without a lock between them; any other stream through `tokio::io::split`, which locks it
+    /// for each read and each write. (For a TCP socket, [`Builder::tcp`] also sets
+    /// `TCP_NODELAY`, records the peer's address and lingers at the end.)
     pub fn connect_io<T>(self, io: T) -> Connection
     where
         T: AsyncRead + AsyncWrite + Send + 'static,
     {
+        #[cfg(feature = "tcp")]
+        let io = match crate::util::downcast::<tokio::net::TcpStream, T>(io) {
+            Ok(stream) => {
+                let (r, w) = stream.into_split();
+                return self.connect(r, w);
+            }
+            Err(io) => io,
+        };
+        #[cfg(all(unix, feature = "unix"))]
+        let io = match crate::util::downcast::<tokio::net::UnixStream, T>(io) {
+            Ok(stream) => {
+                let (r, w) = stream.into_split();
+                return self.connect(r, w);
+            }
+            Err(io) => io,
+        };
         let (r, w) = tokio::io::split(io);
         self.connect(r, w)
     }
