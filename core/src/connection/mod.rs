@@ -375,8 +375,8 @@ impl Builder {
     ///
     /// A tokio `TcpStream` or `UnixStream` is split into its owned halves, which read and write
     /// without a lock between them; any other stream through `tokio::io::split`, which locks it
-    /// for each read and each write. (For a TCP socket, [`Builder::tcp`] also sets
-    /// `TCP_NODELAY`, records the peer's address and lingers at the end.)
+    /// for each read and each write. (`Builder::tcp` and `Builder::unix` split the same way, and
+    /// also record the peer's address, linger at the end and, for TCP, set `TCP_NODELAY`.)
     pub fn connect_io<T>(self, io: T) -> Connection
     where
         T: AsyncRead + AsyncWrite + Send + 'static,
