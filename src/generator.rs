@@ -108,6 +108,33 @@ impl<I, E> Yielder<Begin<I, E>> {
     }
 }
 
+impl<I, E> Generator<Begin<I, E>> {
+    /// The items, once the method has started its stream (anything else the block yields is
+    /// skipped: after `Started` it yields only items).
+    pub fn into_items(self) -> Items<I, E> {
+        Items(self)
+    }
+}
+
+/// [`Generator::into_items`]: the items of a started streaming method.
+pub struct Items<I, E>(Generator<Begin<I, E>>);
+
+impl<I, E> Stream for Items<I, E> {
+    type Item = I;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<I>> {
+        let body = &mut self.get_mut().0;
+        loop {
+            match Pin::new(&mut *body).poll_next(cx) {
+                Poll::Ready(Some(Begin::Item(item))) => return Poll::Ready(Some(item)),
+                Poll::Ready(Some(Begin::Started | Begin::Failed(_))) => {}
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,12 +119,7 @@ async fn started<I, E: RpcErrorType>(body: &mut Generator<Begin<I, E>>) -> Resul
 }
 
 fn items<I: Send + 'static, E: Send + 'static>(body: Generator<Begin<I, E>>) -> impl Stream<Item = I> + Send + 'static {
-    body.filter_map(|b| {
-        std::future::ready(match b {
-            Begin::Item(item) => Some(item),
-            _ => None,
-        })
-    })
+    body.into_items()
 }
 
 /// A stream argument as the server method receives it.
