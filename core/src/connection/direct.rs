@@ -158,7 +158,7 @@ impl Direct {
                 self.common.tracer.message(Direction::Incoming, body);
                 let host = Arc::new(DirectHost::new(self.common.clone()));
                 let slot = ReplySlot::new(host.clone(), id, false, None, false);
-                let start = RequestStart { method, params, slot: slot.clone() };
+                let start = RequestStart { method, params, slot: &slot };
                 let responder = Responder::new(slot.clone());
                 let answer = request_answer(&host, &slot, move || route(start, responder), timeout).await;
                 self.common.tracer.message(Direction::Outgoing, &answer);

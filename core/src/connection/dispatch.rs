@@ -369,7 +369,7 @@ impl Dispatcher {
         let mut first = Poll::Pending;
         let started = poll_supervised(Some(&slot), || {
             let responder = Responder::new(slot.clone());
-            let start = RequestStart { method, params, slot: slot.clone() };
+            let start = RequestStart { method, params, slot: &slot };
             let mut handler = self.request_future(start, responder)?;
             first = handler.as_mut().poll(cx);
             Some(handler)
@@ -447,7 +447,7 @@ impl Dispatcher {
             let (state, scoped) = held.keep(&**hook, state);
             let start = || {
                 let responder = Responder::new(slot.clone());
-                let start = RequestStart { method, params, slot: slot.clone() };
+                let start = RequestStart { method, params, slot: &slot };
                 let mut handler = self.request_future(start, responder)?;
                 first = handler.as_mut().poll(cx);
                 Some(handler)
@@ -483,7 +483,6 @@ impl Dispatcher {
                 let RequestStart { method, params, slot } = start;
                 let host = slot.host.clone();
                 let trace = slot.trace().map(|t| Box::new(t.clone()));
-                drop(slot);
                 let fut = f(NotificationStart { method, params, host, lane: None, trace });
                 Some(Box::pin(async move {
                     fut.await;
@@ -558,12 +557,12 @@ impl Dispatcher {
             // A notification for a request handler: run it and discard the answer.
             Route::Request(f) => {
                 let slot = ReplySlot::on_lane(self.host(), seq, trace);
-                let start = RequestStart { method, params, slot: slot.clone() };
-                let Some((hook, peer)) = &self.hook else { return f(start, Responder::new(slot)) };
+                let start = RequestStart { method, params, slot: &slot };
+                let Some((hook, peer)) = &self.hook else { return f(start, Responder::new(slot.clone())) };
                 // Under the connection's hook, in its own future (nobody is answered: the hook
                 // is told a result once the handler ends).
                 let state = hook.on_inbound(&start.method, &start.slot.id, start.params(), peer);
-                let mut handler = f(start, Responder::new(slot));
+                let mut handler = f(start, Responder::new(slot.clone()));
                 let hook = hook.clone();
                 Box::pin(async move {
                     let scope: &dyn SlotHook = &*hook;

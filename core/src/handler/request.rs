@@ -80,7 +80,9 @@ impl Request {
 pub struct RequestStart<'a> {
     pub(crate) method: MethodName<'a>,
     pub(crate) params: Option<Cow<'a, RawValue>>,
-    pub(crate) slot: Arc<ReplySlot>,
+    /// The dispatcher's own reference (a handler that keeps it takes a clone: most keep only
+    /// the responder's).
+    pub(crate) slot: &'a Arc<ReplySlot>,
 }
 
 impl std::fmt::Debug for RequestStart<'_> {
@@ -105,14 +107,14 @@ impl RequestStart<'_> {
     /// The request a raw handler keeps (borrowed params copied now).
     pub fn into_request(self) -> Request {
         let RequestStart { method, params, slot } = self;
-        Request { method: method.into_owned(), params: params.map(Cow::into_owned), slot }
+        Request { method: method.into_owned(), params: params.map(Cow::into_owned), slot: slot.clone() }
     }
 }
 
 impl Request {
-    /// The request, to start a handler with (nothing copied).
-    pub(crate) fn into_start(self) -> RequestStart<'static> {
-        let Request { method, params, slot } = self;
+    /// The request, to start a handler with (nothing copied), its slot `slot` (the same).
+    pub(crate) fn into_start(self, slot: &Arc<ReplySlot>) -> RequestStart<'_> {
+        let Request { method, params, slot: _ } = self;
         RequestStart { method, params: params.map(Cow::Owned), slot }
     }
 }

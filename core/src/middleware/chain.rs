@@ -101,7 +101,7 @@ impl End {
                     slot.set_extensions(extensions);
                 }
                 let watched = slot.watch().then(|| slot.clone());
-                let running = handler(request.into_start(), Responder::inside_layers(slot));
+                let running = handler(request.into_start(&slot), Responder::inside_layers(slot.clone()));
                 Box::pin(async move {
                     running.await;
                     // The handler may have handed its responder to another task: the call is
