@@ -305,52 +305,48 @@ fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
         // one measured just after another row's work (a column always first lost 10 to 15% of
         // row A's calls/s to what the 1 MiB echoes before it left, whoever it was).
         let order: Vec<usize> = (0..n).map(|k| (k + rep) % n).collect();
-        for &i in &order {
-            let col = &mut table.columns[i];
-            // Each timed run follows a tenth of its work untimed: row A's 20,000 calls take
-            // about 30 ms, and the first milliseconds after another contender's run (the heap
-            // growing back, the other core waking, tasks placed anew) would count in them (a
-            // stream of 1,000,000 items through #[rpc] read 3.2M or 3.8M items/s by which
-            // contender ran just before it, 3.75-3.84M after the untimed tenth).
-            col.runner.sequential(rt, (s.sequential / 10).max(1));
+        let mut in_turn = |f: &mut dyn FnMut(&mut Column)| order.iter().for_each(|&i| f(&mut table.columns[i]));
+        // Each timed run follows a tenth of its work untimed: row A's 20,000 calls take about
+        // 30 ms, and the first milliseconds after another contender's run (the heap growing
+        // back, the other core waking, tasks placed anew) would count in them (a stream of
+        // 1,000,000 items through #[rpc] read 3.2M or 3.8M items/s by which contender ran just
+        // before it, 3.75-3.84M after the untimed tenth).
+        let tenth = |n: usize| (n / 10).max(1);
+        in_turn(&mut |col| {
+            col.runner.sequential(rt, tenth(s.sequential));
             let a: Sequential = col.runner.sequential(rt, s.sequential);
             record(col, 0, keep, Some(a.p50.as_secs_f64() * 1e6));
             record(col, 1, keep, Some(a.p99.as_secs_f64() * 1e6));
             record(col, 2, keep, Some(a.per_sec));
             record(col, 3, keep, Some(a.allocs_per_call));
-        }
-        for &i in &order {
-            let col = &mut table.columns[i];
-            col.runner.in_flight(rt, (s.in_flight / 10).max(1), s.width);
+        });
+        in_turn(&mut |col| {
+            col.runner.in_flight(rt, tenth(s.in_flight), s.width);
             let b = col.runner.in_flight(rt, s.in_flight, s.width);
             record(col, 4, keep, Some(b));
-        }
-        for &i in &order {
-            let col = &mut table.columns[i];
-            col.runner.notifications(rt, (s.notifications / 10).max(1));
+        });
+        in_turn(&mut |col| {
+            col.runner.notifications(rt, tenth(s.notifications));
             let c = col.runner.notifications(rt, s.notifications);
             record(col, 5, keep, Some(c));
-        }
-        for &i in &order {
-            let col = &mut table.columns[i];
-            col.runner.echo(rt, text.clone(), (s.echoes / 10).max(1));
+        });
+        in_turn(&mut |col| {
+            col.runner.echo(rt, text.clone(), tenth(s.echoes));
             let d = col.runner.echo(rt, text.clone(), s.echoes);
             record(col, 6, keep, Some(d));
-        }
+        });
         if table.streams {
-            for &i in &order {
-                let col = &mut table.columns[i];
-                col.runner.stream(rt, (s.items / 10).max(1));
+            in_turn(&mut |col| {
+                col.runner.stream(rt, tenth(s.items as usize) as u64);
                 let e = col.runner.stream(rt, s.items);
                 record(col, 7, keep, e);
-            }
+            });
         }
         if table.idle && keep {
-            for &i in &order {
-                let col = &mut table.columns[i];
+            in_turn(&mut |col| {
                 let f = col.runner.idle(rt, col.idle);
                 record(col, 8, keep, Some(f));
-            }
+            });
         }
         if rep == 0 {
             eprint!("[{}] warm-up", table.key);

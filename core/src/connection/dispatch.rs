@@ -34,7 +34,7 @@ use crate::handler::{
     Host, NotificationStart, ReplySlot, RequestStart, Responder, Route, Router, SlotHook, in_scope, panic_message,
     poll_supervised, tell_hook,
 };
-use crate::message::{ErrorObject, TraceMembers};
+use crate::message::{ErrorObject, TraceMembers, owned_params};
 use crate::util::names::MethodName;
 
 /// A message for the lane. A call's params are borrowed from the reader's buffer while the
@@ -52,13 +52,12 @@ pub(crate) const HELD_OVERHEAD: usize = 128;
 impl Inbound<'_> {
     /// The message, its params copied if they are borrowed (to wait on the lane).
     pub(crate) fn into_owned(self) -> Inbound<'static> {
-        let own = |params: Option<Cow<'_, RawValue>>| params.map(|p| Cow::Owned(p.into_owned()));
         match self {
             Inbound::Request { method, params, slot } => {
-                Inbound::Request { method: method.into_owned(), params: own(params), slot }
+                Inbound::Request { method: method.into_owned(), params: owned_params(params), slot }
             }
             Inbound::Notification { method, params, trace } => {
-                Inbound::Notification { method: method.into_owned(), params: own(params), trace }
+                Inbound::Notification { method: method.into_owned(), params: owned_params(params), trace }
             }
         }
     }

@@ -13,4 +13,4 @@ pub use id::{Id, IdNumber, NotANumber};
 pub(crate) use encode::{encode_notification, encode_request, encode_response, encode_response_json};
 #[cfg(fuzzing)]
 pub(crate) use parse::parse_frame;
-pub(crate) use parse::{Incoming, ParsedMessage, TraceMembers, member, parse_frame_keeping};
+pub(crate) use parse::{Incoming, ParsedMessage, TraceMembers, member, owned_params, parse_frame_keeping};

@@ -31,16 +31,20 @@ pub(crate) enum Incoming<'a> {
     Invalid { id: Option<Id>, error: ErrorObject, answer: bool },
 }
 
+/// A call's params as its own (copied if they are borrowed from the frame).
+pub(crate) fn owned_params(params: Option<Cow<'_, RawValue>>) -> Option<Cow<'static, RawValue>> {
+    params.map(|p| Cow::Owned(p.into_owned()))
+}
+
 impl Incoming<'_> {
     /// The message, owning its params.
     pub(crate) fn into_owned(self) -> Incoming<'static> {
-        let own = |params: Option<Cow<'_, RawValue>>| params.map(|p| Cow::Owned(p.into_owned()));
         match self {
             Incoming::Request { id, method, params, trace } => {
-                Incoming::Request { id, method: method.into_owned(), params: own(params), trace }
+                Incoming::Request { id, method: method.into_owned(), params: owned_params(params), trace }
             }
             Incoming::Notification { method, params, trace } => {
-                Incoming::Notification { method: method.into_owned(), params: own(params), trace }
+                Incoming::Notification { method: method.into_owned(), params: owned_params(params), trace }
             }
             Incoming::Response { id, outcome } => Incoming::Response { id, outcome },
             Incoming::Invalid { id, error, answer } => Incoming::Invalid { id, error, answer },
