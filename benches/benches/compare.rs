@@ -1,7 +1,7 @@
 //! jsonrpc-duplex next to its peers and to a hand-written loop, every contender in this one
 //! process, interleaved (each repetition runs every contender before the next repetition
 //! starts, each row beginning with the next contender in turn, each timed run after a tenth of
-//! its work untimed), medians of 5 repetitions after a warm-up:
+//! its work untimed), medians of 5 repetitions after a warm-up (`COMPARE_REPS=N`: N instead):
 //!
 //! - A: sequential round trips (`add`), one caller: p50/p99 latency, calls/s, and heap
 //!   allocations per call (both ends, every task);
@@ -57,7 +57,12 @@ use tokio::runtime::Runtime;
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const REPS: usize = 5;
+/// Repetitions per row (`COMPARE_REPS` overrides: a row A ratio swings by a few percent
+/// between runs of 5 on two shared cores, and 25 pins it down).
+fn reps() -> usize {
+    let n = std::env::var("COMPARE_REPS").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(5);
+    jsonrpc_duplex_benches::reps(n)
+}
 
 #[derive(Clone, Copy)]
 struct Sizes {
@@ -298,7 +303,7 @@ fn record(col: &mut Column, row: usize, keep: bool, value: Option<f64>) {
 
 fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
     let n = table.columns.len();
-    for rep in 0..=jsonrpc_duplex_benches::reps(REPS) {
+    for rep in 0..=reps() {
         let keep = rep > 0;
         let s = if keep { sizes } else { sizes.warm_up() };
         // Each repetition starts every row with the next column: no contender is always the
@@ -437,10 +442,11 @@ fn print(table: &Table, load: (String, String), elapsed: Duration) {
     }
     println!();
     println!(
-        "Medians of {REPS} interleaved repetitions after a warm-up (each row starting with the next column in turn; \
+        "Medians of {} interleaved repetitions after a warm-up (each row starting with the next column in turn; \
          each timed run after a tenth of its work untimed). In brackets: ÷ hand-written loop, ÷ best peer \
          (the best of async-lsp, tower-lsp-server, jsonrpsee on that row; for latency, allocations and bytes lower is better, \
-         for the rest higher). Ours: default settings, streams with batches of 1000 and read-ahead 4000. n/a: not supported."
+         for the rest higher). Ours: default settings, streams with batches of 1000 and read-ahead 4000. n/a: not supported.",
+        reps()
     );
     for note in &table.notes {
         println!("{note}");
@@ -704,7 +710,7 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         })
         .collect();
     let mut samples = vec![[Vec::new(), Vec::new(), Vec::new()]; kinds.len()];
-    for rep in 0..=jsonrpc_duplex_benches::reps(REPS) {
+    for rep in 0..=reps() {
         let n = if rep == 0 { sizes.warm_up().sequential } else { sizes.sequential };
         // As in the tables: each repetition starts with the next kind, after untimed calls.
         for k in 0..runners.len() {
@@ -746,9 +752,10 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         println!();
     }
     println!(
-        "\nMedians of {REPS} interleaved repetitions after a warm-up (each starting with the next column in turn, after \
+        "\nMedians of {} interleaved repetitions after a warm-up (each starting with the next column in turn, after \
          a tenth of its calls untimed); in brackets ÷ no layer. The layer runs on both \
-         ends (one outbound and one inbound pass per call) unless the column says otherwise."
+         ends (one outbound and one inbound pass per call) unless the column says otherwise.",
+        reps()
     );
 }
 

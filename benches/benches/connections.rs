@@ -20,7 +20,7 @@
 //!    a loaded machine) and the server's CPU time per call (the on-CPU nanoseconds of all its
 //!    threads, from /proc/self/task/*/schedstat).
 //!
-//! Then the load alone, `LOAD_REPEATS` more times per server (default 5), each in a server
+//! Then the load alone, `LOAD_REPEATS` more times per server (default 15), each in a server
 //! process of its own with only the loaded connections open, the two servers alternating: the
 //! table gives each server's median beside the single load above.
 //!
@@ -127,13 +127,14 @@ fn serve_process(kind: &str, env: &[(&str, String)], echo: bool) -> Figures {
     Figures::parse(&text)
 }
 
-/// The load alone, `LOAD_REPEATS` more times per server (default 5), the two servers' processes
+/// The load alone, `LOAD_REPEATS` more times per server (default 15), the two servers' processes
 /// alternating (each round starting with the other one): one load's CPU per call swings between
 /// runs of the same build on two cores shared with the client process (3.95–6.83 µs in one
-/// run's five loads of the hand-written server), more than the difference being measured. Per
-/// server: [calls/s, CPU µs per call] of each run.
+/// run's five loads of the hand-written server), more than the difference being measured: the
+/// median of five moved the ratio between 0.94 and 1.18 from run to run, fifteen pin it within
+/// a few percent. Per server: [calls/s, CPU µs per call] of each run.
 fn repeated_loads() -> [Vec<[f64; 2]>; 2] {
-    let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 5 });
+    let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 15 });
     let load = jsonrpc_duplex_benches::sized(env_usize("LOAD_CONNECTIONS", 1000));
     let env = [("CONNECTIONS", load.to_string()), ("ROUNDS", "0".to_owned())];
     let mut runs = [Vec::new(), Vec::new()];

@@ -376,14 +376,8 @@ impl Reader {
                     self.shared.seam.release_call(n, Phase::AfterAnswer);
                     delivery
                 });
-                match delivery {
-                    Delivery::Delivered => {}
-                    Delivery::Abandoned => {
-                        tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "late answer to an abandoned call absorbed")
-                    }
-                    Delivery::Unknown => {
-                        tracing::warn!(target: crate::LOG_TARGET, id = %self.shared.quote(&id), "answer to an id we never sent (ignored)")
-                    }
+                if delivery != Delivery::Delivered {
+                    self.undelivered(&id, delivery);
                 }
                 Routed::Done
             }
@@ -401,19 +395,8 @@ impl Reader {
             Incoming::Request { id, method, params, trace } => {
                 // Every request that may still be unanswered is in the map by now (see
                 // `ReplySlot::register`); while it is empty, no lock is needed to know.
-                let reused = self.shared.in_flight.contains(&id);
-                if reused {
-                    tracing::warn!(
-                        target: crate::LOG_TARGET,
-                        id = %self.shared.quote(&id),
-                        method = %self.shared.quote(&method),
-                        "request id reused while in flight"
-                    );
-                    let error = ErrorObject::invalid_request(format!(
-                        "request id {} is already in use by a request in flight",
-                        crate::quote::cut(&id.to_string(), 256)
-                    ));
-                    return Routed::Invalid { id, error, batch };
+                if self.shared.in_flight.contains(&id) {
+                    return self.reused(id, &method, batch);
                 }
                 let watched = self.shared.config.layered.is_some();
                 let mut slot = new_slot(&self.shared, spares, id, batch, watched);
@@ -426,19 +409,53 @@ impl Reader {
                 }
                 self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
             }
-            Incoming::Invalid { id, error, answer } => {
-                tracing::warn!(
-                    target: crate::LOG_TARGET,
-                    id = %self.shared.quote(id.as_ref().unwrap_or(&Id::Null)),
-                    error = %self.shared.quote(&error),
-                    "invalid message"
-                );
-                if answer {
-                    return Routed::Invalid { id: id.unwrap_or(Id::Null), error, batch };
-                }
-                Routed::Done
-            }
+            Incoming::Invalid { id, error, answer } => self.invalid(id, error, answer, batch),
         }
+    }
+
+    // The rare outcomes of `route_now`, out of line and cold: their logging (a `tracing` call
+    // site each) and error text kept out of the routing's own code, which runs for every
+    // message (a smaller stretch of instructions to fetch).
+
+    #[cold]
+    #[inline(never)]
+    fn undelivered(&self, id: &Id, delivery: Delivery) {
+        if delivery == Delivery::Abandoned {
+            tracing::debug!(target: crate::LOG_TARGET, id = %self.shared.quote(id), "late answer to an abandoned call absorbed")
+        } else {
+            tracing::warn!(target: crate::LOG_TARGET, id = %self.shared.quote(id), "answer to an id we never sent (ignored)")
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reused(&self, id: Id, method: &str, batch: Option<Arc<Batch>>) -> Routed {
+        tracing::warn!(
+            target: crate::LOG_TARGET,
+            id = %self.shared.quote(&id),
+            method = %self.shared.quote(method),
+            "request id reused while in flight"
+        );
+        let error = ErrorObject::invalid_request(format!(
+            "request id {} is already in use by a request in flight",
+            crate::quote::cut(&id.to_string(), 256)
+        ));
+        Routed::Invalid { id, error, batch }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn invalid(&self, id: Option<Id>, error: ErrorObject, answer: bool, batch: Option<Arc<Batch>>) -> Routed {
+        tracing::warn!(
+            target: crate::LOG_TARGET,
+            id = %self.shared.quote(id.as_ref().unwrap_or(&Id::Null)),
+            error = %self.shared.quote(&error),
+            "invalid message"
+        );
+        if answer {
+            return Routed::Invalid { id: id.unwrap_or(Id::Null), error, batch };
+        }
+        Routed::Done
     }
 
     /// Answer an invalid message on its own, or inside its batch's array.

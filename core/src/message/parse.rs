@@ -290,6 +290,14 @@ pub(crate) fn parse_frame_keeping(
     if let Some(message) = plain_message(frame) {
         return Ok(ParsedMessage::Single(message));
     }
+    parse_general(frame, max_batch_len, keep_trace)
+}
+
+/// [`parse_frame_keeping`] for what the plain parse does not read (batches, escapes, other
+/// members, error answers, anything malformed), out of line: inlined, serde_json's general
+/// parse put twice the plain parse's code around it, on the path of every message.
+#[inline(never)]
+fn parse_general(frame: &[u8], max_batch_len: usize, keep_trace: bool) -> Result<ParsedMessage<'_>, ErrorObject> {
     // Otherwise the whole frame is checked once up front: serde_json validates UTF-8 only in the
     // strings it keeps, so invalid bytes inside an ignored member (or a skipped batch element)
     // would otherwise slip through. Parsing from `&str` afterwards skips the per-string checks.

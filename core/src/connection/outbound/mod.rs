@@ -115,6 +115,19 @@ pub(super) fn shrink_idle(chunks: &mut VecDeque<Chunk>) {
 
 /// The queue's tail buffer, with room to frame a small message into: an emptied one from this
 /// thread's pool when it has none (it gave its buffer back when it went idle).
+/// A body queued as a chunk of its own: a large one on a byte stream (after the tail), every one
+/// on a message transport. Out of line: [`Outbound::push_locked`]'s common case, a small body
+/// copied into the tail, stays a short stretch of code.
+#[inline(never)]
+fn queue_body(q: &mut Queue, body: Vec<u8>, codec: Option<&FrameCodec>) {
+    if let Some(codec) = codec {
+        debug_assert!(codec.is_one_line(&body), "a raw CR or LF in a message encoded on one line");
+        seal_tail(q);
+    }
+    let body = shrunk_if_waiting(q, body);
+    q.chunks.push_back(Chunk::Body(body));
+}
+
 fn tail_room(q: &mut Queue) -> &mut BytesMut {
     q.tail.get_or_insert_with(|| crate::util::bufpool::take_bytes(TAIL_CHUNK))
 }
@@ -369,16 +382,7 @@ impl Outbound {
                 codec.encode_one_line(&body, tail_room(&mut q));
                 spent = Some(body);
             }
-            Some(codec) => {
-                debug_assert!(codec.is_one_line(&body), "a raw CR or LF in a message encoded on one line");
-                seal_tail(&mut q);
-                let body = shrunk_if_waiting(&q, body);
-                q.chunks.push_back(Chunk::Body(body));
-            }
-            None => {
-                let body = shrunk_if_waiting(&q, body);
-                q.chunks.push_back(Chunk::Body(body));
-            }
+            codec => queue_body(&mut q, body, codec.as_ref()),
         }
         self.schedule_locked(q, inline, spent);
         Ok(())
