@@ -112,10 +112,11 @@ impl RequestStart<'_> {
 }
 
 impl Request {
-    /// The request, to start a handler with (nothing copied), its slot `slot` (the same).
-    pub(crate) fn into_start(self, slot: &Arc<ReplySlot>) -> RequestStart<'_> {
-        let Request { method, params, slot: _ } = self;
-        RequestStart { method, params: params.map(Cow::Owned), slot }
+    /// The request's slot, and what starts a handler with the request (nothing copied) once
+    /// given a reference to that slot.
+    pub(crate) fn into_start(self) -> (Arc<ReplySlot>, impl FnOnce(&Arc<ReplySlot>) -> RequestStart<'_>) {
+        let Request { method, params, slot } = self;
+        (slot, move |slot| RequestStart { method, params: params.map(Cow::Owned), slot })
     }
 }
 

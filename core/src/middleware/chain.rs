@@ -96,12 +96,12 @@ impl End {
         let Call { body, extensions, .. } = call;
         match (self, body) {
             (End::InRequest(handler), Body::InRequest(request)) => {
-                let slot = request.slot.clone();
+                let (slot, start) = request.into_start();
                 if !extensions.is_empty() {
                     slot.set_extensions(extensions);
                 }
                 let watched = slot.watch().then(|| slot.clone());
-                let running = handler(request.into_start(&slot), Responder::inside_layers(slot.clone()));
+                let running = handler(start(&slot), Responder::inside_layers(slot.clone()));
                 Box::pin(async move {
                     running.await;
                     // The handler may have handed its responder to another task: the call is

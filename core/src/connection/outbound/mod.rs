@@ -113,8 +113,6 @@ pub(super) fn shrink_idle(chunks: &mut VecDeque<Chunk>) {
     }
 }
 
-/// The queue's tail buffer, with room to frame a small message into: an emptied one from this
-/// thread's pool when it has none (it gave its buffer back when it went idle).
 /// A body queued as a chunk of its own: a large one on a byte stream (after the tail), every one
 /// on a message transport. Out of line: [`Outbound::push_locked`]'s common case, a small body
 /// copied into the tail, stays a short stretch of code.
@@ -128,6 +126,8 @@ fn queue_body(q: &mut Queue, body: Vec<u8>, codec: Option<&FrameCodec>) {
     q.chunks.push_back(Chunk::Body(body));
 }
 
+/// The queue's tail buffer, with room to frame a small message into: an emptied one from this
+/// thread's pool when it has none (it gave its buffer back when it went idle).
 fn tail_room(q: &mut Queue) -> &mut BytesMut {
     q.tail.get_or_insert_with(|| crate::util::bufpool::take_bytes(TAIL_CHUNK))
 }
