@@ -759,10 +759,98 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
     );
 }
 
+/// `--summarize FILE...` (what `scripts/layouts.sh` runs): the outputs of runs of this bench,
+/// each named `….LAYOUT.RUN`, read back; for each table, row A to D and each of our columns,
+/// the median of its ratios to the hand-written loop over every run, and the lowest and
+/// highest of the layouts' own medians. A ratio one link layout gives can be that layout's luck
+/// (code that runs on every call landing in fewer or more cache sets); the median over several
+/// layouts is not.
+fn summarize(files: &[String]) {
+    use std::collections::BTreeMap;
+    const SUMMED: [&str; 5] = [
+        "A sequential: p50 latency",
+        "A sequential: calls/s",
+        "B 64 in flight: calls/s",
+        "C notifications: msgs/s",
+        "D echo 1 MiB: MB/s (both ways)",
+    ];
+    // (table, row, column) -> layout -> ratios
+    type Key = (String, usize, String);
+    let mut found: BTreeMap<Key, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            eprintln!("cannot read {file}");
+            std::process::exit(2);
+        };
+        // `compare.3.out.2` or `out.3.2`: the layout is the part before the run's number.
+        let mut parts = file.rsplit('.');
+        let layout = parts.nth(1).unwrap_or("?").to_owned();
+        let (mut table, mut columns) = (String::new(), Vec::new());
+        for line in text.lines() {
+            if let Some(title) = line.strip_prefix("### ") {
+                // A table of its own shape (the middleware rows) has no `scenario` header.
+                (table, columns) = (title.to_owned(), Vec::new());
+                continue;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.len() < 3 {
+                continue;
+            }
+            if cells[1] == "scenario" {
+                columns = cells[2..].iter().map(|c| c.to_string()).collect();
+                continue;
+            }
+            let Some(row) = SUMMED.iter().position(|r| *r == cells[1]) else { continue };
+            for (column, cell) in columns.iter().zip(&cells[2..]) {
+                // `690k (0.97, –)`: the first number in brackets is ÷ the hand-written loop.
+                let ratio =
+                    cell.split_once('(').and_then(|(_, r)| r.split([',', ')']).next()?.trim().parse::<f64>().ok());
+                if let Some(ratio) = ratio.filter(|_| column.starts_with("ours")) {
+                    found
+                        .entry((table.clone(), row, column.clone()))
+                        .or_default()
+                        .entry(layout.clone())
+                        .or_default()
+                        .push(ratio);
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        eprintln!("no rows of ours found in {} file(s)", files.len());
+        std::process::exit(2);
+    }
+    // The middle of an even count is between its two middle values.
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    };
+    println!(
+        "| table | row | column | ÷ loop, median of all runs | layouts' medians, lowest–highest | layouts × runs |"
+    );
+    println!("|---|---|---|---:|---:|---:|");
+    for ((table, row, column), layouts) in &found {
+        let all: Vec<f64> = layouts.values().flatten().copied().collect();
+        let per: Vec<f64> = layouts.values().map(|v| median(v.clone())).collect();
+        let (low, high) = per.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
+        println!(
+            "| {table} | {} | {column} | {:.3} | {low:.2}–{high:.2} | {} × {} |",
+            SUMMED[*row],
+            median(all.clone()),
+            layouts.len(),
+            all.len() / layouts.len().max(1)
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--list") {
         return;
+    }
+    if let Some(at) = args.iter().position(|a| a == "--summarize") {
+        return summarize(&args[at + 1..]);
     }
     // `COMPARE_WORKERS=1` runs every task on one worker thread: no hand-off between cores, so
     // what is left of a difference in time is the work itself (default 2).
