@@ -87,6 +87,8 @@ readme! {
     mcp_http_attack: ["cargo run --release --features mcp-http --example mcp_http_attack"] => to_end;
     #[ignore = "a release build of the soak example: .ci/run runs it (--ignored)"]
     soak: ["scripts/soak.sh 3"] => to_end;
+    #[ignore = "a release build of the compare bench in a target directory of its own: .ci/run runs it (--ignored)"]
+    layouts: ["scripts/layouts.sh 8 3"] => layouts_summary;
     loom: ["scripts/loom.sh"] => in_ci;
 }
 
@@ -442,6 +444,13 @@ fn signal_group(child: &Child, signal: &str) {
 fn to_end(lines: &[&str]) {
     for line in lines {
         run(line, command(line)).expect(line, &[]);
+    }
+}
+
+/// `scripts/layouts.sh`: its summary names each row of ours it read back from every layout's runs.
+fn layouts_summary(lines: &[&str]) {
+    for line in lines {
+        run(line, command(line)).expect(line, &["| A sequential: calls/s | ours #[rpc] |", "| 8 × 3 |"]);
     }
 }
 

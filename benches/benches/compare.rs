@@ -762,7 +762,8 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
 /// `--summarize FILE...` (what `scripts/layouts.sh` runs): the outputs of runs of this bench,
 /// each named `….LAYOUT.RUN`, read back; for each table, row A to D and each of our columns,
 /// the median of its ratios to the hand-written loop over every run, and the lowest and
-/// highest of the layouts' own medians. A ratio one link layout gives can be that layout's luck
+/// highest of the layouts' own medians (the middleware table, `COMPARE_ONLY=layers`: each
+/// layer's ratio to no layer, the same way). A ratio one link layout gives can be that layout's luck
 /// (code that runs on every call landing in fewer or more cache sets); the median over several
 /// layouts is not.
 fn summarize(files: &[String]) {
@@ -796,7 +797,9 @@ fn summarize(files: &[String]) {
             if cells.len() < 3 {
                 continue;
             }
-            if cells[1] == "scenario" {
+            // The tables' header (`scenario`), or the middleware table's (`row`, its columns
+            // the layers, each ÷ no layer).
+            if cells[1] == "scenario" || cells[1] == "row" {
                 columns = cells[2..].iter().map(|c| c.to_string()).collect();
                 continue;
             }
@@ -805,7 +808,8 @@ fn summarize(files: &[String]) {
                 // `690k (0.97, –)`: the first number in brackets is ÷ the hand-written loop.
                 let ratio =
                     cell.split_once('(').and_then(|(_, r)| r.split([',', ')']).next()?.trim().parse::<f64>().ok());
-                if let Some(ratio) = ratio.filter(|_| column.starts_with("ours")) {
+                let ours = column.starts_with("ours") || column.contains("Layer");
+                if let Some(ratio) = ratio.filter(|_| ours) {
                     found
                         .entry((table.clone(), row, column.clone()))
                         .or_default()
@@ -826,15 +830,17 @@ fn summarize(files: &[String]) {
         let n = v.len();
         if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
     };
-    println!(
-        "| table | row | column | ÷ loop, median of all runs | layouts' medians, lowest–highest | layouts × runs |"
+    // Written at once, and a reader that went away (`| head`) ends it quietly: no panic.
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "| table | row | column | ÷ loop (a layer: ÷ no layer), median of all runs | layouts' medians, lowest–highest | layouts × runs |\n|---|---|---|---:|---:|---:|\n",
     );
-    println!("|---|---|---|---:|---:|---:|");
     for ((table, row, column), layouts) in &found {
         let all: Vec<f64> = layouts.values().flatten().copied().collect();
         let per: Vec<f64> = layouts.values().map(|v| median(v.clone())).collect();
         let (low, high) = per.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
-        println!(
+        let _ = writeln!(
+            out,
             "| {table} | {} | {column} | {:.3} | {low:.2}–{high:.2} | {} × {} |",
             SUMMED[*row],
             median(all.clone()),
@@ -842,6 +848,7 @@ fn summarize(files: &[String]) {
             all.len() / layouts.len().max(1)
         );
     }
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
 }
 
 fn main() {
