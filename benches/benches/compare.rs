@@ -783,7 +783,8 @@ fn summarize(files: &[String]) {
             eprintln!("cannot read {file}");
             std::process::exit(2);
         };
-        // `compare.3.out.2` or `out.3.2`: the layout is the part before the run's number.
+        // `out.3.2` (as `scripts/layouts.sh` names them): the layout is the part before the
+        // run's number.
         let mut parts = file.rsplit('.');
         let layout = parts.nth(1).unwrap_or("?").to_owned();
         let (mut table, mut columns) = (String::new(), Vec::new());
@@ -824,8 +825,9 @@ fn summarize(files: &[String]) {
         eprintln!("no rows of ours found in {} file(s)", files.len());
         std::process::exit(2);
     }
-    // The middle of an even count is between its two middle values.
-    let median = |mut v: Vec<f64>| {
+    // The harness's `median` takes the upper of two middle values (its counts are odd); the
+    // runs of several layouts are often an even count, whose middle lies between the two.
+    let middle = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let n = v.len();
         if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
@@ -837,13 +839,13 @@ fn summarize(files: &[String]) {
     );
     for ((table, row, column), layouts) in &found {
         let all: Vec<f64> = layouts.values().flatten().copied().collect();
-        let per: Vec<f64> = layouts.values().map(|v| median(v.clone())).collect();
+        let per: Vec<f64> = layouts.values().map(|v| middle(v.clone())).collect();
         let (low, high) = per.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
         let _ = writeln!(
             out,
             "| {table} | {} | {column} | {:.3} | {low:.2}–{high:.2} | {} × {} |",
             SUMMED[*row],
-            median(all.clone()),
+            middle(all.clone()),
             layouts.len(),
             all.len() / layouts.len().max(1)
         );
