@@ -38,8 +38,10 @@
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
 //! `tracing-subscriber` registry that records its spans and nothing else), the metrics layer
-//! (under metrics-util's in-memory recorder), and each of the two on the server's end alone, as
-//! ratios to no layer (`COMPARE_ONLY=layers` runs it alone).
+//! (under metrics-util's in-memory recorder), each of the two on the server's end alone, and a
+//! hook that keeps and does nothing (what running any hook costs, the layers' own work left
+//! out) on both ends and on the server's alone, as ratios to no layer (`COMPARE_ONLY=layers`
+//! runs it alone).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -686,8 +688,9 @@ impl tracing::Subscriber for NullSubscriber {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-/// Row A without a layer, with the tracing layer and with the metrics layer, interleaved like
-/// the tables; printed as a table of its own with ratios to no layer.
+/// Row A without a layer, with the tracing layer, with the metrics layer and with a hook that
+/// does nothing, interleaved like the tables; printed as a table of its own with ratios to no
+/// layer.
 fn layer_rows(rt: &Runtime, sizes: Sizes) {
     install_layer_sinks();
     let link = Transport::Link(jsonrpc_duplex_benches::harness::Link::Duplex, Framing::ContentLength);
@@ -699,6 +702,9 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         ("MetricsLayer", Layers::Metrics, LayerEnds::Both),
         ("TraceLayer, server end only", Layers::Trace, LayerEnds::Server),
         ("MetricsLayer, server end only", Layers::Metrics, LayerEnds::Server),
+        // What any hook costs by its running alone, the layers' own work left out.
+        ("null Hook", Layers::Null, LayerEnds::Both),
+        ("null Hook, server end only", Layers::Null, LayerEnds::Server),
     ];
     let runners: Vec<Box<dyn Runner>> = kinds
         .iter()
@@ -809,7 +815,7 @@ fn summarize(files: &[String]) {
                 // `690k (0.97, –)`: the first number in brackets is ÷ the hand-written loop.
                 let ratio =
                     cell.split_once('(').and_then(|(_, r)| r.split([',', ')']).next()?.trim().parse::<f64>().ok());
-                let ours = column.starts_with("ours") || column.contains("Layer");
+                let ours = column.starts_with("ours") || column.contains("Layer") || column.contains("Hook");
                 if let Some(ratio) = ratio.filter(|_| ours) {
                     found
                         .entry((table.clone(), row, column.clone()))
