@@ -57,3 +57,10 @@ pub use rpc_stream::RpcStream;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+/// The README's Rust blocks, compiled and run as this crate's doctests (`cargo test --doc
+/// --all-features`): what a user copies from it builds and runs as written. Blocks marked
+/// `ignore` are fragments of a larger program.
+#[cfg(all(doctest, feature = "openrpc", feature = "otel", feature = "metrics"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
