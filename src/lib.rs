@@ -60,7 +60,8 @@ pub mod __private;
 
 /// The README's Rust blocks, compiled and run as this crate's doctests (`cargo test --doc
 /// --all-features`): what a user copies from it builds and runs as written. Blocks marked
-/// `ignore` are fragments of a larger program.
+/// `ignore` are fragments of a larger program: `tests/readme_fragments.rs` compiles each, as
+/// written, inside the program around it.
 #[cfg(all(doctest, feature = "openrpc", feature = "otel", feature = "metrics"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
