@@ -93,6 +93,35 @@ fn generated_python_passes_mypy_strict() {
     }
 }
 
+/// The README's Python, TypeScript and Go blocks are the lines between the markers of
+/// `examples/sdk_bridge/`'s `python/readme_snippet.py`, `ts/readme.ts` and `go/readme/readme.go`,
+/// which the checks here type-check with the generated SDKs as a user's program would
+/// (`mypy --strict` on the Python directory, `tsc --strict` on the TypeScript project, `go vet`
+/// on the Go module): what a user copies from the README builds.
+#[test]
+fn the_readme_sdk_blocks_are_the_type_checked_ones() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README.md");
+    for (fence, file, indent, comment) in [
+        ("```python", "python/readme_snippet.py", "    ", "#"),
+        ("```ts", "ts/readme.ts", "  ", "//"),
+        ("```go", "go/readme/readme.go", "\t", "//"),
+    ] {
+        let starts: Vec<usize> = readme.lines().enumerate().filter(|(_, l)| *l == fence).map(|(i, _)| i).collect();
+        assert_eq!(starts.len(), 1, "README.md has {} {fence} blocks, this test checks one", starts.len());
+        let block: Vec<&str> = readme.lines().skip(starts[0] + 1).take_while(|l| !l.starts_with("```")).collect();
+        let text = std::fs::read_to_string(bridge_dir().join(file)).expect("the checked file");
+        let (begin, end) = (format!("{comment} README: begin"), format!("{comment} README: end"));
+        let here: Vec<&str> = text
+            .lines()
+            .skip_while(|l| l.trim() != begin)
+            .skip(1)
+            .take_while(|l| l.trim() != end)
+            .map(|l| l.strip_prefix(indent).unwrap_or(l))
+            .collect();
+        assert_eq!(block, here, "README.md's {fence} block differs from the one {file} checks");
+    }
+}
+
 /// A language's drive program.
 #[derive(Clone, Copy, Debug)]
 enum Lang {
