@@ -62,6 +62,6 @@ pub mod __private;
 /// --all-features`): what a user copies from it builds and runs as written. Blocks marked
 /// `ignore` are fragments of a larger program: `tests/readme_fragments.rs` compiles each, as
 /// written, inside the program around it.
-#[cfg(all(doctest, feature = "openrpc", feature = "otel", feature = "metrics"))]
+#[cfg(all(doctest, feature = "openrpc", feature = "otel"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -5,6 +5,8 @@
 #![cfg(all(feature = "http", feature = "mcp-http", feature = "openrpc"))]
 #![allow(dead_code, unused_variables, unreachable_pub)]
 
+mod support;
+
 use std::time::Duration;
 
 use jsonrpc_duplex::server::Server;
@@ -248,48 +250,11 @@ fn python_sdk(check: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The README's `rust,ignore` blocks, in order.
-fn readme_fragments() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
-    let mut blocks = Vec::new();
-    let mut block: Option<Vec<&str>> = None;
-    for line in readme.lines() {
-        match &mut block {
-            None if line.starts_with("```rust,ignore") => block = Some(Vec::new()),
-            Some(lines) if line.starts_with("```") => {
-                blocks.push(lines.join("\n"));
-                block = None;
-            }
-            Some(lines) => lines.push(line),
-            None => {}
-        }
-    }
-    blocks
-}
-
-/// The blocks between this file's markers, in order, with the indentation they have here taken off.
-fn fragments_here() -> Vec<String> {
-    let here = include_str!("readme_fragments.rs");
-    let mut blocks = Vec::new();
-    let mut block: Option<Vec<&str>> = None;
-    for line in here.lines() {
-        match (line.trim(), &mut block) {
-            ("// README: begin", None) => block = Some(Vec::new()),
-            ("// README: end", Some(lines)) => {
-                let lines: Vec<&str> = lines.iter().map(|l| l.strip_prefix("    ").unwrap_or(l.trim_start())).collect();
-                blocks.push(lines.join("\n"));
-                block = None;
-            }
-            (_, Some(lines)) => lines.push(line),
-            _ => {}
-        }
-    }
-    blocks
-}
-
 #[test]
 fn the_readme_fragments_are_these() {
-    let (readme, here) = (readme_fragments(), fragments_here());
+    let readme = support::readme::text();
+    let readme = support::readme::blocks(&readme, "```rust,ignore");
+    let here = support::readme::marked(include_str!("readme_fragments.rs"), "//", "    ");
     assert_eq!(
         readme.len(),
         here.len(),

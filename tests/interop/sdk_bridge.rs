@@ -100,25 +100,18 @@ fn generated_python_passes_mypy_strict() {
 /// on the Go module): what a user copies from the README builds.
 #[test]
 fn the_readme_sdk_blocks_are_the_type_checked_ones() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README.md");
+    let readme = support::readme::text();
     for (fence, file, indent, comment) in [
         ("```python", "python/readme_snippet.py", "    ", "#"),
         ("```ts", "ts/readme.ts", "  ", "//"),
         ("```go", "go/readme/readme.go", "\t", "//"),
     ] {
-        let starts: Vec<usize> = readme.lines().enumerate().filter(|(_, l)| *l == fence).map(|(i, _)| i).collect();
-        assert_eq!(starts.len(), 1, "README.md has {} {fence} blocks, this test checks one", starts.len());
-        let block: Vec<&str> = readme.lines().skip(starts[0] + 1).take_while(|l| !l.starts_with("```")).collect();
+        let blocks = support::readme::blocks(&readme, fence);
+        assert_eq!(blocks.len(), 1, "README.md has {} {fence} blocks, this test checks one", blocks.len());
         let text = std::fs::read_to_string(bridge_dir().join(file)).expect("the checked file");
-        let (begin, end) = (format!("{comment} README: begin"), format!("{comment} README: end"));
-        let here: Vec<&str> = text
-            .lines()
-            .skip_while(|l| l.trim() != begin)
-            .skip(1)
-            .take_while(|l| l.trim() != end)
-            .map(|l| l.strip_prefix(indent).unwrap_or(l))
-            .collect();
-        assert_eq!(block, here, "README.md's {fence} block differs from the one {file} checks");
+        let here = support::readme::marked(&text, comment, indent);
+        assert_eq!(here.len(), 1, "{file} has {} marked blocks, this test checks one", here.len());
+        assert_eq!(blocks[0], here[0], "README.md's {fence} block differs from the one {file} checks");
     }
 }
 

@@ -738,6 +738,10 @@ async fn typescript_modules_compile_under_the_tsconfig_tsc_init_writes() {
     let dir = scratch_dir("tsc-init");
     let _ = std::fs::remove_file(dir.join("tsconfig.json"));
     let _ = std::fs::remove_file(dir.join(jsonrpc_duplex::typescript::SPAWN_RUNTIME_FILE));
+    // What the last step adds (a run before left them: the first steps compile every file here).
+    for file in ["bridge.ts", "readme.ts"] {
+        let _ = std::fs::remove_file(dir.join(file));
+    }
     let tsc_js = ts_dir.join("node_modules/typescript/bin/tsc");
     let init = bounded(
         "tsc --init",
@@ -766,6 +770,13 @@ async fn typescript_modules_compile_under_the_tsconfig_tsc_init_writes() {
     std::fs::write(dir.join("tsconfig.json"), node_types).unwrap();
     std::fs::write(dir.join(jsonrpc_duplex::typescript::SPAWN_RUNTIME_FILE), jsonrpc_duplex::typescript::SPAWN_RUNTIME)
         .unwrap();
+    // And the README's TypeScript block as a user's program has it, on the bridge example's
+    // generated module (`examples/sdk_bridge/ts/readme.ts`, which tests/interop/sdk_bridge.rs
+    // checks is the README's).
+    let bridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sdk_bridge/ts");
+    for file in ["bridge.ts", "readme.ts"] {
+        std::fs::copy(bridge.join(file), dir.join(file)).unwrap();
+    }
     tsc(&ts_dir, &dir, &["--noEmit"]).await;
 }
 

@@ -23,5 +23,7 @@ pub(crate) mod logs;
 pub(crate) mod node;
 /// A JSON-RPC peer written by hand on raw bytes.
 pub(crate) mod raw_peer;
+/// The README's code blocks and the copies other files build of them.
+pub(crate) mod readme;
 /// Bounded waits.
 pub(crate) mod time;

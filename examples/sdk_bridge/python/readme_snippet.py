@@ -28,4 +28,3 @@ async def readme() -> None:
             print(e.data["reason"])                         # the typed error's data
     # leaving the block closes the CLI's stdin and returns its exit status from stop()
     # README: end
-    await asyncio.sleep(0)

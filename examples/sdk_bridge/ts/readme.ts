@@ -1,9 +1,10 @@
 // The README's TypeScript block, inside the function a user writes around it: compiled with the
 // rest of this directory (`tsc --strict`, tests/interop/sdk_bridge.rs, which also checks that the
-// lines between the markers are the README's). Not run: `drive.ts` runs the same calls.
+// lines between the markers are the README's), and in an ES module package under the tsconfig
+// `tsc --init` writes (tests/rpc/openrpc.rs). Not run: `drive.ts` runs the same calls.
 import { CancellationTokenSource } from "vscode-jsonrpc/node";
-import { SessionClient, serveTools, Tools } from "./bridge";
-import { spawnCli } from "./jsonrpc_duplex_spawn";
+import { SessionClient, serveTools, type Tools } from "./bridge.js";
+import { spawnCli } from "./jsonrpc_duplex_spawn.js";
 
 export async function readme(tools: Tools): Promise<void> {
   // README: begin
