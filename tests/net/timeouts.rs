@@ -210,3 +210,32 @@ fn servers_time_out_by_default_and_plain_connections_do_not() {
     let plain = format!("{:?}", Connection::builder());
     assert!(plain.contains("idle_timeout: None") && plain.contains("message_read_timeout: None"), "{plain}");
 }
+
+/// The idle timeout to the step, on paused time: a peer that sends a message at gaps up to just
+/// under the timeout is never cut, however long it goes on; once it falls silent it is cut no
+/// sooner than the timeout after its last message, and no later than an eighth of it more (the
+/// idle timer runs in steps, so a pause in the input costs no clock reading). The last message
+/// falls at sixteen points of a step in turn.
+#[tokio::test(start_paused = true)]
+async fn the_idle_timeout_counts_from_the_last_message_within_an_eighth_of_it() {
+    let limit = Duration::from_secs(80);
+    let note = format!("Content-Length: {}\r\n\r\n", BODY.len()).into_bytes();
+    for k in 0..16 {
+        let (ours, mut peer) = tokio::io::duplex(4096);
+        let conn = Connection::builder().idle_timeout(limit).connect_io(ours);
+        let gaps = [79_000, 1_000, 40_000, 79_000, 13_000, 78_000, 60_000, 5_000, 79_000, 30_000, 11_000, k * 625];
+        for (i, gap) in gaps.into_iter().enumerate() {
+            tokio::time::sleep(Duration::from_millis(gap)).await;
+            assert!(!conn.is_closed(), "cut after gap {i} of {gap} ms (k = {k})");
+            peer.write_all(&note).await.unwrap();
+            peer.write_all(BODY).await.unwrap();
+        }
+        let last = tokio::time::Instant::now();
+        let reason = tokio::time::timeout(limit * 2, conn.closed()).await.expect("cut at the idle timeout");
+        let silent = last.elapsed();
+        assert!(reason.message.contains("(the idle timeout)"), "{reason}");
+        assert!(silent >= limit, "cut after {silent:?} of silence (k = {k})");
+        let latest = limit + limit / 8 + Duration::from_millis(5);
+        assert!(silent <= latest, "cut only after {silent:?} of silence (k = {k})");
+    }
+}

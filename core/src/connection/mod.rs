@@ -238,8 +238,10 @@ impl Builder {
 
     /// Close the connection when the peer has sent nothing for `timeout` while nothing is in
     /// flight: no call of ours awaits its answer, no request of its is queued or running
-    /// ([`CloseKind::LocallyClosed`], naming the timeout). Off (`None`) by default; a
-    /// [`Server`](crate::server::Server)'s connections use
+    /// ([`CloseKind::LocallyClosed`], naming the timeout). Never sooner than `timeout` after
+    /// the last message, and at most an eighth of it later: the timer runs in eighths of it,
+    /// so that a pause in the peer's input costs no reading of the clock. Off (`None`) by
+    /// default; a [`Server`](crate::server::Server)'s connections use
     /// [`ServerBuilder::idle_timeout`](crate::server::ServerBuilder::idle_timeout) instead.
     pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.config_mut().idle_timeout = timeout.into();

@@ -135,12 +135,12 @@ impl Hold {
     }
 }
 
-/// Reply slots of requests done with them, reused for the next ones (an allocation saved per
-/// request answered on the spot). The reader's own: no lock.
-type Spares = Vec<Arc<ReplySlot>>;
-
-/// Reply slots kept for reuse per connection.
-const SPARE_SLOTS: usize = 4;
+/// The reply slot of a request done with it, reused for the next one (an allocation saved per
+/// request answered on the spot). The reader's own: no lock. One is enough: a request takes it
+/// and gives at most one back. Kept in the reader's future, not in a list of its own (whose
+/// buffer, a line of memory the call touched nowhere else, was a cache miss a request on a
+/// server of many connections, where each one's memory has gone cold by its next message).
+type Spares = Option<Arc<ReplySlot>>;
 
 impl Drop for Reader {
     fn drop(&mut self) {
@@ -152,11 +152,13 @@ impl Drop for Reader {
 
 impl Reader {
     pub(crate) async fn run(self, mut frames: impl FrameSource, eof_reason: Option<EofReason>) {
-        let mut spares = Spares::new();
+        let mut spares: Spares = None;
         // The waker the close signal holds: registering costs atomics, so only when it changes.
         let mut registered: Option<Waker> = None;
         let config = &self.shared.config;
         let mut watchdog = Watchdog::new(config.idle_timeout, config.message_read_timeout);
+        // The waker changed since the watchdog last registered its timer.
+        let mut new_waker = false;
         loop {
             // A message already read (or readable without waiting) is handled while the answers
             // to the ones before it are still held; they are written before the reader waits (or
@@ -171,6 +173,8 @@ impl Reader {
                     if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                         self.shared.lifecycle.register_reader(cx.waker());
                         registered = Some(cx.waker().clone());
+                        // The watchdog's timer holds the old one until its next poll.
+                        new_waker = true;
                     }
                     if self.shared.is_closing() {
                         return Poll::Ready(Step::Stop);
@@ -187,7 +191,13 @@ impl Reader {
                         }
                         Poll::Pending => {
                             if let Some(watchdog) = watchdog.as_mut()
-                                && let Some(reason) = watchdog.check(cx, frames.in_message(), &self.shared, &self.lane)
+                                && let Some(reason) = watchdog.check(
+                                    cx,
+                                    frames.in_message(),
+                                    std::mem::take(&mut new_waker),
+                                    &self.shared,
+                                    &self.lane,
+                                )
                             {
                                 self.shared.close(reason);
                                 return Poll::Ready(Step::Stop);
@@ -491,9 +501,7 @@ impl Reader {
         self.shared.settle.on_enqueue();
         match self.lane.offer(item, cx) {
             Ok(Some(spare)) => {
-                if spares.len() < SPARE_SLOTS {
-                    spares.push(spare);
-                }
+                spares.get_or_insert(spare);
                 Routed::Done
             }
             Ok(None) => Routed::Done,
@@ -564,7 +572,7 @@ fn new_slot(
     batch: Option<Arc<Batch>>,
     watched: bool,
 ) -> Arc<ReplySlot> {
-    let (id, batch) = match spares.pop() {
+    let (id, batch) = match spares.take() {
         Some(mut slot) => match ReplySlot::renew(&mut slot, id, batch, watched) {
             Ok(()) => return slot,
             Err(back) => back,

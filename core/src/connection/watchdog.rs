@@ -10,8 +10,14 @@
 //!   idle) is disconnected. Time spent waiting on work in flight does not count.
 //!
 //! The reader consults the watchdog only when its input runs dry (and marks progress when a
-//! frame arrives): with both timeouts off it costs nothing, and on it costs a timer reset per
-//! pause in the input, not per message.
+//! frame arrives): with both timeouts off it costs nothing. On, a pause in the input costs a
+//! look at whether the timer has fired, not a reading of the clock and a timer reset: the idle
+//! timer runs in steps of an eighth of the timeout and only notes, when a step ends, whether a
+//! frame arrived (or work was in flight) meanwhile. A step that saw neither is followed by the
+//! rest of the timeout, and the connection closes if that too sees neither: so never before the
+//! timeout has passed in silence, and at most a step (an eighth of it) after. A busy connection's
+//! timer fires once a step; an idle one's twice in all. The message read timeout is set once per
+//! message that pauses (a reset, as before): exact.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,10 +30,17 @@ use super::dispatch::Lane;
 use super::shared::Shared;
 use super::{CloseKind, CloseReason};
 
+/// The idle timeout's steps: an eighth of it each (how late, at most, a silent peer is cut).
+const IDLE_STEPS: u32 = 8;
+
 /// What the timer is set for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Armed {
-    Idle,
+    /// A step of the idle timeout.
+    IdleStep,
+    /// The idle timeout's rest, after a step that saw no frame and nothing in flight.
+    IdleRest,
+    /// The message read timeout of the message begun.
     Message,
 }
 
@@ -35,8 +48,10 @@ pub(crate) struct Watchdog {
     idle: Option<Duration>,
     message: Option<Duration>,
     sleep: Pin<Box<Sleep>>,
-    /// What the timer is set for; `None` after progress (the next pause sets it afresh).
+    /// What the timer is set for; `None` when it is not (the next pause sets it).
     armed: Option<Armed>,
+    /// A frame arrived since the idle timer was last set.
+    moved: bool,
 }
 
 impl Watchdog {
@@ -45,52 +60,86 @@ impl Watchdog {
         if idle.is_none() && message.is_none() {
             return None;
         }
-        Some(Watchdog { idle, message, sleep: Box::pin(tokio::time::sleep(Duration::ZERO)), armed: None })
+        let sleep = Box::pin(tokio::time::sleep(Duration::ZERO));
+        Some(Watchdog { idle, message, sleep, armed: None, moved: false })
     }
 
     /// A frame arrived.
+    #[inline]
     pub(crate) fn progress(&mut self) {
-        self.armed = None;
+        self.moved = true;
+        // The message it ends no longer times out; the next one that pauses is timed afresh.
+        if self.armed == Some(Armed::Message) {
+            self.armed = None;
+        }
     }
 
-    /// The input ran dry (`in_message`: with part of a message read). `Some` when the
-    /// connection must close; otherwise the timer is set and registered with `cx`.
+    /// Set the timer to `after` from now, for `kind`.
+    fn arm(&mut self, kind: Armed, after: Duration) {
+        self.sleep.as_mut().reset(Instant::now() + after);
+        self.armed = Some(kind);
+        self.moved = false;
+    }
+
+    /// The input ran dry (`in_message`: with part of a message read; `new_waker`: the reader's
+    /// waker is not the one it registered last). `Some` when the connection must close;
+    /// otherwise the timer is set and registered with `cx`.
     pub(crate) fn check(
         &mut self,
         cx: &mut Context<'_>,
         in_message: bool,
+        new_waker: bool,
         shared: &Shared,
         lane: &Lane,
     ) -> Option<CloseReason> {
-        loop {
-            let (kind, limit) = if in_message { (Armed::Message, self.message) } else { (Armed::Idle, self.idle) };
-            let Some(limit) = limit else {
-                self.armed = None;
+        if in_message {
+            let Some(limit) = self.message else {
+                // Bytes arrived (part of a message): the peer is not silent.
+                self.moved = true;
                 return None;
             };
-            if self.armed != Some(kind) {
-                self.sleep.as_mut().reset(Instant::now() + limit);
-                self.armed = Some(kind);
+            if self.armed != Some(Armed::Message) {
+                self.arm(Armed::Message, limit);
+            } else if !new_waker && !self.sleep.is_elapsed() {
+                return None;
             }
             if self.sleep.as_mut().poll(cx).is_pending() {
                 return None;
             }
-            match kind {
-                Armed::Message => {
-                    return Some(CloseReason::new(
-                        CloseKind::RemoteProtocolViolation,
-                        format!("the peer took longer than {limit:?} to send a message (the message read timeout)"),
-                    ));
-                }
-                Armed::Idle if busy(shared, lane) => self.armed = None,
-                Armed::Idle => {
-                    return Some(CloseReason::new(
-                        CloseKind::LocallyClosed,
-                        format!("the peer sent nothing for {limit:?} with nothing in flight (the idle timeout)"),
-                    ));
+            return Some(CloseReason::new(
+                CloseKind::RemoteProtocolViolation,
+                format!("the peer took longer than {limit:?} to send a message (the message read timeout)"),
+            ));
+        }
+        let Some(limit) = self.idle else {
+            self.armed = None;
+            return None;
+        };
+        // At least a millisecond (the timer's resolution): a zero timeout steps, not spins.
+        let step = (limit / IDLE_STEPS).max(Duration::from_millis(1));
+        match self.armed {
+            Some(Armed::IdleStep | Armed::IdleRest) => {
+                // The common case: set already, and not fired (its waker registered).
+                if !new_waker && !self.sleep.is_elapsed() {
+                    return None;
                 }
             }
+            _ => self.arm(Armed::IdleStep, step),
         }
+        while self.sleep.as_mut().poll(cx).is_ready() {
+            if self.moved || busy(shared, lane) {
+                self.arm(Armed::IdleStep, step);
+            } else if self.armed == Some(Armed::IdleStep) {
+                // Silent since the step began: silent for the timeout once the rest passes so.
+                self.arm(Armed::IdleRest, limit.saturating_sub(step));
+            } else {
+                return Some(CloseReason::new(
+                    CloseKind::LocallyClosed,
+                    format!("the peer sent nothing for {limit:?} with nothing in flight (the idle timeout)"),
+                ));
+            }
+        }
+        None
     }
 }
 
