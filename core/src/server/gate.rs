@@ -7,22 +7,26 @@
 //! router refuses it), in place of the connection's own request permits (it keeps their bounds
 //! itself). Counted
 //! there, a handler future is not wrapped in one of the gate's own (a box per request: its
-//! allocation and its free were ~150 of the server's instructions a call under callgrind).
+//! allocation and its free were ~150 of the server's instructions a call under callgrind), and
+//! it is counted in a [`Tally`], sharded per worker thread: no count that every connection's
+//! every request writes (a `TaskTracker`'s token, which this replaces there, wrote one atomic
+//! word shared by all the server's threads twice a request), and nothing kept per connection.
 //! When another feature of the connection admits its requests instead (the first admission
-//! decides), the gate counts by wrapping each handler future, as it did before.
+//! decides), the gate counts by wrapping each handler future in a tracker's token, as it did
+//! before.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
 use tokio_util::task::TaskTracker;
-use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::connection::permits::Permits;
 use crate::connection::seam::Admission;
 use crate::connection::{Extension, Feature, Start};
 use crate::handler::{BoxFuture, RequestFn, Router};
 use crate::message::{ErrorObject, codes};
+use crate::sync::tally::{self, Tally};
 
 /// What a request that arrives while the server shuts down is answered.
 pub(crate) fn shutting_down() -> ErrorObject {
@@ -35,8 +39,9 @@ type Wrapped = Mutex<Option<(Router, Router)>>;
 
 #[derive(Default)]
 pub(crate) struct Gate {
-    draining: AtomicBool,
-    /// One token per running request handler.
+    /// The request handlers a connection's admission counts (closed: the gate drains).
+    admitted: Tally,
+    /// One token per running request handler counted by a wrapper instead.
     in_flight: TaskTracker,
     /// Routers that only refuse (their connections count at admission).
     refusing: Wrapped,
@@ -47,18 +52,25 @@ pub(crate) struct Gate {
 impl Gate {
     /// Refuse new requests from now on.
     pub(crate) fn drain(&self) {
-        self.draining.store(true, Ordering::Release);
+        self.admitted.close();
         self.in_flight.close();
     }
 
-    /// Resolves once no request handler runs any more (after [`Gate::drain`]).
+    /// The gate drains: new requests are refused.
+    fn draining(&self) -> bool {
+        self.admitted.is_closed()
+    }
+
+    /// Resolves once no request handler runs any more (after [`Gate::drain`]; none is admitted
+    /// from then on).
     pub(crate) async fn idle(&self) {
+        self.admitted.wait().await;
         self.in_flight.wait().await;
     }
 
     /// Request handlers running now.
     pub(crate) fn running(&self) -> usize {
-        self.in_flight.len()
+        self.admitted.len() as usize + self.in_flight.len()
     }
 
     /// Apply this gate to every request handler of `router`: the refusal, and the count too
@@ -84,7 +96,7 @@ impl Gate {
         router.map_requests(move |handler: RequestFn| -> RequestFn {
             let gate = gate.clone();
             Arc::new(move |request, responder| -> BoxFuture {
-                if gate.draining.load(Ordering::Acquire) {
+                if gate.draining() {
                     responder.err(shutting_down());
                     return Box::pin(async {});
                 }
@@ -117,64 +129,40 @@ impl Feature for DrainGate {
         Arc::new(GateAdmission {
             gate: self.0.clone(),
             permits: Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes),
-            tokens: Mutex::new(Tokens::default()),
             admits: AtomicBool::new(false),
         })
     }
 }
 
 /// The gate on one connection: the connection's request permits (its own bounds, which this
-/// admission replaces), and a token of the gate's for every request admitted and not ended.
+/// admission replaces), counting each request admitted into the gate's tally until it ends.
 struct GateAdmission {
     gate: Arc<Gate>,
     permits: Permits,
-    /// The tokens of the requests running (tokens are alike: any one is given back when one ends).
-    tokens: Mutex<Tokens>,
     /// The connection took this admission (asked before its router is wrapped): it counts.
     admits: AtomicBool,
 }
 
-/// A connection's tokens of the gate, one per request running: the first kept inline, so a
-/// connection that never runs two requests at once allocates nothing for them (most of a
-/// server's idle connections; the list would keep its first allocation, 32 bytes, for good),
-/// and the others in a list boxed on first use (a pointer inline, not a `Vec`'s three words).
-#[derive(Default)]
-struct Tokens {
-    first: Option<TaskTrackerToken>,
-    // Boxed on purpose: one word inline for the connections that never need it.
-    #[allow(clippy::box_collection)]
-    more: Option<Box<Vec<TaskTrackerToken>>>,
-}
-
-impl Tokens {
-    fn push(&mut self, token: TaskTrackerToken) {
-        match self.first {
-            None => self.first = Some(token),
-            Some(_) => self.more.get_or_insert_default().push(token),
-        }
-    }
-
-    fn pop(&mut self) -> Option<TaskTrackerToken> {
-        self.more.as_mut().and_then(|more| more.pop()).or_else(|| self.first.take())
-    }
-}
-
-/// The low bit of the weights this admission gives out: the request holds a token of the gate
-/// (the permits' weight is above it; theirs stay below 2^42).
+/// The low bit of the weights this admission gives out: the request is counted in the gate's
+/// tally, on the shard in the next bits (the permits' weight is above them; theirs stay below
+/// 2^41).
 const COUNTED: u64 = 1;
+const SHARD_BITS: u32 = tally::SHARDS.trailing_zeros();
+const SHARD_MASK: u64 = (1 << SHARD_BITS) - 1;
+/// Where the permits' weight starts.
+const PERMITS_SHIFT: u32 = 1 + SHARD_BITS;
 
 impl GateAdmission {
-    /// The weight of a request the permits admitted with `weight`, a token of the gate taken
-    /// unless the gate drains: a request admitted then is refused by the gate's router (the
-    /// flag only ever turns on, so the router sees it too) and its handler never runs, so it
-    /// must not count as one still running in the shutdown's report.
+    /// The weight of a request the permits admitted with `weight`, counted in the gate's tally
+    /// (on this thread's shard) unless the gate drains: a request admitted then is refused by
+    /// the gate's router (the tally only ever closes, so the router sees it closed too) and its
+    /// handler never runs, so it must not count as one still running in the shutdown's report.
     fn enter(&self, weight: u64) -> u64 {
-        if self.gate.draining.load(Ordering::Acquire) {
-            return weight << 1;
+        let shard = tally::this_thread_shard();
+        if !self.gate.admitted.enter(shard) {
+            return weight << PERMITS_SHIFT;
         }
-        let token = self.gate.in_flight.token();
-        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).push(token);
-        (weight << 1) | COUNTED
+        (weight << PERMITS_SHIFT) | ((shard as u64) << 1) | COUNTED
     }
 }
 
@@ -191,11 +179,9 @@ impl Admission for GateAdmission {
 
     fn release(&self, weight: u64) {
         if weight & COUNTED != 0 {
-            let token = self.tokens.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            // Outside the lock: the last token of a draining gate wakes its waiter.
-            drop(token);
+            self.gate.admitted.leave(((weight >> 1) & SHARD_MASK) as usize);
         }
-        Admission::release(&self.permits, weight >> 1);
+        Admission::release(&self.permits, weight >> PERMITS_SHIFT);
     }
 }
 
@@ -222,12 +208,7 @@ mod tests {
 
     /// A connection's admission through `gate`, with room for 8 requests.
     fn admission_of(gate: &Arc<Gate>) -> GateAdmission {
-        GateAdmission {
-            gate: gate.clone(),
-            permits: Permits::new(8, 1 << 20),
-            tokens: Mutex::default(),
-            admits: AtomicBool::new(true),
-        }
+        GateAdmission { gate: gate.clone(), permits: Permits::new(8, 1 << 20), admits: AtomicBool::new(true) }
     }
 
     fn router() -> Router {
@@ -239,7 +220,7 @@ mod tests {
         use futures::FutureExt;
         let gate = Arc::new(Gate::default());
         let admission = admission_of(&gate);
-        // Three at once: the first token inline, the others in the list.
+        // Three at once.
         let weights: Vec<u64> = (0..3).map(|_| admission.try_admit(10).expect("room for three")).collect();
         assert_eq!(gate.running(), 3);
         gate.drain();
@@ -272,6 +253,28 @@ mod tests {
             Admission::release(&admission, weight);
             assert_eq!(gate.running(), 0);
         }
+    }
+
+    /// A request admitted on one thread may end on another: it is counted out where it was
+    /// counted in (the weight carries the shard), so the count comes back to zero.
+    #[test]
+    fn a_request_admitted_on_one_thread_and_released_on_another_is_counted_out() {
+        let gate = Arc::new(Gate::default());
+        let admission = Arc::new(admission_of(&gate));
+        let weights: Vec<u64> = (0..4)
+            .map(|_| {
+                let admission = admission.clone();
+                std::thread::spawn(move || admission.try_admit(10).expect("room")).join().unwrap()
+            })
+            .collect();
+        assert_eq!(gate.running(), 4);
+        for weight in weights {
+            Admission::release(&*admission, weight);
+        }
+        assert_eq!(gate.running(), 0);
+        gate.drain();
+        use futures::FutureExt;
+        assert!(gate.idle().now_or_never().is_some());
     }
 
     #[test]
