@@ -58,6 +58,18 @@ fn cpu_ns() -> u64 {
         .sum()
 }
 
+/// This process's user and system CPU time so far, in clock ticks (`/proc/self/stat`).
+fn user_sys_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<u64> = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse().ok()).collect();
+    match fields[..] {
+        [user, sys] => (user, sys),
+        _ => (0, 0),
+    }
+}
+
 fn open_files_limit() -> u64 {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     limits
@@ -133,7 +145,7 @@ fn serve_process(kind: &str, env: &[(&str, String)], echo: bool) -> Figures {
 /// run's five loads of the hand-written server), more than the difference being measured: the
 /// median of five moved the ratio between 0.94 and 1.18 from run to run, fifteen pin it within
 /// a few percent. Per server: [calls/s, CPU µs per call] of each run.
-fn repeated_loads() -> [Vec<[f64; 2]>; 2] {
+fn repeated_loads() -> [Vec<[f64; 4]>; 2] {
     let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 15 });
     let load = jsonrpc_duplex_benches::sized(env_usize("LOAD_CONNECTIONS", 1000));
     let env = [("CONNECTIONS", load.to_string()), ("ROUNDS", "0".to_owned())];
@@ -143,11 +155,14 @@ fn repeated_loads() -> [Vec<[f64; 2]>; 2] {
         for i in order {
             let kind = ["ours", "handwritten"][i];
             let figures = serve_process(kind, &env, false);
-            let (Some(per_s), Some(cpu)) = (figures.get("calls_per_s"), figures.get("cpu_us_per_call")) else {
-                panic!("the {kind} server's load run reported no figures");
-            };
-            println!("load run {}: {kind}: {per_s:.0} calls/s, server CPU {cpu:.2} µs per call", r + 1);
-            runs[i].push([per_s, cpu]);
+            let figure = |name| figures.get(name).unwrap_or_else(|| panic!("the {kind} server's load reported no {name}"));
+            let (per_s, cpu) = (figure("calls_per_s"), figure("cpu_us_per_call"));
+            let (user, sys) = (figure("user_us_per_call"), figure("sys_us_per_call"));
+            println!(
+                "load run {}: {kind}: {per_s:.0} calls/s, server CPU {cpu:.2} µs per call (user {user:.2}, system {sys:.2})",
+                r + 1
+            );
+            runs[i].push([per_s, cpu, user, sys]);
         }
     }
     runs
@@ -175,7 +190,7 @@ impl Figures {
     }
 }
 
-fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 2]>; 2]) {
+fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 4]>; 2]) {
     println!();
     println!("| server, TCP on loopback | ours `Server` | hand-written | ours ÷ hand-written |");
     println!("|---|---:|---:|---:|");
@@ -195,10 +210,16 @@ fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 2]>; 2]) {
     row("server CPU per call".into(), "cpu_us_per_call", "µs", 2);
     let n = loads[0].len().min(loads[1].len());
     if n > 0 {
-        let median = |runs: &[[f64; 2]], at: usize| {
+        let median = |runs: &[[f64; 4]], at: usize| {
             jsonrpc_duplex_benches::harness::median(runs.iter().map(|r| r[at]).collect())
         };
-        for (at, label, unit, digits) in [(0, "calls/s", "", 0), (1, "server CPU per call", " µs", 2)] {
+        let rows = [
+            (0, "calls/s", "", 0),
+            (1, "server CPU per call", " µs", 2),
+            (2, "of which in user space", " µs", 2),
+            (3, "of which in the kernel", " µs", 2),
+        ];
+        for (at, label, unit, digits) in rows {
             let (a, b) = (median(&loads[0], at), median(&loads[1], at));
             println!(
                 "| {label}, the same load, median of {n} alternate runs | {a:.digits$}{unit} | {b:.digits$}{unit} | {:.2} |",
@@ -356,8 +377,10 @@ fn serve(kind: &str) {
     let in_flight = env_usize("IN_FLIGHT", 8);
     let calls = jsonrpc_duplex_benches::sized(env_usize("CALLS", 200)).max(in_flight);
     let cpu = cpu_ns();
+    let ticks = user_sys_ticks();
     let answer = clients.ask(&format!("load {load} {calls} {in_flight}"));
     let cpu = cpu_ns() - cpu;
+    let ticks_after = user_sys_ticks();
     let (total, per_s) = answer.split_once(' ').expect("load's answer");
     let total: f64 = total.parse().expect("calls");
     println!(
@@ -367,6 +390,11 @@ fn serve(kind: &str) {
     );
     println!("figure calls_per_s {per_s}");
     println!("figure cpu_us_per_call {:.4}", cpu as f64 / 1000.0 / total);
+    // Clock ticks of `/proc` are 10 ms (USER_HZ is 100 on Linux): the split is coarse on one
+    // short load, and read as the median of the repeated loads.
+    let tick_us = 10_000.0;
+    println!("figure user_us_per_call {:.4}", (ticks_after.0 - ticks.0) as f64 * tick_us / total);
+    println!("figure sys_us_per_call {:.4}", (ticks_after.1 - ticks.1) as f64 * tick_us / total);
 
     clients.ask("close");
     wait_active(&served, 0);
