@@ -155,7 +155,8 @@ fn repeated_loads() -> [Vec<[f64; 4]>; 2] {
         for i in order {
             let kind = ["ours", "handwritten"][i];
             let figures = serve_process(kind, &env, false);
-            let figure = |name| figures.get(name).unwrap_or_else(|| panic!("the {kind} server's load reported no {name}"));
+            let figure =
+                |name| figures.get(name).unwrap_or_else(|| panic!("the {kind} server's load reported no {name}"));
             let (per_s, cpu) = (figure("calls_per_s"), figure("cpu_us_per_call"));
             let (user, sys) = (figure("user_us_per_call"), figure("sys_us_per_call"));
             println!(
