@@ -562,7 +562,6 @@ impl Reader {
     }
 }
 
-/// A reply slot for request `id`: a spare one renewed, or a new one.
 /// A request's reply slot, `watched` when middleware wraps it (a spare one renewed, or a new
 /// one).
 fn new_slot(

@@ -147,6 +147,8 @@ struct GateAdmission {
 /// tally, on the shard in the next bits (the permits' weight is above them; theirs stay below
 /// 2^41).
 const COUNTED: u64 = 1;
+// The shard takes `SHARD_BITS` bits only if the shards are a power of two.
+const _: () = assert!(tally::SHARDS.is_power_of_two());
 const SHARD_BITS: u32 = tally::SHARDS.trailing_zeros();
 const SHARD_MASK: u64 = (1 << SHARD_BITS) - 1;
 /// Where the permits' weight starts.
