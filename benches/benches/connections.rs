@@ -144,7 +144,8 @@ fn serve_process(kind: &str, env: &[(&str, String)], echo: bool) -> Figures {
 /// runs of the same build on two cores shared with the client process (3.95–6.83 µs in one
 /// run's five loads of the hand-written server), more than the difference being measured: the
 /// median of five moved the ratio between 0.94 and 1.18 from run to run, fifteen pin it within
-/// a few percent. Per server: [calls/s, CPU µs per call] of each run.
+/// a few percent. Per server: [calls/s, CPU µs per call, of it in user space, in the kernel] of
+/// each run.
 fn repeated_loads() -> [Vec<[f64; 4]>; 2] {
     let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 15 });
     let load = jsonrpc_duplex_benches::sized(env_usize("LOAD_CONNECTIONS", 1000));
@@ -217,8 +218,8 @@ fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 4]>; 2]) {
         let rows = [
             (0, "calls/s", "", 0),
             (1, "server CPU per call", " µs", 2),
-            (2, "of which in user space", " µs", 2),
-            (3, "of which in the kernel", " µs", 2),
+            (2, "server CPU per call in user space", " µs", 2),
+            (3, "server CPU per call in the kernel", " µs", 2),
         ];
         for (at, label, unit, digits) in rows {
             let (a, b) = (median(&loads[0], at), median(&loads[1], at));
