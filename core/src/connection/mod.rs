@@ -62,7 +62,8 @@ pub(crate) use dispatch::HELD_OVERHEAD;
 pub(crate) use frames::InMessage;
 pub(crate) use outbound::SharedRefused;
 pub(crate) use reader::EofReason;
-pub(crate) use seam::{Bound, Extension, Feature, Features, Link, Phase, Start, Take, Unbound, registry};
+pub(crate) use seam::{Bound, Extension, Feature, Features, Link, Phase, Start, Take, registry};
+pub(crate) use weak::UnboundCount;
 
 use self::config::Config;
 use self::dispatch::{Dispatcher, Lane};

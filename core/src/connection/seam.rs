@@ -150,7 +150,6 @@ pub enum Cancelled {
 pub struct Start<'a> {
     pub(crate) handle: &'a WeakHandle,
     pub(crate) limits: &'a Limits,
-    pub(crate) unbound: &'a Arc<Unbound>,
     pub(crate) tracer: &'a Tracer,
 }
 
@@ -166,11 +165,6 @@ impl Start<'_> {
     /// [`Feature::start`]) and until the connection is freed.
     pub fn handle(&self) -> &WeakHandle {
         self.handle
-    }
-
-    /// Counts the values this feature makes that wait to be bound (see [`Unbound`]).
-    pub(crate) fn unbound(&self) -> &Arc<Unbound> {
-        self.unbound
     }
 
     /// How the connection quotes peer input.
@@ -433,7 +427,10 @@ impl Features {
 
 /// How many values the extensions of one connection made that wait to be bound to a message (an
 /// offered stream not sent yet, a progress token not sent yet): while none does, messages are
-/// encoded by serde_json directly.
+/// encoded by serde_json directly. Kept in the connection's shared state itself, beside what
+/// every message reads anyway (a separate allocation was a cache line of its own, missed at
+/// each message encoded), and counted by the features through their weak handle
+/// ([`WeakHandle::unbound`]).
 #[derive(Default)]
 pub(crate) struct Unbound(AtomicUsize);
 
@@ -448,7 +445,7 @@ impl Unbound {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 
-    fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.0.load(Ordering::Acquire) > 0
     }
 }
@@ -462,8 +459,6 @@ pub(crate) struct Seam {
     /// Which extension tokens travel in which of our calls, per release phase.
     before: CallBindings,
     after: CallBindings,
-    /// Values made by extensions and not bound yet.
-    unbound: Arc<Unbound>,
 }
 
 impl Seam {
@@ -477,21 +472,14 @@ impl Seam {
         tracer: &Tracer,
         handle: &WeakHandle,
     ) -> Self {
-        let unbound = Arc::new(Unbound::default());
-        let start = Start { handle, limits, unbound: &unbound, tracer };
+        let start = Start { handle, limits, tracer };
         let extensions: Vec<_> = first.into_iter().chain(features.0.iter().map(|f| f.start(&start))).collect();
         let mut names = Names::default();
         for (at, e) in extensions.iter().enumerate() {
             names.requests.extend(e.requests().into_iter().map(|name| (name, at)));
             names.notifications.extend(e.notifications().into_iter().map(|name| (name, at)));
         }
-        Seam {
-            extensions,
-            names: names.shared(),
-            before: CallBindings::default(),
-            after: CallBindings::default(),
-            unbound,
-        }
+        Seam { extensions, names: names.shared(), before: CallBindings::default(), after: CallBindings::default() }
     }
 
     /// The extension of kind `E`.
@@ -563,11 +551,6 @@ impl Seam {
             .chain(&self.names.notifications)
             .filter(|(name, _)| is_routed(name))
             .find_map(|(name, at)| Some((&**name, self.extensions[*at].shadows()?)))
-    }
-
-    /// Whether a value waits to be bound (see [`Unbound`]).
-    pub(crate) fn armed(&self) -> bool {
-        self.unbound.any()
     }
 
     /// A bound value was found in a message going to `target`.

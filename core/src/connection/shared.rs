@@ -9,6 +9,7 @@ use super::lifecycle::Lifecycle;
 use super::outbound::Outbound;
 use super::pending::Pending;
 use super::read_ahead::ReadAhead;
+use super::seam::Unbound;
 use super::trace::Quoted;
 use super::{ChildExit, CloseKind, CloseReason};
 
@@ -24,6 +25,9 @@ pub(crate) struct Shared {
     pub(crate) seam: super::seam::Seam,
     /// The peer's requests not answered yet, by their ids (for cancellation).
     pub(crate) in_flight: InFlight,
+    /// Values the features made that wait to be bound to a message (see [`Unbound`]): read as
+    /// each message is encoded, so kept here, not in an allocation of its own.
+    pub(crate) unbound: Unbound,
     /// What runs: the reader, the handlers, the writer (one state machine, see
     /// [`Lifecycle`]).
     pub(crate) lifecycle: Lifecycle,
@@ -60,6 +64,7 @@ impl Shared {
             outbound,
             seam,
             in_flight: InFlight::default(),
+            unbound: Unbound::default(),
             lifecycle: Lifecycle::new(),
             read_ahead: ReadAhead::default(),
             settle: Default::default(),
@@ -227,7 +232,7 @@ impl Shared {
 /// [`crate::message::bind`]).
 impl crate::message::bind::Binder for Shared {
     fn armed(&self) -> bool {
-        self.seam.armed()
+        self.unbound.any()
     }
 
     fn bind(&self, found: crate::message::bind::Found, target: crate::message::bind::Target) -> Result<(), String> {

@@ -38,6 +38,39 @@ impl WeakHandle {
     }
 }
 
+impl WeakHandle {
+    /// What a feature counts its values waiting to be bound with (see
+    /// [`Unbound`](super::seam::Unbound)).
+    pub(crate) fn unbound(&self) -> UnboundCount {
+        UnboundCount(self.0.clone())
+    }
+}
+
+/// A feature's hold on its connection's count of values waiting to be bound
+/// ([`Unbound`](super::seam::Unbound), kept in the connection's shared state): weak, like the
+/// feature's handle. Once the connection is freed nothing reads the count, so a value armed or
+/// disarmed then counts nowhere. Values are armed and disarmed rarely (an offered stream, a
+/// progress token), so the upgrade each costs is paid off the per-message path, which reads the
+/// count in place.
+#[derive(Clone)]
+pub(crate) struct UnboundCount(Weak<Shared>);
+
+impl UnboundCount {
+    /// A value waits to be bound.
+    pub(crate) fn arm(&self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.unbound.arm();
+        }
+    }
+
+    /// A value that waited is bound, or gone (once per [`UnboundCount::arm`] that counted).
+    pub(crate) fn disarm(&self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.unbound.disarm();
+        }
+    }
+}
+
 impl fmt::Debug for WeakHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WeakHandle").field("alive", &(self.0.strong_count() > 0)).finish()

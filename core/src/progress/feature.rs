@@ -25,7 +25,7 @@ pub(crate) struct ProgressFeature {
 
 impl Feature for ProgressFeature {
     fn start(&self, start: &Start<'_>) -> Arc<dyn Extension> {
-        Arc::new(ProgressState { receivers: Receivers::new(start.unbound().clone()), protocol: self.protocol.clone() })
+        Arc::new(ProgressState { receivers: Receivers::new(start.handle().unbound()), protocol: self.protocol.clone() })
     }
 }
 

@@ -2,13 +2,13 @@
 //! each was sent yet.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use crate::connection::{CloseReason, Error, Unbound};
+use crate::connection::{CloseReason, Error, UnboundCount};
 use crate::util::hash::IdBuild;
 
 /// One report as it reaches a receiver: the raw value, or why no more will come.
@@ -47,11 +47,11 @@ pub(crate) struct Receivers {
     /// issues one pays only for the lock.
     inner: Mutex<Option<Box<Inner>>>,
     live_count: AtomicUsize,
-    unbound: Arc<Unbound>,
+    unbound: UnboundCount,
 }
 
 impl Receivers {
-    pub(crate) fn new(unbound: Arc<Unbound>) -> Self {
+    pub(crate) fn new(unbound: UnboundCount) -> Self {
         Receivers { next_token: AtomicU64::new(0), inner: Mutex::default(), live_count: AtomicUsize::new(0), unbound }
     }
 

@@ -32,7 +32,7 @@ pub(crate) struct StreamsFeature {
 impl Feature for StreamsFeature {
     fn start(&self, start: &Start<'_>) -> Arc<dyn Extension> {
         Arc::new(Streams {
-            producers: Producers::new(start.limits().max_offered_streams, start.unbound().clone()),
+            producers: Producers::new(start.limits().max_offered_streams, start.handle().unbound()),
             tracer: start.tracer().clone(),
             settings: self.settings,
             protocol: self.protocol.clone(),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::producer::Producer;
-use crate::connection::Unbound;
+use crate::connection::UnboundCount;
 use crate::util::hash::IdBuild;
 
 struct Entry {
@@ -26,11 +26,11 @@ pub(crate) struct Producers {
     /// Streams that may be live at once ([`Builder::max_offered_streams`](crate::Limits::max_offered_streams)).
     max_live: usize,
     inner: Mutex<Inner>,
-    unbound: Arc<Unbound>,
+    unbound: UnboundCount,
 }
 
 impl Producers {
-    pub(crate) fn new(max_live: usize, unbound: Arc<Unbound>) -> Self {
+    pub(crate) fn new(max_live: usize, unbound: UnboundCount) -> Self {
         Producers { next_token: AtomicU64::new(1), max_live, inner: Mutex::default(), unbound }
     }
 
