@@ -22,7 +22,8 @@
 //!
 //! Then the load alone, `LOAD_REPEATS` more times per server (default 15), each in a server
 //! process of its own with only the loaded connections open, the two servers alternating: the
-//! table gives each server's median beside the single load above.
+//! table gives each server's median beside the single load above, and as their ratio the median
+//! of the ratios of the pairs of loads run back to back.
 //!
 //! `cargo bench -p jsonrpc-duplex-benches --bench connections`; `BENCH_QUICK=1` runs a hundredth
 //! of the sizes (figures meaningless).
@@ -223,9 +224,14 @@ fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 4]>; 2]) {
         ];
         for (at, label, unit, digits) in rows {
             let (a, b) = (median(&loads[0], at), median(&loads[1], at));
+            // The ratio of each pair of loads run back to back, then their median: what moved
+            // both loads of a pair (the machine's own load, the kernel's share of the time) cancels
+            // in the pair, while a ratio of the two medians keeps it (see `repeated_loads`).
+            let ratios = loads[0].iter().zip(&loads[1]).map(|(o, h)| o[at] / h[at]).collect();
             println!(
-                "| {label}, the same load, median of {n} alternate runs | {a:.digits$}{unit} | {b:.digits$}{unit} | {:.2} |",
-                a / b
+                "| {label}, the same load, median of {n} alternate runs (ratio: median of the {n} pairs' ratios) | \
+                 {a:.digits$}{unit} | {b:.digits$}{unit} | {:.2} |",
+                jsonrpc_duplex_benches::harness::median(ratios)
             );
         }
     }

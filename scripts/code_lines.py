@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""How much machine code a process runs often: the distinct 64-byte lines of instructions that a
+callgrind profile (`--dump-instr=yes`) counts at least THRESHOLD times, in all and per function.
+
+    code_lines.py CALLGRIND_OUT THRESHOLD [TOP]
+
+With THRESHOLD a tenth of the calls a load made, the lines are the code that runs about once per
+call or per read of a batch: what the first-level instruction cache must hold for the load to run
+from it (32 KiB, 512 lines, on the machines these benches run on). For the connections bench's
+servers, for instance:
+
+    CONNECTIONS=100 ROUNDS=0 LOAD_CONNECTIONS=100 CALLS=300 valgrind --tool=callgrind \\
+        --dump-instr=yes --callgrind-out-file=ours.out target/release/deps/connections-HASH --serve ours
+    scripts/code_lines.py ours.out 3000
+
+(100 connections × 300 calls: 30,000 calls, a tenth of them 3,000). Prints the total, then the TOP
+functions (default 40) by lines, with their instructions per THRESHOLD executions. Not part of CI.
+"""
+import collections
+import re
+import sys
+
+# A cost line of `positions: instr line`: the instruction's address (absolute, relative to the
+# previous one, or `*` for the same), its source line (likewise), then the event counts.
+COST = re.compile(r"^(0x[0-9a-fA-F]+|[+-]\d+|\*)\s+(?:[+-]?\d+|\*)\s+(\d+)")
+NAMED = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
+
+
+def parse(path):
+    """Instructions executed per address, and the function each address belongs to."""
+    names, function, last, inclusive_next = {}, None, 0, False
+    counts, owner = collections.Counter(), {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            named = NAMED.match(line)
+            if named:
+                kind, key, name = named.groups()
+                if name is not None:
+                    names[key] = name
+                if kind == "fn":
+                    function = names.get(key, key)
+                continue
+            if line.startswith("calls="):
+                # The next cost line is the call's inclusive cost, at the call instruction.
+                inclusive_next = True
+                continue
+            cost = COST.match(line)
+            if not cost:
+                continue
+            position = cost.group(1)
+            if position.startswith("0x"):
+                last = int(position, 16)
+            elif position != "*":
+                last += int(position)
+            if inclusive_next:
+                inclusive_next = False
+                continue
+            counts[last] += int(cost.group(2))
+            owner[last] = function
+    return counts, owner
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    counts, owner = parse(sys.argv[1])
+    threshold = int(sys.argv[2])
+    top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+    hot = [address for address, n in counts.items() if n >= threshold]
+    lines = collections.defaultdict(set)
+    for address in hot:
+        lines[owner[address]].add(address // 64)
+    executed = collections.Counter()
+    for address, n in counts.items():
+        executed[owner[address]] += n
+    total = {address // 64 for address in hot}
+    print(f"{len(total)} lines ({len(total) * 64 / 1024:.1f} KiB) run at least {threshold} times; "
+          f"{sum(counts.values()) / threshold:.0f} instructions per {threshold} executions")
+    for function, its in sorted(lines.items(), key=lambda kv: -len(kv[1]))[:top]:
+        print(f"{len(its):4} lines {executed[function] / threshold:8.0f} instructions  {function}")
+
+
+if __name__ == "__main__":
+    main()
