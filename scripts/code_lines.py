@@ -14,7 +14,8 @@ servers, for instance:
     scripts/code_lines.py ours.out 3000
 
 (100 connections × 300 calls: 30,000 calls, a tenth of them 3,000). Prints the total, then the TOP
-functions (default 40) by lines, with their instructions per THRESHOLD executions. Not part of CI.
+functions (default 40) by lines, each with all the instructions it ran divided by THRESHOLD (with
+THRESHOLD a tenth of the calls, ten times its instructions per call). Not part of CI.
 """
 import collections
 import re
@@ -76,9 +77,9 @@ def main():
         executed[owner[address]] += n
     total = {address // 64 for address in hot}
     print(f"{len(total)} lines ({len(total) * 64 / 1024:.1f} KiB) run at least {threshold} times; "
-          f"{sum(counts.values()) / threshold:.0f} instructions per {threshold} executions")
+          f"instructions in all / {threshold}: {sum(counts.values()) / threshold:.0f}")
     for function, its in sorted(lines.items(), key=lambda kv: -len(kv[1]))[:top]:
-        print(f"{len(its):4} lines {executed[function] / threshold:8.0f} instructions  {function}")
+        print(f"{len(its):4} lines {executed[function] / threshold:8.0f} instructions / {threshold}  {function}")
 
 
 if __name__ == "__main__":
