@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Compare builds of our server by the connections bench's load, paired by round (not part of
+# CI). One load's CPU per call moves more between runs on this machine than the difference
+# between two builds; a round runs every server's load back to back, so what moved the machine
+# meanwhile moves all of them, and the median of the rounds' own ratios leaves it out.
+#
+# Usage: scripts/paired_loads.sh ROUNDS NAME=BINARY [NAME=BINARY...]
+#   BINARY: a build of the connections bench (`cargo bench -p jsonrpc-duplex-benches --bench
+#   connections --no-run` prints its path; copy it aside before building the next one).
+#   Each round runs `BINARY --serve ours` for every NAME in turn, then the first binary's
+#   `--serve handwritten` (as NAME `hand`), each load `CONNECTIONS` connections (default 1000)
+#   × `CALLS` calls (default 1000), 8 in flight on each.
+# Prints each server's medians (calls/s, CPU µs per call, of it user space and kernel), then the
+# median of the rounds' ratios of each build to the hand-written server and to the first build.
+set -euo pipefail
+if [ $# -lt 2 ]; then
+    sed -n '2,14p' "$0" >&2
+    exit 2
+fi
+rounds="$1"
+shift
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+first="${1#*=}"
+for r in $(seq 1 "$rounds"); do
+    for named in "$@" "hand=$first"; do
+        name="${named%%=*}"
+        binary="${named#*=}"
+        kind=ours
+        if [ "$name" = hand ]; then kind=handwritten; fi
+        CONNECTIONS="${CONNECTIONS:-1000}" ROUNDS=0 CALLS="${CALLS:-1000}" "$binary" --serve "$kind" |
+            awk -v name="$name" -v round="$r" '
+                $1 == "figure" { value[$2] = $3 }
+                END {
+                    print name, round, value["calls_per_s"], value["cpu_us_per_call"],
+                        value["user_us_per_call"], value["sys_us_per_call"]
+                }' >> "$out"
+    done
+    echo "round $r of $rounds done" >&2
+done
+python3 - "$out" "${1%%=*}" <<'PY'
+import collections
+import statistics
+import sys
+
+runs = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    name, round_, *values = line.split()
+    runs[name][round_] = [float(v) for v in values]
+first = sys.argv[2]
+figures = ["calls/s", "CPU µs/call", "user µs/call", "kernel µs/call"]
+for name, by_round in runs.items():
+    medians = [statistics.median(column) for column in zip(*by_round.values())]
+    print(f"{name:>12} ({len(by_round)} loads): " + ", ".join(f"{f} {m:.3f}" for f, m in zip(figures, medians)))
+for name in runs:
+    for other in ("hand", first):
+        if other == name or name == "hand":
+            continue
+        rounds = sorted(set(runs[name]) & set(runs[other]))
+        # A load too short for `/proc`'s 10 ms ticks reports no user or kernel time: no ratio.
+        ratios = [
+            statistics.median([runs[name][r][i] / runs[other][r][i] for r in rounds if runs[other][r][i]] or [float("nan")])
+            for i in range(4)
+        ]
+        print(f"{name:>12} ÷ {other}, median of {len(rounds)} rounds' ratios: "
+              + ", ".join(f"{f} {x:.3f}" for f, x in zip(figures, ratios)))
+PY
