@@ -19,6 +19,12 @@ if [ $# -lt 2 ]; then
 fi
 rounds="$1"
 shift
+for named in "$@"; do
+    if [ "${named%%=*}" = hand ] || [ "${named#*=}" = "$named" ]; then
+        echo "paired_loads.sh: '$named' is not NAME=BINARY with a NAME other than hand (the hand-written server's)" >&2
+        exit 2
+    fi
+done
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 first="${1#*=}"

@@ -36,9 +36,7 @@ impl WeakHandle {
     pub fn upgrade(&self) -> Option<Handle> {
         self.0.upgrade().map(Handle::new)
     }
-}
 
-impl WeakHandle {
     /// What a feature counts its values waiting to be bound with (see
     /// [`Unbound`](super::seam::Unbound)).
     pub(crate) fn unbound(&self) -> UnboundCount {
