@@ -15,7 +15,7 @@
 //!
 //! | transition | method | lock |
 //! |---|---|---|
-//! | `Idle` → `Here` | [`LaneTurns::offer`] returns [`Offered::Here`] | no (compare-and-swap) |
+//! | `Idle` → `Here` | [`LaneTurns::offer`] returns [`Offered::Here`], or [`LaneTurns::try_here`] `true` | no (compare-and-swap) |
 //! | `Here` → `Idle` | [`LaneTurns::done_here`] | no (only the reader queues, and it was busy) |
 //! | `Here` → `Task` | [`LaneTurns::hand_off`], its work first in line | yes |
 //! | `Task` stays, item queued | [`LaneTurns::offer`] returns [`Offered::Queued`] | yes (and if the lock shows `Idle`, the task just let go: offer again) |
@@ -73,6 +73,14 @@ impl<T, J> LaneTurns<T, J> {
         }
     }
 
+    /// The reader takes the free lane without offering anything (`Idle` → `Here`, what
+    /// [`LaneTurns::offer`] tries first): `false` when it is closed or the task works it (then
+    /// offer the item).
+    #[inline(always)]
+    pub(crate) fn try_here(&self) -> bool {
+        !self.closed.load(Ordering::Acquire) && self.turns.try_here()
+    }
+
     /// The reader offers `item`, made a `T` by `queue` only if it is queued (a message that
     /// borrows the reader's buffer while the reader works it on the spot). `on_queue` runs under
     /// the lock for an item queued behind the task (so that the task cannot take it before it is
@@ -80,11 +88,11 @@ impl<T, J> LaneTurns<T, J> {
     #[inline(always)]
     pub(crate) fn offer<U>(&self, item: U, queue: impl FnOnce(U) -> T, on_queue: impl FnOnce(&T)) -> Offered<U> {
         loop {
+            if self.try_here() {
+                return Offered::Here(item);
+            }
             if self.closed.load(Ordering::Acquire) {
                 return Offered::Closed(item);
-            }
-            if self.turns.try_here() {
-                return Offered::Here(item);
             }
             let mut q = self.turns.lock();
             if self.closed.load(Ordering::Acquire) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
-use super::dispatch::{Inbound, Lane};
+use super::dispatch::{Inbound, Lane, LaneClosed};
 use super::frames::{FrameSource, Next};
 use super::pending::Delivery;
 use super::seam::{Phase, Take};
@@ -396,7 +396,16 @@ impl Reader {
                 // bypasses the queue; what it holds counts against the read-ahead, like queued
                 // messages.
                 match self.shared.seam.take(&self.shared, &method, params.as_deref()) {
-                    Take::Pass => self.enqueue_now(Inbound::Notification { method, params, trace }, spares, cx),
+                    Take::Pass => {
+                        // With room in the read-ahead it goes to the lane now, as its parts (see
+                        // `Lane::offer_request`); else it waits for room (`after_route`).
+                        if self.shared.read_ahead_full() {
+                            return Routed::Full(Inbound::Notification { method, params, trace }.into_owned());
+                        }
+                        self.shared.settle.on_enqueue();
+                        let offered = self.lane.offer_notification(method, params, trace, cx);
+                        self.offered(offered, spares)
+                    }
                     Take::Taken => Routed::Done,
                     Take::Held if self.shared.read_ahead_full() => Routed::Held,
                     Take::Held => Routed::Done,
@@ -417,7 +426,12 @@ impl Reader {
                 if watched && let Some(trace) = trace {
                     ReplySlot::set_trace(&mut slot, trace);
                 }
-                self.enqueue_now(Inbound::Request { method, params, slot }, spares, cx)
+                if self.shared.read_ahead_full() {
+                    return Routed::Full(Inbound::Request { method, params, slot }.into_owned());
+                }
+                self.shared.settle.on_enqueue();
+                let offered = self.lane.offer_request(method, params, slot, cx);
+                self.offered(offered, spares)
             }
             Incoming::Invalid { id, error, answer } => self.invalid(id, error, answer, batch),
         }
@@ -478,28 +492,18 @@ impl Reader {
         }
     }
 
-    /// Hand a message to the lane, pausing while too much is queued — unless one of our
-    /// calls is waiting for an answer, which may be behind the flood (then read on, up to the
-    /// hard limit).
-    ///
-    /// This, [`Reader::offer_now`], the lane's `offer` and `step` are inlined into the routing
-    /// of the message: as calls, each took the message (56 bytes) by value and copied it in
-    /// 16-byte loads from the 8-byte stores that had just built it, which the CPU cannot
-    /// forward (a stall of the order of 15 cycles each, the hottest instructions of these
-    /// functions under `perf record`).
-    #[inline(always)]
-    fn enqueue_now(&self, item: Inbound<'_>, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
-        if self.shared.read_ahead_full() {
-            return Routed::Full(item.into_owned());
-        }
-        self.offer_now(item, spares, cx)
-    }
-
-    /// Hand a message to the lane (there is room in the read-ahead).
-    #[inline(always)]
+    /// Hand a message that waited for room in the read-ahead to the lane. (What `route_now`
+    /// hands over at once goes as its parts, see [`Lane::offer_request`].)
     fn offer_now(&self, item: Inbound<'_>, spares: &mut Spares, cx: &mut Context<'_>) -> Routed {
         self.shared.settle.on_enqueue();
-        match self.lane.offer(item, cx) {
+        let offered = self.lane.offer(item, cx);
+        self.offered(offered, spares)
+    }
+
+    /// What the lane made of a message offered to it: a reply slot to reuse, or the end.
+    #[inline(always)]
+    fn offered(&self, offered: Result<Option<Arc<ReplySlot>>, LaneClosed>, spares: &mut Spares) -> Routed {
+        match offered {
             Ok(Some(spare)) => {
                 spares.get_or_insert(spare);
                 Routed::Done
