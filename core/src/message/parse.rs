@@ -669,6 +669,22 @@ fn plain_id(s: &[u8]) -> Option<(Id, &[u8])> {
         let (text, after) = plain_string(s)?;
         return Some((Id::String(std::str::from_utf8(text).ok()?.to_owned()), after));
     }
+    if let Some(word) = s.first_chunk::<8>() {
+        // The usual id: one to seven digits, then what follows, all in the first 8 bytes: counted
+        // and read in the one word (a loop over the digits waited on each byte's test).
+        let word = u64::from_le_bytes(*word);
+        let n = leading_digits(word);
+        if (1..8).contains(&n) {
+            let after = &s[n..];
+            // JSON forbids leading zeros; fractions and exponents go the general way.
+            if (n > 1 && s[0] == b'0') || matches!(after[0], b'.' | b'e' | b'E') {
+                return None;
+            }
+            // The digits at the top of the word (the last digit in the last byte), '0's below.
+            let pad = 8 * (8 - n as u32);
+            return Some((Id::from(word_value((word << pad) | (DIGIT_ZEROS >> (64 - pad)))), after));
+        }
+    }
     let digits_from = usize::from(s.starts_with(b"-"));
     let len = digits_from + s[digits_from..].iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, after) = s.split_at(len);
@@ -689,6 +705,32 @@ fn plain_id(s: &[u8]) -> Option<(Id, &[u8])> {
     Some((Id::Number(std::str::from_utf8(number).ok()?.parse().ok()?), after))
 }
 
+/// Eight ASCII zeros, a little-endian word.
+const DIGIT_ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+
+/// How many of `word`'s bytes, from its first (lowest), are ASCII digits (8 if all are).
+/// A byte is a digit when its high half is 3 and stays 3 with 6 added (`0x30`–`0x39`). The
+/// addition carries into the next byte only from a byte of `0xFA` or more, which is no digit
+/// and ends the count before the byte it changed.
+#[inline(always)]
+fn leading_digits(word: u64) -> usize {
+    const HIGH: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    let not_digits = ((word & HIGH) ^ THREES) | ((word.wrapping_add(SIXES) & HIGH) ^ THREES);
+    (not_digits.trailing_zeros() / 8) as usize
+}
+
+/// The value of eight ASCII digits in a little-endian word (the first digit in the lowest
+/// byte), combined in three steps, each joining neighbours (digits, then pairs, then fours).
+#[inline(always)]
+fn word_value(word: u64) -> u64 {
+    let v = word.wrapping_sub(DIGIT_ZEROS);
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    (v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff
+}
+
 /// The value of a run of ASCII digits (at least one), or `None` past `u64::MAX`.
 ///
 /// Up to 8 digits (every id a connection numbers below 100 million) are read as one word and
@@ -697,16 +739,12 @@ fn plain_id(s: &[u8]) -> Option<(Id, &[u8])> {
 /// waits on (about a fifth of a frame's parse on row A, where ids reach 7 digits).
 #[inline]
 fn digits_value(digits: &[u8]) -> Option<u64> {
-    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
     let n = digits.len();
     if (1..=8).contains(&n) {
         // The digits at the top of the word (the last digit in the last byte), '0's below.
         let pad = 8 * (8 - n as u32);
-        let word = (crate::util::hash::short_word(digits) << pad) | ZEROS.checked_shr(64 - pad).unwrap_or(0);
-        let v = word.wrapping_sub(ZEROS);
-        let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
-        let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
-        return Some((v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff);
+        let word = (crate::util::hash::short_word(digits) << pad) | DIGIT_ZEROS.checked_shr(64 - pad).unwrap_or(0);
+        return Some(word_value(word));
     }
     // 19 digits cannot overflow a u64; 20 may.
     if n < 20 {
@@ -835,6 +873,44 @@ mod tests {
         }
         assert_eq!(digits_value(b"18446744073709551616"), None, "u64::MAX + 1");
         assert_eq!(digits_value(b"99999999999999999999"), None);
+    }
+
+    /// The count of leading digits in a word agrees with a byte-by-byte count, whatever byte
+    /// (each of the 256) follows a run of each length, and whatever comes after that byte.
+    #[test]
+    fn leading_digits_in_a_word_are_counted_as_one_by_one() {
+        for run in 0..=8 {
+            for stop in 0..=255u8 {
+                for tail in [0x00u8, b'0', b'9', 0xff] {
+                    let mut bytes = [tail; 8];
+                    for (i, b) in bytes.iter_mut().enumerate().take(run) {
+                        *b = b'1' + (i as u8 % 9);
+                    }
+                    if run < 8 {
+                        bytes[run] = stop;
+                    }
+                    let expected = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+                    assert_eq!(leading_digits(u64::from_le_bytes(bytes)), expected, "{bytes:?}");
+                }
+            }
+        }
+    }
+
+    /// An integer id read from its word is the one the byte-by-byte path reads, for every
+    /// length and what may follow it; what JSON forbids is left to the general parse.
+    #[test]
+    fn ids_read_from_a_word_are_read_as_byte_by_byte() {
+        for text in ["0", "7", "42", "1234567", "12345678", "123456789", "18446744073709551615", "-1", "-0"] {
+            for after in [",\"method\":\"m\"}", "}", ",\"result\":1}           ", " ,", "]"] {
+                let s = format!("{text}{after}");
+                let (id, rest) = plain_id(s.as_bytes()).unwrap_or_else(|| panic!("{s}"));
+                assert_eq!(id, Id::Number(text.parse().unwrap()), "{s}");
+                assert_eq!(rest, after.as_bytes(), "{s}");
+            }
+        }
+        for refused in ["01,\"method\"", "00}       ", "1.5,\"method\"", "1e3}      ", "12E3}     "] {
+            assert!(plain_id(refused.as_bytes()).is_none(), "{refused}");
+        }
     }
 
     fn parse(frame: &[u8]) -> Result<ParsedMessage<'_>, ErrorObject> {
