@@ -450,7 +450,7 @@ impl<'de> serde::de::Visitor<'de> for BatchSeed<'_> {
 #[inline(always)]
 fn plain_message(frame: &[u8]) -> Option<Incoming<'_>> {
     match in_order(frame) {
-        Some(message) => Some(message),
+        Some(verdict) => verdict,
         None => any_order(frame),
     }
 }
@@ -459,10 +459,13 @@ fn plain_message(frame: &[u8]) -> Option<Incoming<'_>> {
 /// `{"jsonrpc":"2.0",` then `"id":I,` (not in a notification), then `"method":M` and maybe
 /// `,"params":P`, or `"result":R`, then `}`. Each member is expected where it is: straight-line
 /// code, where the loop dispatched on every member's name (an indirect jump each, predicted
-/// badly: a tenth of the parse's time under `perf record`, row A). `None` for anything else,
-/// and the loop reads it again from the start (the same verdict on what both accept).
+/// badly: a tenth of the parse's time under `perf record`, row A). `Some` is the plain path's
+/// verdict: the message, or `None` for a frame the loop would refuse as well (the usual members,
+/// the id among them, and then another, such as StreamJsonRpc's `traceparent`: see [`more`]),
+/// which goes to the general parse without a second reading of its params. `None` for anything
+/// else, and the loop reads it again from the start (the same verdict on what both accept).
 #[inline(always)]
-fn in_order(frame: &[u8]) -> Option<Incoming<'_>> {
+fn in_order(frame: &[u8]) -> Option<Option<Incoming<'_>>> {
     let rest = frame.strip_prefix(b"{\"jsonrpc\":\"2.0\",\"")?;
     let (id, rest) = match rest.strip_prefix(b"id\":") {
         Some(rest) => {
@@ -473,8 +476,10 @@ fn in_order(frame: &[u8]) -> Option<Incoming<'_>> {
     };
     if let Some(rest) = rest.strip_prefix(b"result\":") {
         let (result, rest) = raw_value(rest)?;
-        closed(rest)?;
-        return Some(Incoming::Response { id: id?, outcome: Ok(result.to_owned()) });
+        if !closed(rest)? {
+            return more(&id);
+        }
+        return Some(Some(Incoming::Response { id: id?, outcome: Ok(result.to_owned()) }));
     }
     let (name, rest) = plain_string(rest.strip_prefix(b"method\":")?)?;
     let method = std::str::from_utf8(name).ok()?;
@@ -483,16 +488,36 @@ fn in_order(frame: &[u8]) -> Option<Incoming<'_>> {
             let (params, rest) = raw_value(rest)?;
             (Some(params), rest)
         }
-        None => (None, rest),
+        // Without params only the object's end is read here: a comma may bring params that
+        // the loop reads (`, "params":` and the like).
+        None if rest.starts_with(b"}") => (None, rest),
+        None => return None,
     };
-    closed(rest)?;
-    call(id, method, params)
+    if !closed(rest)? {
+        return more(&id);
+    }
+    Some(call(id, method, params))
 }
 
-/// The end of an object that is the whole frame: `}` and nothing but whitespace after it.
+/// What follows the usual members: `Some(true)` for the object's end (`}`, then nothing but
+/// whitespace), `Some(false)` for a comma (another member follows: see [`more`]), `None` for
+/// anything else (whitespace before the comma or brace: the loop reads it).
 #[inline(always)]
-fn closed(rest: &[u8]) -> Option<()> {
-    skip_ws(rest.strip_prefix(b"}")?).is_empty().then_some(())
+fn closed(rest: &[u8]) -> Option<bool> {
+    match rest.first()? {
+        b'}' => skip_ws(&rest[1..]).is_empty().then_some(true),
+        b',' => Some(false),
+        _ => None,
+    }
+}
+
+/// The verdict on the usual members followed by another: with the id read, whatever follows is
+/// a member twice, `result` beside `method` (or `method` or `params` beside `result`), or one the
+/// plain path does not read, and the loop would refuse the frame too (`Some(None)`); without
+/// it, the id may follow, and the loop reads the frame (`None`).
+#[inline(always)]
+fn more<'a>(id: &Option<Id>) -> Option<Option<Incoming<'a>>> {
+    id.is_some().then_some(None)
 }
 
 /// A request (with an id) or a notification, once its members are read: `params` must be an
@@ -1069,6 +1094,13 @@ b"}"#,
                 r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"s"}"#,
                 r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1,}"#,
                 r#"{"jsonrpc":"2.0","id":1,"method":"m","extra":1}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1],"traceparent":"00-a-b-01"}"#,
+                r#"{"jsonrpc":"2.0","method":"m","params":[1],"x":1}"#,
+                r#"{"jsonrpc":"2.0","method":"m","params":[1],"id":1}"#,
+                r#"{"jsonrpc":"2.0","id":1,"result":1,"traceparent":"x"}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m", "params":[1]}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m" ,"params":[1]}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1] ,"x":1}"#,
                 r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
                 r#"{"jsonrpc":"2.0","id":1,"method":"m",}"#,
                 r#"{"jsonrpc":"2.0","result":1}"#,
@@ -1105,7 +1137,7 @@ b"}"#,
             if let Some(fast) = in_order(text.as_bytes()) {
                 in_order_accepted += 1;
                 let looped = any_order(text.as_bytes()).map(|m| format!("{m:?}"));
-                assert_eq!(Some(format!("{fast:?}")), looped, "{text}");
+                assert_eq!(fast.map(|m| format!("{m:?}")), looped, "{text}");
             }
         }
         assert!(in_order_accepted > 0);
@@ -1131,7 +1163,7 @@ b"}"#,
             r#"{"jsonrpc":"2.0","id":7,"result":{"contents":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":-7,"result":null} "#,
         ] {
-            let fast = in_order(usual.as_bytes()).unwrap_or_else(|| panic!("{usual}"));
+            let fast = in_order(usual.as_bytes()).flatten().unwrap_or_else(|| panic!("{usual}"));
             assert_eq!(format!("{fast:?}"), general(usual), "{usual}");
         }
         // In the usual order but not a message the plain way: left to the loop, which refuses
@@ -1147,9 +1179,19 @@ b"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","id":2}"#,
             r#"{"jsonrpc":"2.0","method":"m","jsonrpc":"2.0"}"#,
         ] {
-            assert!(in_order(odd.as_bytes()).is_none(), "{odd}");
+            assert!(in_order(odd.as_bytes()).flatten().is_none(), "{odd}");
             assert!(plain_message(odd.as_bytes()).is_none(), "{odd}");
         }
+        // The usual members and then another (a trace context, as StreamJsonRpc adds it): the
+        // verdict comes from the straight read, the loop is not run; and params after a comma
+        // with whitespace are left to the loop, which reads them.
+        let traced = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]},"traceparent":"00-a-b-01"}"#;
+        assert!(matches!(in_order(traced.as_bytes()), Some(None)), "{traced}");
+        assert!(any_order(traced.as_bytes()).is_none(), "{traced}");
+        let spaced = r#"{"jsonrpc":"2.0","id":1,"method":"m", "params":[1]}"#;
+        assert!(in_order(spaced.as_bytes()).is_none(), "{spaced}");
+        let plain = plain_message(spaced.as_bytes()).unwrap_or_else(|| panic!("{spaced}"));
+        assert_eq!(format!("{plain:?}"), general(spaced), "{spaced}");
     }
 
     /// What the general (envelope) parse makes of `text`.
