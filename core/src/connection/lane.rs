@@ -88,11 +88,12 @@ impl<T, J> LaneTurns<T, J> {
     #[inline(always)]
     pub(crate) fn offer<U>(&self, item: U, queue: impl FnOnce(U) -> T, on_queue: impl FnOnce(&T)) -> Offered<U> {
         loop {
-            if self.try_here() {
-                return Offered::Here(item);
-            }
+            // `try_here`'s two steps, the flag read once.
             if self.closed.load(Ordering::Acquire) {
                 return Offered::Closed(item);
+            }
+            if self.turns.try_here() {
+                return Offered::Here(item);
             }
             let mut q = self.turns.lock();
             if self.closed.load(Ordering::Acquire) {
