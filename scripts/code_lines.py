@@ -2,7 +2,7 @@
 """How much machine code a process runs often: the distinct 64-byte lines of instructions that a
 callgrind profile (`--dump-instr=yes`) counts at least THRESHOLD times, in all and per function.
 
-    code_lines.py CALLGRIND_OUT THRESHOLD [TOP]
+    code_lines.py CALLGRIND_OUT THRESHOLD [TOP] [BINARY]
 
 With THRESHOLD a tenth of the calls a load made, the lines are the code that runs about once per
 call or per read of a batch: what the first-level instruction cache must hold for the load to run
@@ -15,10 +15,15 @@ servers, for instance:
 
 (100 connections × 300 calls: 30,000 calls, a tenth of them 3,000). Prints the total, then the TOP
 functions (default 40) by lines, each with all the instructions it ran divided by THRESHOLD (with
-THRESHOLD a tenth of the calls, ten times its instructions per call). Not part of CI.
+THRESHOLD a tenth of the calls, ten times its instructions per call). Given the profiled BINARY
+as well, it also prints how much of those lines the often-run instructions fill: their bytes
+(each instruction's length from `objdump -d`, so the binary's own code only, shared libraries
+aside) against the lines they lie in; the rest of each line is code of rarer branches or of other
+functions. Not part of CI.
 """
 import collections
 import re
+import subprocess
 import sys
 
 # A cost line of `positions: instr line`: the instruction's address (absolute, relative to the
@@ -80,6 +85,36 @@ def main():
           f"instructions in all / {threshold}: {sum(counts.values()) / threshold:.0f}")
     for function, its in sorted(lines.items(), key=lambda kv: -len(kv[1]))[:top]:
         print(f"{len(its):4} lines {executed[function] / threshold:8.0f} instructions / {threshold}  {function}")
+    if len(sys.argv) > 4:
+        print_fill(sys.argv[4], set(hot))
+
+
+# A line of `objdump -d`: an address, the bytes there, then the instruction (which a line that
+# only continues the bytes of a long one lacks).
+LISTED = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{2}(?: [0-9a-f]{2})*) *(\t.*)?$")
+
+
+def print_fill(binary, hot):
+    """The bytes of the `hot` instructions found in `binary`, against the lines they lie in."""
+    listing = subprocess.run(["objdump", "-d", binary], capture_output=True, text=True, check=True).stdout
+    length, last = {}, None
+    for m in map(LISTED.match, listing.splitlines()):
+        if not m:
+            continue
+        n = len(m.group(2).split())
+        if m.group(3) is None and last is not None:
+            length[last] += n
+        else:
+            last = int(m.group(1), 16)
+            length[last] = n
+    used, lines = 0, set()
+    for address in hot:
+        if address in length:
+            used += length[address]
+            lines.add(address // 64)
+    if lines:
+        print(f"in {binary}: {used} bytes of those instructions in {len(lines)} of the lines "
+              f"({used / (len(lines) * 64):.0%} of each line)")
 
 
 if __name__ == "__main__":
