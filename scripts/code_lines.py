@@ -107,14 +107,18 @@ def print_fill(binary, hot):
         else:
             last = int(m.group(1), 16)
             length[last] = n
+    low, high = min(length), max(length)
+    inside = [address for address in hot if low <= address <= high]
+    missed = sum(address not in length for address in inside)
+    if not inside or missed > len(inside) // 100:
+        sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in its range are not "
+                 "instructions there: not the profiled build")
     used, lines = 0, set()
-    for address in hot:
-        if address in length:
-            used += length[address]
-            lines.add(address // 64)
-    if lines:
-        print(f"in {binary}: {used} bytes of those instructions in {len(lines)} of the lines "
-              f"({used / (len(lines) * 64):.0%} of each line)")
+    for address in inside:
+        used += length[address]
+        lines.add(address // 64)
+    print(f"in {binary}: {used} bytes of those instructions in {len(lines)} of the lines "
+          f"({used / (len(lines) * 64):.0%} of each line)")
 
 
 if __name__ == "__main__":
