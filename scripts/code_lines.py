@@ -96,7 +96,10 @@ LISTED = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{2}(?: [0-9a-f]{2})*) *(\t.*)?$
 
 def print_fill(binary, hot):
     """The bytes of the `hot` instructions found in `binary`, against the lines they lie in."""
-    listing = subprocess.run(["objdump", "-d", binary], capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(["objdump", "-d", binary], capture_output=True, text=True)
+    if listed.returncode != 0:
+        sys.exit(f"objdump -d {binary}: {listed.stderr.strip()}")
+    listing = listed.stdout
     length, last = {}, None
     for m in map(LISTED.match, listing.splitlines()):
         if not m:
@@ -107,6 +110,8 @@ def print_fill(binary, hot):
         else:
             last = int(m.group(1), 16)
             length[last] = n
+    if not length:
+        sys.exit(f"{binary}: objdump -d lists no instructions")
     low, high = min(length), max(length)
     inside = [address for address in hot if low <= address <= high]
     missed = sum(address not in length for address in inside)
