@@ -22,6 +22,7 @@ aside) against the lines they lie in; the rest of each line is code of rarer bra
 functions. Not part of CI.
 """
 import collections
+import os
 import re
 import subprocess
 import sys
@@ -30,15 +31,29 @@ import sys
 # previous one, or `*` for the same), its source line (likewise), then the event counts.
 COST = re.compile(r"^(0x[0-9a-fA-F]+|[+-]\d+|\*)\s+(?:[+-]?\d+|\*)\s+(\d+)")
 NAMED = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
+# An object (executable or shared library): `ob=` that of the functions named after it, `cob=`
+# that of a call's target (either may be where an object's number is first given its name).
+OBJECT = re.compile(r"^(c?ob)=\((\d+)\)(?: (.*))?$")
 
 
 def parse(path):
-    """Instructions executed per address, and the function each address belongs to."""
+    """Instructions executed per address, and the function each address belongs to. An address
+    is a pair (object, address in it): callgrind gives a position-independent object's addresses
+    from the object's start, so the executable's and a shared library's can be equal."""
     names, function, last, inclusive_next = {}, None, 0, False
+    object_names, current_object = {}, None
     counts, owner = collections.Counter(), {}
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
+            ob = OBJECT.match(line)
+            if ob:
+                kind, key, name = ob.groups()
+                if name is not None:
+                    object_names[key] = name
+                if kind == "ob":
+                    current_object = object_names.get(key, key)
+                continue
             named = NAMED.match(line)
             if named:
                 kind, key, name = named.groups()
@@ -62,8 +77,8 @@ def parse(path):
             if inclusive_next:
                 inclusive_next = False
                 continue
-            counts[last] += int(cost.group(2))
-            owner[last] = function
+            counts[(current_object, last)] += int(cost.group(2))
+            owner[(current_object, last)] = function
     return counts, owner
 
 
@@ -75,12 +90,12 @@ def main():
     top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
     hot = [address for address, n in counts.items() if n >= threshold]
     lines = collections.defaultdict(set)
-    for address in hot:
-        lines[owner[address]].add(address // 64)
+    for obj, address in hot:
+        lines[owner[(obj, address)]].add((obj, address // 64))
     executed = collections.Counter()
     for address, n in counts.items():
         executed[owner[address]] += n
-    total = {address // 64 for address in hot}
+    total = {(obj, address // 64) for obj, address in hot}
     print(f"{len(total)} lines ({len(total) * 64 / 1024:.1f} KiB) run at least {threshold} times; "
           f"instructions in all / {threshold}: {sum(counts.values()) / threshold:.0f}")
     for function, its in sorted(lines.items(), key=lambda kv: -len(kv[1]))[:top]:
@@ -112,11 +127,13 @@ def print_fill(binary, hot):
             length[last] = n
     if not length:
         sys.exit(f"{binary}: objdump -d lists no instructions")
-    low, high = min(length), max(length)
-    inside = [address for address in hot if low <= address <= high]
+    name = os.path.basename(binary)
+    inside = [address for obj, address in hot if obj is not None and os.path.basename(obj) == name]
+    if not inside:
+        sys.exit(f"{binary}: the profile has no often-run code of an object of that name")
     missed = sum(address not in length for address in inside)
-    if not inside or missed > len(inside) // 100:
-        sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in its range are not "
+    if missed > len(inside) // 100:
+        sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in it are not "
                  "instructions there: not the profiled build")
     used, lines = 0, set()
     for address in inside:
