@@ -343,3 +343,21 @@ async fn cancelling_between_two_connections_reaches_the_handler() {
     assert!(within(fired.recv()).await.unwrap().is_number());
     assert!(matches!(within(call).await.unwrap(), Err(Error::Cancelled)));
 }
+
+/// A request answered in its first poll leaves its reply slot to the connection's next request
+/// (the slot is reused, not made anew): a cancellation token its handler made, and here
+/// cancelled, is never the next request's.
+#[tokio::test]
+async fn a_handlers_token_is_its_own_when_the_next_request_reuses_its_reply_slot() {
+    let router = Router::new().method("spent", |(): (), ctx: jsonrpc_duplex::RequestContext| async move {
+        let token = ctx.cancellation();
+        let cancelled_at_start = token.is_cancelled();
+        token.cancel();
+        Ok::<_, ErrorObject>(cancelled_at_start)
+    });
+    let (_conn, mut peer) = pair(Connection::builder().serve(router), Framing::NewlineDelimited);
+    for id in 1..=3 {
+        peer.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"spent"}}"#)).await;
+        peer.expect(json!({"jsonrpc":"2.0","id":id,"result":false})).await;
+    }
+}

@@ -177,6 +177,13 @@ pub(crate) struct ReplySlot {
     trace: Option<Box<crate::message::TraceMembers>>,
 }
 
+/// Empty `once` if it holds a value (most never do: a check, not a drop and a new cell).
+fn forget_once<T>(once: &mut OnceLock<T>) {
+    if once.get().is_some() {
+        *once = OnceLock::new();
+    }
+}
+
 impl ReplySlot {
     pub(crate) fn new(
         host: Arc<dyn Host>,
@@ -243,9 +250,11 @@ impl ReplySlot {
         *s.cancelled.get_mut() = false;
         *s.peer_cancelled.get_mut() = false;
         *s.queued.get_mut() = false;
-        s.token = OnceLock::new();
+        // A spare slot was retired (see `retire`): its token and reason are most often empty
+        // already, and an empty one is left as it is (not dropped and made anew).
+        forget_once(&mut s.token);
         *s.supervision.get_mut() = supervision::IDLE;
-        s.cancel_reason = OnceLock::new();
+        forget_once(&mut s.cancel_reason);
         s.never_cancelled = false;
         if s.watched {
             s.hook.reset();
@@ -269,8 +278,8 @@ impl ReplySlot {
     pub(crate) fn retire(slot: &mut Arc<Self>) -> bool {
         let Some(s) = Arc::get_mut(slot) else { return false };
         s.batch = None;
-        s.token = OnceLock::new();
-        s.cancel_reason = OnceLock::new();
+        forget_once(&mut s.token);
+        forget_once(&mut s.cancel_reason);
         true
     }
 
