@@ -30,37 +30,29 @@ import sys
 # A cost line of `positions: instr line`: the instruction's address (absolute, relative to the
 # previous one, or `*` for the same), its source line (likewise), then the event counts.
 COST = re.compile(r"^(0x[0-9a-fA-F]+|[+-]\d+|\*)\s+(?:[+-]?\d+|\*)\s+(\d+)")
-NAMED = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
-# An object (executable or shared library): `ob=` that of the functions named after it, `cob=`
-# that of a call's target (either may be where an object's number is first given its name).
-OBJECT = re.compile(r"^(c?ob)=\((\d+)\)(?: (.*))?$")
+# A name, given in full with its number the first time and by its number after: `ob=` and `fn=`
+# name the object (executable or shared library) and the function of the cost lines that follow,
+# `cob=` and `cfn=` a call's target (either may be where a number is first given its name).
+NAMED = re.compile(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$")
 
 
 def parse(path):
     """Instructions executed per address, and the function each address belongs to. An address
     is a pair (object, address in it): callgrind gives a position-independent object's addresses
     from the object's start, so the executable's and a shared library's can be equal."""
-    names, function, last, inclusive_next = {}, None, 0, False
-    object_names, current_object = {}, None
+    names, current = {"ob": {}, "fn": {}}, {"ob": None, "fn": None}
+    last, inclusive_next = 0, False
     counts, owner = collections.Counter(), {}
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
-            ob = OBJECT.match(line)
-            if ob:
-                kind, key, name = ob.groups()
-                if name is not None:
-                    object_names[key] = name
-                if kind == "ob":
-                    current_object = object_names.get(key, key)
-                continue
             named = NAMED.match(line)
             if named:
-                kind, key, name = named.groups()
+                callee, kind, key, name = named.groups()
                 if name is not None:
-                    names[key] = name
-                if kind == "fn":
-                    function = names.get(key, key)
+                    names[kind][key] = name
+                if not callee:
+                    current[kind] = names[kind].get(key, key)
                 continue
             if line.startswith("calls="):
                 # The next cost line is the call's inclusive cost, at the call instruction.
@@ -77,8 +69,8 @@ def parse(path):
             if inclusive_next:
                 inclusive_next = False
                 continue
-            counts[(current_object, last)] += int(cost.group(2))
-            owner[(current_object, last)] = function
+            counts[(current["ob"], last)] += int(cost.group(2))
+            owner[(current["ob"], last)] = current["fn"]
     return counts, owner
 
 
