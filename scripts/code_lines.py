@@ -122,7 +122,8 @@ def print_fill(binary, hot):
     name = os.path.basename(binary)
     inside = [address for obj, address in hot if obj is not None and os.path.basename(obj) == name]
     if not inside:
-        sys.exit(f"{binary}: the profile has no often-run code of an object of that name")
+        sys.exit(f"{binary}: the profile has no often-run code of an object of that file name (give the binary "
+                 "by the name it ran under, not a copy's)")
     missed = sum(address not in length for address in inside)
     if missed > len(inside) // 100:
         sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in it are not "
