@@ -130,8 +130,9 @@ def print_fill(binary, hot):
                  "instructions there: not the profiled build")
     used, lines = 0, set()
     for address in inside:
-        used += length[address]
-        lines.add(address // 64)
+        if address in length:
+            used += length[address]
+            lines.add(address // 64)
     print(f"in {binary}: {used} bytes of those instructions in {len(lines)} of the lines "
           f"({used / (len(lines) * 64):.0%} of each line)")
 

@@ -250,8 +250,8 @@ impl ReplySlot {
         *s.cancelled.get_mut() = false;
         *s.peer_cancelled.get_mut() = false;
         *s.queued.get_mut() = false;
-        // A spare slot was retired (see `retire`): its token and reason are most often empty
-        // already, and an empty one is left as it is (not dropped and made anew).
+        // A spare slot was retired (see `retire`), which emptied its token and reason; an empty
+        // cell is left as it is (not dropped and made anew), a full one emptied.
         forget_once(&mut s.token);
         *s.supervision.get_mut() = supervision::IDLE;
         forget_once(&mut s.cancel_reason);
