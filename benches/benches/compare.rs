@@ -624,7 +624,7 @@ impl Scheduling {
             .zip(self.counts)
             .map(|(name, count)| format!("{name} {:.3}", count as f64 / calls as f64))
             .collect();
-        println!("scheduling per call (both workers): {}", per_call.join(", "));
+        println!("scheduling per call, summed over the workers: {}", per_call.join(", "));
     }
 
     #[cfg(not(tokio_unstable))]
