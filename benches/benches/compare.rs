@@ -561,9 +561,9 @@ fn profile(rt: &Runtime, n: usize) {
         _ => {}
     }
     let _ = runner.sequential(rt, n / 10);
-    let scheduled = Scheduling::read(rt);
+    let scheduled = scheduling(rt);
     let a = runner.sequential(rt, n);
-    let scheduled = scheduled.since(rt);
+    let scheduled_after = scheduling(rt);
     println!(
         "{}, {}, {framing:?}, {n} sequential calls: p50 {:.2} µs, p99 {:.2} µs, {:.0} calls/s, {:.1} allocations and {:.0} bytes per call",
         runner.name(),
@@ -574,71 +574,47 @@ fn profile(rt: &Runtime, n: usize) {
         a.allocs_per_call,
         a.bytes_per_call
     );
-    scheduled.print(n);
+    print_scheduling(scheduled, scheduled_after, n);
 }
 
-/// What the runtime's workers did, summed over them: with the bench built under
-/// `RUSTFLAGS="--cfg tokio_unstable"`, profile mode prints it per call of the timed run (how
-/// often a task moved to the other worker, a worker parked or woke to nothing, a task was polled
-/// from a run queue rather than the LIFO slot). Otherwise nothing is read or printed.
-struct Scheduling {
-    #[cfg(tokio_unstable)]
-    counts: [u64; 5],
+/// The runtime's scheduling counts: steals, parks, wake-ups to nothing, polls from a run queue
+/// (not the LIFO slot) and local schedules, summed over the workers. Read only when the bench is
+/// built with `RUSTFLAGS="--cfg tokio_unstable"` (the counts are unstable API); `None` otherwise.
+const SCHEDULING: [&str; 5] = ["steals", "parks", "wake-ups to nothing", "polls from a run queue", "local schedules"];
+
+#[cfg(tokio_unstable)]
+fn scheduling(rt: &Runtime) -> Option<[u64; 5]> {
+    let m = rt.metrics();
+    let mut counts = [0; 5];
+    for w in 0..m.num_workers() {
+        let per_worker = [
+            m.worker_steal_count(w),
+            m.worker_park_count(w),
+            m.worker_noop_count(w),
+            m.worker_poll_count(w),
+            m.worker_local_schedule_count(w),
+        ];
+        for (sum, v) in counts.iter_mut().zip(per_worker) {
+            *sum += v;
+        }
+    }
+    Some(counts)
 }
 
-impl Scheduling {
-    #[cfg(tokio_unstable)]
-    fn read(rt: &Runtime) -> Self {
-        let m = rt.metrics();
-        let mut counts = [0; 5];
-        for w in 0..m.num_workers() {
-            let per_worker = [
-                m.worker_steal_count(w),
-                m.worker_park_count(w),
-                m.worker_noop_count(w),
-                m.worker_poll_count(w),
-                m.worker_local_schedule_count(w),
-            ];
-            for (sum, v) in counts.iter_mut().zip(per_worker) {
-                *sum += v;
-            }
-        }
-        Scheduling { counts }
-    }
+#[cfg(not(tokio_unstable))]
+fn scheduling(_: &Runtime) -> Option<[u64; 5]> {
+    None
+}
 
-    /// What was counted between `self` and now.
-    #[cfg(tokio_unstable)]
-    fn since(self, rt: &Runtime) -> Self {
-        let mut now = Scheduling::read(rt);
-        for (after, before) in now.counts.iter_mut().zip(self.counts) {
-            *after -= before;
-        }
-        now
-    }
-
-    #[cfg(tokio_unstable)]
-    fn print(&self, calls: usize) {
-        let names = ["steals", "parks", "wake-ups to nothing", "polls from a run queue", "local schedules"];
-        let per_call: Vec<String> = names
-            .iter()
-            .zip(self.counts)
-            .map(|(name, count)| format!("{name} {:.3}", count as f64 / calls as f64))
-            .collect();
-        println!("scheduling per call, summed over the workers: {}", per_call.join(", "));
-    }
-
-    #[cfg(not(tokio_unstable))]
-    fn read(_: &Runtime) -> Self {
-        Scheduling {}
-    }
-
-    #[cfg(not(tokio_unstable))]
-    fn since(self, _: &Runtime) -> Self {
-        self
-    }
-
-    #[cfg(not(tokio_unstable))]
-    fn print(&self, _: usize) {}
+/// Print the scheduling counts between two readings, per call (nothing without them).
+fn print_scheduling(before: Option<[u64; 5]>, after: Option<[u64; 5]>, calls: usize) {
+    let (Some(before), Some(after)) = (before, after) else { return };
+    let per_call: Vec<String> = SCHEDULING
+        .iter()
+        .zip(after.iter().zip(before))
+        .map(|(name, (after, before))| format!("{name} {:.3}", (after - before) as f64 / calls as f64))
+        .collect();
+    println!("scheduling per call, summed over the workers: {}", per_call.join(", "));
 }
 
 /// `COMPARE_PROFILE_SCENARIO=span`: what the `tracing` registry of the layer rows costs by
