@@ -403,7 +403,7 @@ fn fmt_value(unit: Unit, v: f64) -> String {
     }
 }
 
-fn print(table: &Table, load: (String, String), elapsed: Duration) {
+fn print(table: &Table, workers: usize, load: (String, String), elapsed: Duration) {
     println!("\n### {}\n", table.title);
     print!("| scenario |");
     for col in &table.columns {
@@ -456,7 +456,8 @@ fn print(table: &Table, load: (String, String), elapsed: Duration) {
         println!("{note}");
     }
     println!(
-        "Run: 2 tokio worker threads, both ends in this process; load average {} before, {} after; {:.0} s.",
+        "Run: {workers} tokio worker thread{}, both ends in this process; load average {} before, {} after; {:.0} s.",
+        if workers == 1 { "" } else { "s" },
         load.0,
         load.1,
         elapsed.as_secs_f64()
@@ -928,9 +929,10 @@ fn main() {
     let sizes = Sizes::new(quick);
     let text: Arc<str> = payload(sizes.echo_len).into();
     println!(
-        "## jsonrpc-duplex and its peers{} (cores: {}, load average at start: {})",
+        "## jsonrpc-duplex and its peers{} (cores: {}, CPU: {}, load average at start: {})",
         if quick { " (COMPARE_QUICK: sizes ÷ 10)" } else { "" },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
+        jsonrpc_duplex_benches::cpu_model(),
         loadavg()
     );
     let start = Instant::now();
@@ -939,7 +941,7 @@ fn main() {
         let before = loadavg();
         let t = Instant::now();
         measure(&rt, &mut table, sizes, &text);
-        print(&table, (before, loadavg()), t.elapsed());
+        print(&table, workers, (before, loadavg()), t.elapsed());
         rt.block_on(async move {
             drop(table);
             tokio::time::sleep(Duration::from_millis(200)).await;
