@@ -35,7 +35,7 @@
 //! `COMPARE_WORKERS=1` runs the runtime on one worker thread instead of two (no hand-off between
 //! cores: the work itself, without what crossing cores costs). Built with
 //! `RUSTFLAGS="--cfg tokio_unstable"`, profile mode also prints what the runtime's workers did per
-//! call of scenario A (steals, parks, wake-ups to nothing, polls from a run queue).
+//! call of scenario A (steals, parks, wake-ups to nothing, polls from a run queue, local schedules).
 //!
 //! With the headline table comes the cost of the shipped middleware on row A (ours, core API,
 //! duplex, Content-Length, the layer on both ends): no layer, the tracing layer (under a
@@ -578,11 +578,13 @@ fn profile(rt: &Runtime, n: usize) {
     print_scheduling(scheduled, scheduled_after, n);
 }
 
-/// The runtime's scheduling counts: steals, parks, wake-ups to nothing, polls from a run queue
-/// (not the LIFO slot) and local schedules, summed over the workers. Read only when the bench is
-/// built with `RUSTFLAGS="--cfg tokio_unstable"` (the counts are unstable API); `None` otherwise.
+/// The names of [`scheduling`]'s counts, in its order.
 const SCHEDULING: [&str; 5] = ["steals", "parks", "wake-ups to nothing", "polls from a run queue", "local schedules"];
 
+/// The runtime's scheduling counts so far, summed over the workers: steals, parks, wake-ups to
+/// nothing, polls from a run queue (a task run from the LIFO slot is not counted) and local
+/// schedules. Read only when the bench is built with `RUSTFLAGS="--cfg tokio_unstable"` (the
+/// counts are unstable API); `None` otherwise.
 #[cfg(tokio_unstable)]
 fn scheduling(rt: &Runtime) -> Option<[u64; 5]> {
     let m = rt.metrics();
@@ -602,6 +604,7 @@ fn scheduling(rt: &Runtime) -> Option<[u64; 5]> {
     Some(counts)
 }
 
+/// Without `--cfg tokio_unstable` the runtime keeps no counts to read.
 #[cfg(not(tokio_unstable))]
 fn scheduling(_: &Runtime) -> Option<[u64; 5]> {
     None
@@ -929,10 +932,9 @@ fn main() {
     let sizes = Sizes::new(quick);
     let text: Arc<str> = payload(sizes.echo_len).into();
     println!(
-        "## jsonrpc-duplex and its peers{} (cores: {}, CPU: {}, load average at start: {})",
+        "## jsonrpc-duplex and its peers{} ({}, load average at start: {})",
         if quick { " (COMPARE_QUICK: sizes ÷ 10)" } else { "" },
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        jsonrpc_duplex_benches::cpu_model(),
+        jsonrpc_duplex_benches::machine(),
         loadavg()
     );
     let start = Instant::now();

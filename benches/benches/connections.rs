@@ -194,11 +194,7 @@ impl Figures {
 }
 
 fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 4]>; 2]) {
-    println!(
-        "\nCPU: {}, cores: {} (each server's process and its clients' share them)\n",
-        jsonrpc_duplex_benches::cpu_model(),
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
+    println!("\n{} (each server's process and its clients' share them)\n", jsonrpc_duplex_benches::machine());
     println!("| server, TCP on loopback | ours `Server` | hand-written | ours ÷ hand-written |");
     println!("|---|---:|---:|---:|");
     let row = |label: String, name: &str, unit: &str, digits: usize| {

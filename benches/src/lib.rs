@@ -41,16 +41,19 @@ pub fn time<F: FnOnce()>(f: F) -> Duration {
     start.elapsed()
 }
 
-/// The processor's name (Linux: the first `model name` of `/proc/cpuinfo`; `unknown` where there
-/// is none), for a table's heading: a build's ratios to the hand-written loop move with the kind
-/// of processor (newline row A on one worker thread read 1.04 to 1.07 on one host and 0.97 on
-/// an AMD EPYC host, the same source).
-pub fn cpu_model() -> String {
+/// The machine a table was measured on, for its heading: `cores: N, CPU: NAME`, the processor's
+/// name being the first `model name` of `/proc/cpuinfo` (Linux; `unknown` where there is none).
+/// A build's ratios to the hand-written loop move with the kind of processor (newline row A on
+/// one worker thread read 1.04 to 1.07 on one host and 0.97 on an AMD EPYC host, the same source).
+pub fn machine() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    info.lines()
+    let cpu = info
+        .lines()
         .find_map(|line| Some(line.strip_prefix("model name")?.split_once(':')?.1.trim().to_owned()))
         .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
+        .unwrap_or_else(|| "unknown".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("cores: {cores}, CPU: {cpu}")
 }
 
 /// Operations per second for `ops` operations done in `d`.
