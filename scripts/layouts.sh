@@ -11,8 +11,10 @@
 # Usage: scripts/layouts.sh [LAYOUTS (default 6)] [RUNS (default 3)]
 # COMPARE_ONLY (default duplex-nl), COMPARE_WORKERS and COMPARE_REPS go to every run.
 # Needs rust-lld, which rustup's toolchains ship (`rustc --print sysroot`/lib/rustlib/HOST/bin/
-# gcc-ld), and a Unix C compiler driver (`cc`) that takes `-fuse-ld=lld`. Its build lives in
-# target/layouts (its own linker would otherwise rebuild target/release).
+# gcc-ld), and a Unix C compiler driver (`cc`) that takes `-fuse-ld=lld`. It shares
+# target/release with `cargo bench`: only the compare bench itself is compiled again, to a file of
+# its own there (the linker is given to that one crate, so no dependency is rebuilt); its relinks
+# and runs live in target/layouts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LAYOUTS="${1:-6}"
@@ -56,12 +58,21 @@ exec cc -fuse-ld=lld -B"$gcc_ld" "\${extra[@]}" "\$@"
 EOF
 chmod +x "$linker"
 
-# Built with the bench profile, as `cargo bench` builds it; a build that links nothing (nothing
-# changed since the last) leaves the objects kept then.
-CARGO_TARGET_DIR="$dir/build" cargo bench -p jsonrpc-duplex-benches --bench compare --no-run \
-    --config "target.$host.linker=\"$linker\"" >&2
+# Built with the bench profile, as `cargo bench` builds it. A build that links nothing (nothing
+# changed since the last) leaves the objects kept then; if they are gone, the bench is removed
+# and built once more, so that it is linked again.
+build() {
+    cargo rustc --profile bench -p jsonrpc-duplex-benches --bench compare \
+        --message-format=json-render-diagnostics -- -C linker="$linker" |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p'
+}
+built="$(build)"
+if [ ! -s "$dir/objects/args" ] && [ -n "$built" ]; then
+    rm -f "$built"
+    build > /dev/null
+fi
 if [ ! -s "$dir/objects/args" ]; then
-    echo "layouts.sh: the compare bench was not linked through $linker (delete $dir/build and run again)" >&2
+    echo "layouts.sh: the compare bench was not linked through $linker" >&2
     exit 2
 fi
 for seed in $(seq 1 "$LAYOUTS"); do

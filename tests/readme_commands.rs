@@ -87,7 +87,7 @@ readme! {
     mcp_http_attack: ["cargo run --release --features mcp-http --example mcp_http_attack"] => to_end;
     #[ignore = "a release build of the soak example: .ci/run runs it (--ignored)"]
     soak: ["scripts/soak.sh 3"] => to_end;
-    #[ignore = "a release build of the compare bench in a target directory of its own: .ci/run runs it (--ignored)"]
+    #[ignore = "the compare bench in release, relinked in several layouts: .ci/run runs it (--ignored)"]
     layouts: ["scripts/layouts.sh 8 3"] => layouts_summary;
     loom: ["scripts/loom.sh"] => in_ci;
 }
