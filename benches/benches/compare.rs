@@ -1,7 +1,8 @@
 //! jsonrpc-duplex next to its peers and to a hand-written loop, every contender in this one
 //! process, interleaved (each repetition runs every contender before the next repetition
 //! starts, each row beginning with the next contender in turn, each timed run after a tenth of
-//! its work untimed), medians of 5 repetitions after a warm-up (`COMPARE_REPS=N`: N instead):
+//! its work untimed), medians of 5 repetitions after a warm-up (`COMPARE_REPS=N`: N instead;
+//! row A runs three times a repetition, see [`A_RUNS`]):
 //!
 //! - A: sequential round trips (`add`), one caller: p50/p99 latency, calls/s, and heap
 //!   allocations per call (both ends, every task);
@@ -67,6 +68,14 @@ fn reps() -> usize {
     let n = std::env::var("COMPARE_REPS").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(5);
     jsonrpc_duplex_benches::reps(n)
 }
+
+/// Row A's runs per repetition, each contender's in turn (every other row runs once). On a
+/// virtual machine whose idle cores halt, about two in five of row A's runs (20,000 calls, 30 to
+/// 60 ms each) fall into a spell that doubles their p50, for every contender alike (with two
+/// workers; the runtime wakes the idle one every few calls, and for a while that costs more).
+/// The median of 5 runs caught such a spell for one column and not the next often enough to
+/// move a ratio by a quarter; the median of 15 seldom does.
+const A_RUNS: usize = 3;
 
 #[derive(Clone, Copy)]
 struct Sizes {
@@ -313,22 +322,26 @@ fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
         // Each repetition starts every row with the next column: no contender is always the
         // one measured just after another row's work (a column always first lost 10 to 15% of
         // row A's calls/s to what the 1 MiB echoes before it left, whoever it was).
-        let order: Vec<usize> = (0..n).map(|k| (k + rep) % n).collect();
-        let mut in_turn = |f: &mut dyn FnMut(&mut Column)| order.iter().for_each(|&i| f(&mut table.columns[i]));
         // Each timed run follows a tenth of its work untimed: row A's 20,000 calls take about
         // 30 ms, and the first milliseconds after another contender's run (the heap growing
         // back, the other core waking, tasks placed anew) would count in them (a stream of
         // 1,000,000 items through #[rpc] read 3.2M or 3.8M items/s by which contender ran just
         // before it, 3.75-3.84M after the untimed tenth).
         let tenth = |n: usize| (n / 10).max(1);
-        in_turn(&mut |col| {
-            col.runner.sequential(rt, tenth(s.sequential));
-            let a: Sequential = col.runner.sequential(rt, s.sequential);
-            record(col, 0, keep, Some(a.p50.as_secs_f64() * 1e6));
-            record(col, 1, keep, Some(a.p99.as_secs_f64() * 1e6));
-            record(col, 2, keep, Some(a.per_sec));
-            record(col, 3, keep, Some(a.allocs_per_call));
-        });
+        for pass in 0..A_RUNS {
+            // Each pass starts with the next column too.
+            for k in 0..n {
+                let col = &mut table.columns[(k + rep + pass) % n];
+                col.runner.sequential(rt, tenth(s.sequential));
+                let a: Sequential = col.runner.sequential(rt, s.sequential);
+                record(col, 0, keep, Some(a.p50.as_secs_f64() * 1e6));
+                record(col, 1, keep, Some(a.p99.as_secs_f64() * 1e6));
+                record(col, 2, keep, Some(a.per_sec));
+                record(col, 3, keep, Some(a.allocs_per_call));
+            }
+        }
+        let order: Vec<usize> = (0..n).map(|k| (k + rep) % n).collect();
+        let mut in_turn = |f: &mut dyn FnMut(&mut Column)| order.iter().for_each(|&i| f(&mut table.columns[i]));
         in_turn(&mut |col| {
             col.runner.in_flight(rt, tenth(s.in_flight), s.width);
             let b = col.runner.in_flight(rt, s.in_flight, s.width);
@@ -447,7 +460,7 @@ fn print(table: &Table, workers: usize, load: (String, String), elapsed: Duratio
     println!();
     println!(
         "Medians of {} interleaved repetitions after a warm-up (each row starting with the next column in turn; \
-         each timed run after a tenth of its work untimed). In brackets: ÷ hand-written loop, ÷ best peer \
+         row A run {A_RUNS} times a repetition; each timed run after a tenth of its work untimed). In brackets: ÷ hand-written loop, ÷ best peer \
          (the best of async-lsp, tower-lsp-server, jsonrpsee on that row; for latency, allocations and bytes lower is better, \
          for the rest higher). Ours: default settings, streams with batches of 1000 and read-ahead 4000. n/a: not supported.",
         reps()
@@ -768,15 +781,18 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
     for rep in 0..=reps() {
         let n = if rep == 0 { sizes.warm_up().sequential } else { sizes.sequential };
         // As in the tables: each repetition starts with the next kind, after untimed calls.
-        for k in 0..runners.len() {
-            let i = (k + rep) % runners.len();
-            let runner = &runners[i];
-            runner.sequential(rt, (n / 10).max(1));
-            let a = runner.sequential(rt, n);
-            if rep > 0 {
-                samples[i][0].push(a.p50.as_secs_f64() * 1e6);
-                samples[i][1].push(a.per_sec);
-                samples[i][2].push(a.allocs_per_call);
+        // Row A's passes as in the tables ([`A_RUNS`]).
+        for pass in 0..A_RUNS {
+            for k in 0..runners.len() {
+                let i = (k + rep + pass) % runners.len();
+                let runner = &runners[i];
+                runner.sequential(rt, (n / 10).max(1));
+                let a = runner.sequential(rt, n);
+                if rep > 0 {
+                    samples[i][0].push(a.p50.as_secs_f64() * 1e6);
+                    samples[i][1].push(a.per_sec);
+                    samples[i][2].push(a.allocs_per_call);
+                }
             }
         }
         if rep == 0 {
@@ -807,8 +823,8 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         println!();
     }
     println!(
-        "\nMedians of {} interleaved repetitions after a warm-up (each starting with the next column in turn, after \
-         a tenth of its calls untimed); in brackets ÷ no layer. The layer runs on both \
+        "\nMedians of {} interleaved repetitions after a warm-up ({A_RUNS} runs of each a repetition, each pass \
+         starting with the next column in turn, each run after a tenth of its calls untimed); in brackets ÷ no layer. The layer runs on both \
          ends (one outbound and one inbound pass per call) unless the column says otherwise.",
         reps()
     );
