@@ -38,9 +38,6 @@ pub(crate) trait FrameSource: Send + Unpin + 'static {
     fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Next, FrameError>>>;
     /// The body of the message [`FrameSource::poll_frame`] last gave.
     fn body(&self) -> &[u8];
-    /// Whether more input is already at hand after the current frame (more frames are likely
-    /// to follow without a wait).
-    fn has_more(&self) -> bool;
     /// After [`FrameSource::poll_frame`] returned `Pending`: whether part of a message has
     /// arrived (for the message read timeout; `false` when the source cannot tell).
     fn in_message(&self) -> bool;
@@ -173,10 +170,6 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for ByteFrames<R> {
         self.buf.as_deref().map_or(&[][..], |buf| &buf[self.body.clone()])
     }
 
-    fn has_more(&self) -> bool {
-        self.buf.as_deref().map_or(0, BytesMut::len) > self.consume
-    }
-
     fn in_message(&self) -> bool {
         // Whatever is buffered when no frame can be cut is the start of the next one; the codec
         // may have taken a header already, or be skipping an over-long line.
@@ -219,11 +212,6 @@ where
 
     fn body(&self) -> &[u8] {
         &self.current
-    }
-
-    fn has_more(&self) -> bool {
-        // Unknown: a message transport may have more at hand.
-        true
     }
 
     fn in_message(&self) -> bool {
@@ -312,20 +300,5 @@ mod tests {
         let capacity = frames.buf.as_deref().map_or(0, BytesMut::capacity);
         assert!(capacity < body.len() + READ_CHUNK, "{capacity} for {}", body.len());
         writer.await.unwrap();
-    }
-
-    #[test]
-    fn has_more_says_whether_bytes_follow_the_current_frame() {
-        let mut frames = ByteFrames::new(tokio::io::empty(), Framing::NewlineDelimited.codec(FrameLimits::default()));
-        frames.buf = Some(Box::new(BytesMut::from(&b"[1]\n[2]\n"[..])));
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(Some(Ok(Next::Message)))));
-        assert_eq!(frames.body(), b"[1]");
-        assert!(frames.has_more());
-        assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(Some(Ok(Next::Message)))));
-        assert_eq!(frames.body(), b"[2]");
-        assert!(!frames.has_more());
-        assert!(matches!(frames.poll_frame(&mut cx), Poll::Ready(None)));
     }
 }
