@@ -823,7 +823,7 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
         println!();
     }
     println!(
-        "\nMedians of {} interleaved repetitions after a warm-up ({A_RUNS} runs of each a repetition, each pass \
+        "\nMedians of {} interleaved repetitions after a warm-up ({A_RUNS} runs of each column a repetition, each pass \
          starting with the next column in turn, each run after a tenth of its calls untimed); in brackets ÷ no layer. The layer runs on both \
          ends (one outbound and one inbound pass per call) unless the column says otherwise.",
         reps()
