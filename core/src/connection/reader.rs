@@ -112,13 +112,11 @@ impl Hold {
 
     /// A message was read.
     fn after_read(&self, out: &super::outbound::Outbound) {
-        match self.get() {
-            0 => {
-                out.hold();
-                self.set(1);
-            }
-            n => self.set(n + 1),
+        let n = self.get();
+        if n == 0 {
+            out.hold();
         }
+        self.set(n + 1);
     }
 
     /// Write what is held (`Outbound::release`): before a wait, or after a long run.
