@@ -14,4 +14,9 @@ if [ -n "${SOAK_SECONDS:-}" ]; then
 else
     DURATION=(--minutes "$MINUTES")
 fi
-exec cargo run --quiet --release --example soak -- "${DURATION[@]}" --report-secs "${REPORT_SECS:-10}" "$@"
+# Built with the features of the README's other release example (`cargo run --release
+# --features mcp-http --example mcp_http_attack`), so that the two share one release build. The
+# soak needs only the default features, but built with those alone it would build the core, the
+# facade and the dependencies the examples share in release a second time.
+exec cargo run --quiet --release --features mcp-http --example soak -- \
+    "${DURATION[@]}" --report-secs "${REPORT_SECS:-10}" "$@"

@@ -26,12 +26,12 @@
 //! The lines that build in release mode, install a tool or build every dependency's docs (the
 //! benches, the fuzz and soak scripts, `cargo doc`) are `#[ignore]`d with the reason: the
 //! README's test command leaves them out, and `.ci/run` runs them with
-//! `cargo test --all-features --test readme_commands -- --ignored`. An entry that takes more
+//! `cargo test --workspace --all-features --test readme_commands -- --ignored`. An entry that takes more
 //! than a few seconds on a warm build gets such an attribute before its name.
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -151,7 +151,7 @@ fn the_readme_shows_only_commands_that_run_here() {
 }
 
 /// The line of `.ci/run` that runs the `#[ignore]`d entries.
-const IGNORED_IN_CI: &str = "cargo test --all-features --test readme_commands -- --ignored";
+const IGNORED_IN_CI: &str = "cargo test --workspace --all-features --test readme_commands -- --ignored";
 
 #[test]
 fn ci_runs_the_ignored_lines() {
@@ -396,13 +396,17 @@ fn collect(mut reader: impl Read + Send + 'static) -> std::thread::JoinHandle<St
     })
 }
 
-/// Run `cmd` (from [`command`]) to its end, within [`LIMIT`].
+/// Run `cmd` (from [`command`]) to its end, within [`LIMIT`]. Its time goes to stderr past the
+/// test harness's capture (`.ci/run`'s log says what each line took, waits for cargo's build
+/// lock included).
 fn run(line: &str, mut cmd: Command) -> Output {
+    let start = Instant::now();
     let mut child =
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("`{line}`: {e}"));
     let stdout = collect(child.stdout.take().unwrap());
     let stderr = collect(child.stderr.take().unwrap());
     let status = wait_within(&mut child, LIMIT).unwrap_or_else(|| panic!("`{line}` did not finish within {LIMIT:?}"));
+    let _ = writeln!(std::io::stderr(), "[readme] {} s: {line}", start.elapsed().as_secs());
     Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
 }
 

@@ -2,8 +2,9 @@
 //! checked against what the README shows.
 //!
 //! - `cargo install --locked --path cli` runs from the workspace root, installing into
-//!   `target/readme-jrpc/install` (`CARGO_INSTALL_ROOT`, with its own `CARGO_TARGET_DIR` there, kept
-//!   between runs); the `jrpc` commands that follow are that installed binary.
+//!   `target/readme-jrpc/install` (`CARGO_INSTALL_ROOT`); it builds in the workspace's
+//!   `target/release`, as it does for a user (so it reuses what the benches' release build made);
+//!   the `jrpc` commands that follow are that installed binary.
 //! - `trace.jsonl` is recorded first the way the README says: the `lsp_client` example as the
 //!   editor, asking pylsp for a hover through `jrpc tap --out trace.jsonl -- pylsp`.
 //! - Each `$ …` line of a `console` block runs with `sh -c` in a scratch directory holding the
@@ -15,7 +16,7 @@
 //!
 //! It takes minutes (a release build of the cli, pylsp and pyright installed), so the README's
 //! test command leaves it out (`#[ignore]`) and `.ci/run` runs it:
-//! `cargo test -p jsonrpc-duplex-cli --test readme -- --ignored`.
+//! `cargo test --workspace --all-features --test readme -- --ignored`.
 //!
 //! `JRPC_README_SHOW=1` prints each command's real output (to update the README with).
 
@@ -125,12 +126,7 @@ async fn the_readme_commands_run_as_written() {
     let target = interop::profile_dir().parent().expect("target/").join("readme-jrpc");
     let install = examples.iter().find(|e| e.command.starts_with("cargo install")).expect("an install line");
     let mut cargo = tokio::process::Command::new("sh");
-    cargo
-        .arg("-c")
-        .arg(&install.command)
-        .current_dir(&workspace)
-        .env("CARGO_INSTALL_ROOT", target.join("install"))
-        .env("CARGO_TARGET_DIR", target.join("build"));
+    cargo.arg("-c").arg(&install.command).current_dir(&workspace).env("CARGO_INSTALL_ROOT", target.join("install"));
     let out = support::run_with_limit(cargo, b"", INSTALL).await;
     assert!(out.status.success(), "`{}` failed: {out:?}", install.command);
     let bin = target.join("install").join("bin");
