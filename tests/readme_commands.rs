@@ -57,8 +57,8 @@ readme! {
     demo: ["cargo run --example demo"] => to_end;
     middleware_auth: ["cargo run --example middleware_auth"] => to_end;
     workspace_tests: ["cargo test --workspace --all-features"] => in_ci;
-    #[ignore = "builds the docs of every dependency: .ci/run runs it (--ignored)"]
-    crate_docs: ["cargo doc --open"] => to_end;
+    #[ignore = "checks every dependency to document ours: .ci/run runs it (--ignored)"]
+    crate_docs: ["cargo doc --no-deps --open"] => to_end;
     acp_client: ["cargo run --example acp_client -- --deny cargo run --example acp_agent"] => acp_turn;
     lsp_client: ["cargo run --example lsp_client -- pylsp -- tests/interop/lsp/fixture/greet.py 9 24"] => lsp_hover;
     lsp_client_and_server: ["cargo run --example lsp_client -- -- target/debug/examples/lsp_server -- README.md 1 3"] => lsp_against_our_server;
@@ -100,7 +100,7 @@ const KNOBS: &[(&str, &str)] = &[
     ("FUZZ_SECONDS", "1"),
     // `scripts/soak.sh MINUTES`: two seconds instead.
     ("SOAK_SECONDS", "2"),
-    // `cargo doc --open` opens the docs with `$BROWSER`: here, nothing opens them.
+    // `cargo doc --no-deps --open` opens the docs with `$BROWSER`: here, nothing opens them.
     ("BROWSER", "true"),
     ("CARGO_TERM_COLOR", "never"),
 ];

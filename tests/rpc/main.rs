@@ -14,4 +14,3 @@ pub mod passthrough;
 pub mod progress_in_params;
 pub mod progress_wire;
 pub mod sides;
-pub mod ui;
