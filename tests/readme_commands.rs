@@ -23,11 +23,11 @@
 //! set for every command run here ([`KNOBS`]): benches run at a hundredth of their sizes, the
 //! soak and fuzz scripts for a second or two. The argv stays the README's.
 //!
-//! The lines that build in release mode, install a tool or build every dependency's docs (the
-//! benches, the fuzz and soak scripts, `cargo doc`) are `#[ignore]`d with the reason: the
-//! README's test command leaves them out, and `.ci/run` runs them with
-//! `cargo test --workspace --all-features --test readme_commands -- --ignored`. An entry that takes more
-//! than a few seconds on a warm build gets such an attribute before its name.
+//! The lines that build in release mode, install a tool or check every dependency (the benches,
+//! the fuzz and soak scripts, `cargo doc`) are `#[ignore]`d with the reason: the README's test
+//! command leaves them out, and `.ci/run` runs them with
+//! `cargo test --workspace --all-features --test readme_commands -- --ignored`. An entry that
+//! takes more than a few seconds on a warm build gets such an attribute before its name.
 
 mod support;
 
