@@ -10,10 +10,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::pending::Outcome;
+use super::pending::{Answer, Outcome};
 use super::shared::Shared;
 use super::{CloseKind, CloseReason, Error};
 use crate::message::bind::UNBOUND;
@@ -176,7 +175,7 @@ pub(crate) struct WatchedCall<'a> {
 enum Sending<'a> {
     /// Not started yet (`None`: only while it starts).
     Start(Option<EncodedCall>),
-    Answer(oneshot::Receiver<Outcome>),
+    Answer(Answer<'a>),
     Slow(BoxedCall<'a>),
 }
 
@@ -222,8 +221,8 @@ impl<'a> Sending<'a> {
                     guard.disarm();
                 }
                 Poll::Ready(match outcome {
-                    Ok((result, _)) => result.map_err(|e| *e),
-                    Err(_) => Err(Error::ConnectionLost(handle.shared.lost())),
+                    Some((result, _)) => result.map_err(|e| *e),
+                    None => Err(Error::ConnectionLost(handle.shared.lost())),
                 })
             }
         }
@@ -518,8 +517,8 @@ impl Handle {
         let outcome = rx.await;
         guard.disarm();
         match outcome {
-            Ok((result, _)) => result.map_err(|e| *e),
-            Err(_) => Err(Error::ConnectionLost(self.shared.lost())),
+            Some((result, _)) => result.map_err(|e| *e),
+            None => Err(Error::ConnectionLost(self.shared.lost())),
         }
     }
 
@@ -531,7 +530,7 @@ impl Handle {
         call: EncodedCall,
         options: &'a CallOptions,
         guard: &mut CallGuard<'a>,
-    ) -> Result<oneshot::Receiver<Outcome>, BoxedCall<'a>> {
+    ) -> Result<Answer<'a>, BoxedCall<'a>> {
         let shared = &*self.shared;
         let limited = options.timeout.or(shared.config.default_timeout).is_some() || options.cancel.is_some();
         let rx = match shared.pending.try_register(call.id) {
@@ -574,7 +573,7 @@ impl Handle {
     /// within the call's limits.
     async fn finish_call(
         &self,
-        rx: oneshot::Receiver<Outcome>,
+        rx: Answer<'_>,
         mut guard: CallGuard<'_>,
         buf: Option<Vec<u8>>,
         options: &CallOptions,
@@ -598,7 +597,7 @@ impl Handle {
     /// the wait, an answer read before it is returned.
     async fn await_limited(
         &self,
-        mut rx: oneshot::Receiver<Outcome>,
+        mut rx: Answer<'_>,
         mut guard: CallGuard<'_>,
         timeout: Option<std::time::Duration>,
         options: &CallOptions,
@@ -655,7 +654,7 @@ impl Handle {
     /// its answer if that was read first.
     async fn timed_out(
         &self,
-        rx: oneshot::Receiver<Outcome>,
+        rx: Answer<'_>,
         mut guard: CallGuard<'_>,
         after: Duration,
         options: &CallOptions,
@@ -668,13 +667,9 @@ impl Handle {
     }
 
     /// The answer, once the notifications read before it are handled if the call asked for that.
-    async fn settled(
-        &self,
-        outcome: Result<Outcome, oneshot::error::RecvError>,
-        options: &CallOptions,
-    ) -> Result<Box<RawValue>, Error> {
+    async fn settled(&self, outcome: Option<Outcome>, options: &CallOptions) -> Result<Box<RawValue>, Error> {
         let (result, read_before) =
-            outcome.unwrap_or_else(|_| (Err(Box::new(Error::ConnectionLost(self.shared.lost()))), 0));
+            outcome.unwrap_or_else(|| (Err(Box::new(Error::ConnectionLost(self.shared.lost()))), 0));
         if options.after_notifications {
             // A notification handler's own handle waits only for the notifications before it
             // (waiting for itself would never end).
@@ -759,9 +754,10 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::CallOptions;
+    use crate::connection::pending::Delivery;
     use crate::{CancelProtocol, Connection, Framing};
 
-    /// How the caller stops waiting in [`an_answer_taken_for_delivery_wins_over_giving_up`].
+    /// How the caller stops waiting in [`an_answer_read_before_giving_up_wins_over_it`].
     #[derive(Clone, Copy, Debug)]
     enum Stop {
         Token,
@@ -769,11 +765,12 @@ mod tests {
         Drop,
     }
 
-    /// The reader takes a call's entry, then hands the answer to the caller: a caller that gives
-    /// up between the two (its token fires, its timeout expires, it is dropped) must neither tell
-    /// the peer to cancel the answered request nor, if it still waits, miss the answer.
+    /// The reader hands a call its answer, and the caller gives up (its token fires, its timeout
+    /// expires, it is dropped) before its task runs to take it: it must neither tell the peer to
+    /// cancel the answered request nor, if it still waits, miss the answer; and the answer's
+    /// entry leaves the table either way.
     #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn an_answer_taken_for_delivery_wins_over_giving_up() {
+    async fn an_answer_read_before_giving_up_wins_over_it() {
         for protocol in [CancelProtocol::mcp(), CancelProtocol::lsp()] {
             for stop in [Stop::Token, Stop::Timeout, Stop::Drop] {
                 let what = format!("{} / {stop:?}", protocol.method);
@@ -789,7 +786,10 @@ mod tests {
                 let call = tokio::spawn(async move { handle.request_with::<u32>("work", (), options).await });
                 let request = lines.next_line().await.unwrap().unwrap();
                 assert!(request.contains(r#""id":0"#), "{what}: {request}");
-                let tx = conn.handle().shared.pending.take_for_delivery(0).expect("the call waits");
+                let answer = RawValue::from_string("7".into()).unwrap();
+                let probe = conn.handle();
+                let pending = &probe.shared.pending;
+                assert_eq!(pending.complete(0, Ok(answer), 0), Delivery::Delivered, "{what}");
                 match stop {
                     Stop::Token => token.cancel(),
                     Stop::Timeout => tokio::time::advance(std::time::Duration::from_secs(2)).await,
@@ -798,15 +798,12 @@ mod tests {
                 for _ in 0..10 {
                     tokio::task::yield_now().await;
                 }
-                let answer = RawValue::from_string("7".into()).unwrap();
-                let _ = tx.send((Ok(answer), 0));
                 match (stop, call.await) {
                     (Stop::Drop, Err(e)) => assert!(e.is_cancelled(), "{what}"),
                     (_, Ok(Ok(n))) => assert_eq!(n, 7, "{what}"),
-                    (_, other) => {
-                        panic!("{what}: the answer was taken for delivery, yet the call ended with {other:?}")
-                    }
+                    (_, other) => panic!("{what}: the answer was read first, yet the call ended with {other:?}"),
                 }
+                assert_eq!(pending.entries(), 0, "{what}: the answer's entry stayed");
                 conn.handle().notify("mark", ()).await.unwrap();
                 let next = lines.next_line().await.unwrap().unwrap();
                 assert!(

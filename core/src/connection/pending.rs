@@ -1,9 +1,11 @@
 //! Where replies are matched to calls: our outbound request ids → the waiting callers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
 
 use super::{CloseReason, Error};
 use crate::message::ErrorObject;
@@ -14,10 +16,10 @@ use crate::util::hash::IdBuild;
 /// What a waiting call receives: the answer, and how many inbound messages had been handed to
 /// the dispatcher when it was read (so the caller may wait until those are handled).
 ///
-/// The error is boxed: the outcome is moved through the channel and up the caller's futures,
-/// each move a copy, and the answer itself (a fat pointer) is the common case. As a 72-byte
-/// value its copies were loaded in 16-byte halves of the 8-byte stores that had just written
-/// them, which the CPU cannot forward (the hottest instructions of the caller's poll).
+/// The error is boxed: the outcome is moved up the caller's futures, each move a copy, and the
+/// answer itself (a fat pointer) is the common case. As a 72-byte value its copies were loaded
+/// in 16-byte halves of the 8-byte stores that had just written them, which the CPU cannot
+/// forward (the hottest instructions of the caller's poll).
 pub(crate) type Outcome = (Result<Box<RawValue>, Box<Error>>, u64);
 
 /// How many abandoned ids are remembered so that their late answers are absorbed quietly.
@@ -27,25 +29,64 @@ const ABANDONED_MEMORY: usize = 4096;
 #[cfg(jsonrpc_duplex_loom)]
 const ABANDONED_MEMORY: usize = 2;
 
+/// A registered call's entry: the hand-off of its answer from the reader to the caller's task.
+///
+/// The answer waits in the table itself until the caller takes it, so a call needs no channel
+/// of its own (tokio's `oneshot` was an allocation, and its code, on every call). Every step is
+/// under the table's lock; a wake-up is given after the lock is let go.
+///
+/// | state | event | next |
+/// |---|---|---|
+/// | (none) | [`Pending::try_register`] | `Waiting(None)`; the caller holds an [`Answer`] |
+/// | `Waiting(_)` | the caller polls its [`Answer`] | `Waiting(Some(its waker))` (kept if it would wake the same task) |
+/// | `Waiting(w)` | [`Pending::complete`] (the reader read the answer) | `Answered`; `w` woken |
+/// | `Waiting(w)` | [`Pending::close`] (the connection ended) | `Answered` with `ConnectionLost`; `w` woken |
+/// | `Waiting(_)` | [`Pending::abandon`] (the caller's guard gives up) | removed; its id remembered as abandoned |
+/// | `Waiting(_)` | the caller's [`Answer`] is dropped | `Orphaned` (its guard gives it up next) |
+/// | `Orphaned` | `abandon` | removed; its id remembered as abandoned |
+/// | `Orphaned` | `complete`, `close` | removed (the answer dropped: nobody will take it) |
+/// | `Answered` | the caller polls its [`Answer`] | removed; the outcome returned |
+/// | `Answered` | the caller's [`Answer`] is dropped | removed; the outcome dropped |
+/// | `Answered` | `complete` again (a duplicate answer), `close`, `abandon` | unchanged (`abandon` returns `false`: the caller takes the answer) |
+///
+/// So each call gets exactly one outcome, a waker stored before the answer is always woken,
+/// and an entry leaves the table with its caller, whichever of its [`Answer`] and its guard
+/// goes first and whenever the answer comes between them. Checked by the `loom_pending_*`
+/// models.
+enum Slot {
+    Waiting(Option<Waker>),
+    Orphaned,
+    Answered(Outcome),
+}
+
 #[derive(Default)]
 struct Inner {
-    calls: HashMap<u64, oneshot::Sender<Outcome>, IdBuild>,
-    /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules): made when
-    /// the first gives up, so a connection whose calls were all answered holds none of it.
+    calls: HashMap<u64, Slot, IdBuild>,
+    /// How many of `calls` are `Waiting`: the calls that await answers (an answered entry
+    /// waits only for its caller to take it, and holds no slot of `max`).
+    waiting: usize,
+    /// What only a caller giving up or the connection's end needs: made by the first of them,
+    /// so a connection whose calls were all answered holds none of it (and this struct stays
+    /// within `Pending`'s 96 bytes).
+    rare: Option<Box<Rare>>,
+}
+
+#[derive(Default)]
+struct Rare {
+    /// Calls whose caller gave up (dropped, timed out, cancelled under MCP rules).
     ///
     /// | state | event (all under the table's lock) | next |
     /// |---|---|---|
-    /// | `None` | [`Pending::abandon`] of a waiting call | made, holding its id |
-    /// | `None` | [`Pending::complete`] of an id not waiting | `None` (the answer is `Unknown`) |
+    /// | not made | [`Pending::abandon`] of a waiting call | made, holding its id |
+    /// | not made | [`Pending::complete`] of an id not waiting | not made (the answer is `Unknown`) |
     /// | made | `abandon` of a waiting call | its id added last; the oldest forgotten past [`ABANDONED_MEMORY`] |
     /// | made | `complete` of a remembered id | the id forgotten (the answer is `Abandoned`) |
     ///
     /// Never more than [`ABANDONED_MEMORY`] ids, in bytes about 16 each plus the set's slack
     /// (`loom_pending_the_abandoned_ids_memory_stays_bounded`). Once made it stays made: a
     /// connection whose callers give up keeps its memory for late answers.
-    abandoned: Option<Box<Abandoned>>,
-    /// Why the table closed, once it has. Boxed: made only at the end, it would cost every
-    /// connection its size for the whole of its life.
+    abandoned: Abandoned,
+    /// Why the table closed, once it has (boxed: what a caller giving up makes needs none).
     closed: Option<Box<CloseReason>>,
 }
 
@@ -92,6 +133,52 @@ pub(crate) struct Pending {
     slot_freed: OnceBox<lazy::Notify>,
 }
 
+/// A registered call's answer, to be awaited by its caller: the outcome, or `None` if its entry
+/// is gone (never expected: only the caller's own [`Pending::abandon`] or this takes it).
+/// Dropped before it is taken, an answer that arrived is dropped with it; a call still waiting
+/// is left `Orphaned`, for the caller's guard to give up (see [`Slot`]).
+pub(crate) struct Answer<'a> {
+    pending: &'a Pending,
+    id: u64,
+    taken: bool,
+}
+
+impl Future for Answer<'_> {
+    type Output = Option<Outcome>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
+        let this = self.get_mut();
+        let mut inner = this.pending.lock();
+        // Looked up, then removed if answered: not through `entry`, which makes room for an
+        // insert first (allocating a table for an empty map, growing a full one).
+        match inner.calls.get_mut(&this.id) {
+            Some(Slot::Waiting(waker)) => {
+                match waker {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+            // `Orphaned` is only ever left by this dropped.
+            Some(Slot::Answered(_) | Slot::Orphaned) | None => {
+                this.taken = true;
+                Poll::Ready(match inner.calls.remove(&this.id) {
+                    Some(Slot::Answered(outcome)) => Some(outcome),
+                    Some(Slot::Waiting(_) | Slot::Orphaned) | None => None,
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Answer<'_> {
+    fn drop(&mut self) {
+        if !self.taken {
+            self.pending.answer_dropped(self.id);
+        }
+    }
+}
+
 impl Pending {
     pub(crate) fn new(max_pending_calls: usize) -> Self {
         Pending {
@@ -109,26 +196,26 @@ impl Pending {
     }
 
     /// Register our call `id` unless [`Limits::max_pending_calls`](super::Limits) calls await
-    /// answers already (`None`: see [`Pending::register_waiting`]). The call's slot is its entry:
-    /// freed when it is answered, failed or given up.
-    pub(crate) fn try_register(&self, id: u64) -> Option<Result<oneshot::Receiver<Outcome>, Error>> {
+    /// answers already (`None`: see [`Pending::register_waiting`]). The call holds a slot until
+    /// it is answered, failed or given up.
+    pub(crate) fn try_register(&self, id: u64) -> Option<Result<Answer<'_>, Error>> {
         let mut inner = self.lock();
-        if let Some(reason) = &inner.closed {
+        if let Some(reason) = inner.rare.as_ref().and_then(|rare| rare.closed.as_ref()) {
             return Some(Err(Error::ConnectionLost(CloseReason::clone(reason))));
         }
-        if inner.calls.len() >= self.max {
+        if inner.waiting >= self.max {
             return None;
         }
-        let (tx, rx) = oneshot::channel();
-        inner.calls.insert(id, tx);
+        inner.calls.insert(id, Slot::Waiting(None));
+        inner.waiting += 1;
         drop(inner);
         self.call_started.notify_one();
-        Some(Ok(rx))
+        Some(Ok(Answer { pending: self, id, taken: false }))
     }
 
     /// [`Pending::try_register`] once the map is full: wait for a slot (in a future of its own,
     /// boxed by the caller, so that a call's future stays small).
-    pub(crate) async fn register_waiting(&self, id: u64) -> Result<oneshot::Receiver<Outcome>, Error> {
+    pub(crate) async fn register_waiting(&self, id: u64) -> Result<Answer<'_>, Error> {
         let slot_freed = self.slot_freed.get_or_init(Default::default);
         loop {
             let freed = slot_freed.notified();
@@ -142,32 +229,48 @@ impl Pending {
         }
     }
 
-    /// A call left the map (`len_before` entries before): wake one that waits for a slot.
-    fn freed(&self, len_before: usize) {
-        if len_before >= self.max
+    /// A call stopped waiting (`waiting_before` were waiting before): wake one that waits for a
+    /// slot.
+    fn freed(&self, waiting_before: usize) {
+        if waiting_before >= self.max
             && let Some(slot_freed) = self.slot_freed.get()
         {
             slot_freed.notify_one();
         }
     }
 
+    /// How many calls await answers.
     pub(crate) fn len(&self) -> usize {
-        self.lock().calls.len()
+        self.lock().waiting
     }
 
     pub(crate) fn complete(&self, id: u64, outcome: Result<Box<RawValue>, ErrorObject>, read_before: u64) -> Delivery {
         let mut inner = self.lock();
-        let len = inner.calls.len();
-        if let Some(tx) = inner.calls.remove(&id) {
-            drop(inner);
-            self.freed(len);
-            // The receiver may be gone if the caller is being dropped right now: same as abandoned.
-            return match tx.send((outcome.map_err(|e| Box::new(Error::Remote(e))), read_before)) {
-                Ok(()) => Delivery::Delivered,
-                Err(_) => Delivery::Abandoned,
+        let waiting_before = inner.waiting;
+        if let Some(slot) = inner.calls.get_mut(&id) {
+            let waker = match slot {
+                Slot::Waiting(waker) => waker.take(),
+                // Its caller is gone, its guard about to give it up: the same as abandoned.
+                Slot::Orphaned => {
+                    inner.calls.remove(&id);
+                    inner.waiting -= 1;
+                    drop(inner);
+                    self.freed(waiting_before);
+                    return Delivery::Abandoned;
+                }
+                // Answered already, the answer not taken yet: a duplicate.
+                Slot::Answered(_) => return Delivery::Unknown,
             };
+            *slot = Slot::Answered((outcome.map_err(|e| Box::new(Error::Remote(e))), read_before));
+            inner.waiting -= 1;
+            drop(inner);
+            self.freed(waiting_before);
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+            return Delivery::Delivered;
         }
-        if inner.abandoned.as_mut().is_some_and(|a| a.ids.remove(&id)) {
+        if inner.rare.as_mut().is_some_and(|rare| rare.abandoned.ids.remove(&id)) {
             Delivery::Abandoned
         } else {
             Delivery::Unknown
@@ -177,21 +280,29 @@ impl Pending {
     /// Whether call `id` still waits for its answer (none was read for it, it was not given up,
     /// the connection has not closed).
     pub(crate) fn is_waiting(&self, id: u64) -> bool {
-        self.lock().calls.contains_key(&id)
+        matches!(self.lock().calls.get(&id), Some(Slot::Waiting(_) | Slot::Orphaned))
     }
 
     /// The caller stops waiting; remember the id so a late answer is not mistaken for garbage.
     /// `false` when the call was no longer waiting: its answer (or the connection's end) was read
-    /// already and is on its way to the caller's receiver, where it must be taken from instead.
+    /// already and waits in the call's [`Answer`], where it must be taken from instead.
     #[must_use]
     pub(crate) fn abandon(&self, id: u64) -> bool {
         let mut inner = self.lock();
-        let len = inner.calls.len();
-        if inner.calls.remove(&id).is_none() {
+        let waiting_before = inner.waiting;
+        if !matches!(inner.calls.get(&id), Some(Slot::Waiting(_) | Slot::Orphaned)) {
             return false;
         }
-        self.freed(len);
-        let abandoned = inner.abandoned.get_or_insert_with(Default::default);
+        drop(inner.calls.remove(&id));
+        inner.waiting -= 1;
+        self.freed(waiting_before);
+        if inner.calls.is_empty() {
+            // A call given up is rare, and a connection's last call timing out is how it goes
+            // quiet when its peer stops answering: give the table's memory back (a connection
+            // whose calls are answered keeps it for the next call, with no allocation).
+            inner.calls.shrink_to(0);
+        }
+        let abandoned = &mut inner.rare.get_or_insert_with(Default::default).abandoned;
         abandoned.ids.insert(id);
         abandoned.order.push_back(id);
         while abandoned.order.len() > ABANDONED_MEMORY {
@@ -202,49 +313,77 @@ impl Pending {
         true
     }
 
-    /// The abandoned ids remembered (`None`: never made), and their order of abandoning.
+    /// An [`Answer`] dropped before it was taken: drop the answer that arrived for it, if one
+    /// did; a call still waiting is left `Orphaned`, for the caller's guard to give up.
+    fn answer_dropped(&self, id: u64) {
+        let mut inner = self.lock();
+        match inner.calls.get_mut(&id) {
+            Some(slot @ Slot::Waiting(_)) => *slot = Slot::Orphaned,
+            Some(Slot::Answered(_)) => {
+                let answered = inner.calls.remove(&id);
+                drop(inner);
+                drop(answered);
+            }
+            Some(Slot::Orphaned) | None => {}
+        }
+    }
+
+    /// The abandoned ids remembered (`None`: never made, nobody gave up and the table is open),
+    /// and their order of abandoning.
     #[cfg(all(test, jsonrpc_duplex_loom))]
     fn abandoned_memory(&self) -> Option<(Vec<u64>, Vec<u64>)> {
         let inner = self.lock();
-        let a = inner.abandoned.as_ref()?;
+        let a = &inner.rare.as_ref()?.abandoned;
         let mut ids: Vec<u64> = a.ids.iter().copied().collect();
         ids.sort();
         Some((ids, a.order.iter().copied().collect()))
     }
 
-    /// Take a waiting call's sender as the reader does when it reads the call's answer, without
-    /// sending yet: the window between the two, held open for a test.
+    /// How many entries the table holds, waiting or answered and not taken yet.
     #[cfg(test)]
-    pub(crate) fn take_for_delivery(&self, id: u64) -> Option<oneshot::Sender<Outcome>> {
-        self.lock().calls.remove(&id)
+    pub(crate) fn entries(&self) -> usize {
+        self.lock().calls.len()
     }
 
-    /// Fail every waiting call and refuse new ones.
+    /// Fail every waiting call and refuse new ones. The failure waits in each call's entry, as
+    /// an answer does, until its caller takes it.
     pub(crate) fn close(&self, reason: &CloseReason) {
-        let calls = {
+        let mut wakers = Vec::new();
+        {
             let mut inner = self.lock();
-            if inner.closed.is_none() {
-                inner.closed = Some(Box::new(reason.clone()));
+            let rare = inner.rare.get_or_insert_with(Default::default);
+            if rare.closed.is_none() {
+                rare.closed = Some(Box::new(reason.clone()));
             }
-            std::mem::take(&mut inner.calls)
-        };
+            // Nobody takes an orphan's failure.
+            inner.calls.retain(|_, slot| !matches!(slot, Slot::Orphaned));
+            for slot in inner.calls.values_mut() {
+                if let Slot::Waiting(waker) = slot {
+                    wakers.extend(waker.take());
+                    *slot = Slot::Answered((Err(Box::new(Error::ConnectionLost(reason.clone()))), 0));
+                }
+            }
+            inner.waiting = 0;
+        }
         if let Some(slot_freed) = self.slot_freed.get() {
             slot_freed.notify_waiters();
         }
-        for (_, tx) in calls {
-            let _ = tx.send((Err(Box::new(Error::ConnectionLost(reason.clone()))), 0));
+        for waker in wakers {
+            waker.wake();
         }
     }
 }
 
 /// The table's races, every interleaving of its lock (the `loom_` models, `scripts/loom.sh`):
-/// an answer against the caller giving up, the connection's end against an answer and a new
-/// call on a full table, a waiter for a slot making `slot_freed` as a slot is freed, two waiters
-/// racing to make it, and the abandoned ids' memory under callers giving up. The answers travel
-/// in tokio's `oneshot`, which loom does not explore (its own tests cover it); the slot's wake-up
-/// is `crate::sync::lazy`'s loom version of `Notify`. What is checked is that the table hands
-/// each call exactly one outcome, never holds more calls than its limit, never loses a slot's
-/// wake-up, and remembers at most its bound of abandoned ids.
+/// an answer against the caller giving up, the caller waiting as its answer or the
+/// connection's end arrives, an answer between the caller's two drops (its [`Answer`] and its
+/// guard, in either order), the connection's end against an answer and a new call on a full
+/// table, a waiter for a slot making `slot_freed` as a slot is freed, two waiters racing to make
+/// it, and the abandoned ids' memory under callers giving up. The caller's wake-up is std's
+/// `Waker` as loom's `block_on` gives it; the slot's wake-up is `crate::sync::lazy`'s loom version
+/// of `Notify`. What is checked is that the table hands each call exactly one outcome, never
+/// loses a caller's or a slot's wake-up, never keeps an entry its caller left, never holds more
+/// calls than its limit, and remembers at most its bound of abandoned ids.
 #[cfg(all(test, jsonrpc_duplex_loom))]
 mod loom_tests {
     use std::sync::Arc;
@@ -254,6 +393,23 @@ mod loom_tests {
 
     fn answer() -> Result<Box<RawValue>, ErrorObject> {
         Ok(RawValue::from_string("1".to_owned()).unwrap())
+    }
+
+    /// Poll a call's answer once, as its caller's task does when woken (`Pending`: none yet).
+    fn poll_once(answer: &mut Answer<'_>) -> Poll<Option<Outcome>> {
+        Pin::new(answer).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn assert_answered(outcome: Option<Outcome>) {
+        let (result, _) = outcome.expect("an outcome");
+        assert_eq!(result.expect("a result").get(), "1");
+    }
+
+    fn assert_lost(outcome: Option<Outcome>) {
+        match outcome.expect("an outcome").0.map_err(|e| *e) {
+            Err(Error::ConnectionLost(_)) => {}
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -267,18 +423,86 @@ mod loom_tests {
             };
             let gave_up = pending.abandon(0);
             let delivery = reader.join().unwrap();
-            let got = rx.try_recv();
+            let got = poll_once(&mut rx);
             if gave_up {
                 // The late answer is absorbed; the caller never sees it.
                 assert_eq!(delivery, Delivery::Abandoned);
-                assert!(got.is_err());
+                assert!(matches!(got, Poll::Ready(None)));
             } else {
                 // The answer was read first: the caller must take it from its receiver.
                 assert_eq!(delivery, Delivery::Delivered);
-                assert_eq!(got.expect("the answer").0.expect("a result").get(), "1");
+                let Poll::Ready(outcome) = got else { panic!("the answer is not there") };
+                assert_answered(outcome);
             }
             assert_eq!(pending.len(), 0);
+            assert_eq!(pending.entries(), 0);
         });
+    }
+
+    /// The caller's task waits (registering its waker) while the reader reads its answer, or
+    /// while the connection ends: it is always woken, with that outcome.
+    #[test]
+    fn loom_pending_the_caller_waits_as_its_answer_or_the_end_arrives() {
+        for end in [false, true] {
+            loom::model(move || {
+                let pending = Arc::new(Pending::new(4));
+                let rx = pending.try_register(0).unwrap().unwrap();
+                let other = {
+                    let pending = pending.clone();
+                    loom::thread::spawn(move || {
+                        if end {
+                            pending.close(&CloseReason::new(CloseKind::RemoteClosed, "eof"));
+                        } else {
+                            assert_eq!(pending.complete(0, answer(), 0), Delivery::Delivered);
+                        }
+                    })
+                };
+                let outcome = loom::future::block_on(rx);
+                if end {
+                    assert_lost(outcome);
+                } else {
+                    assert_answered(outcome);
+                }
+                other.join().unwrap();
+                assert_eq!(pending.entries(), 0);
+            });
+        }
+    }
+
+    /// A caller dropped while waiting drops its answer's receiver and its guard (which gives the
+    /// call up), in either order, while the reader reads the answer: the entry always leaves the
+    /// table, and the guard gives up (tells the peer) only if the answer was not read first.
+    #[test]
+    fn loom_pending_an_answer_comes_between_the_callers_two_drops() {
+        for answer_first in [true, false] {
+            loom::model(move || {
+                let pending = Arc::new(Pending::new(4));
+                let rx = pending.try_register(0).unwrap().unwrap();
+                let reader = {
+                    let pending = pending.clone();
+                    loom::thread::spawn(move || pending.complete(0, answer(), 0))
+                };
+                let gave_up = if answer_first {
+                    drop(rx);
+                    pending.abandon(0)
+                } else {
+                    let gave_up = pending.abandon(0);
+                    drop(rx);
+                    gave_up
+                };
+                let delivery = reader.join().unwrap();
+                if delivery == Delivery::Delivered {
+                    assert!(!gave_up, "gave up an answered call");
+                } else {
+                    assert_eq!(delivery, Delivery::Abandoned);
+                    // Given up first, the guard finds the call waiting (its receiver dropped
+                    // first, the answer may come in between and end the call).
+                    assert!(gave_up || answer_first, "an unanswered call not given up");
+                }
+                assert_eq!(pending.len(), 0);
+                assert_eq!(pending.entries(), 0, "an entry its caller left stayed");
+            });
+        }
     }
 
     #[test]
@@ -300,7 +524,8 @@ mod loom_tests {
             let delivery = reader.join().unwrap();
             closer.join().unwrap();
             // Call 0 has exactly one outcome: its answer, or the connection's end.
-            match rx0.try_recv().expect("an outcome for call 0") {
+            let Poll::Ready(outcome) = poll_once(&mut rx0) else { panic!("no outcome for call 0") };
+            match outcome.expect("an outcome for call 0") {
                 (Ok(result), _) => {
                     assert_eq!(result.get(), "1");
                     assert_eq!(delivery, Delivery::Delivered);
@@ -315,11 +540,12 @@ mod loom_tests {
                 Some(Err(other)) => panic!("call 1 was refused with {other}"),
                 // Registered before the end: the end fails it.
                 Some(Ok(mut rx1)) => {
-                    let outcome = rx1.try_recv().expect("an outcome for call 1");
-                    assert!(matches!(outcome.0.map_err(|e| *e), Err(Error::ConnectionLost(_))));
+                    let Poll::Ready(outcome) = poll_once(&mut rx1) else { panic!("no outcome for call 1") };
+                    assert_lost(outcome);
                 }
             }
             assert_eq!(pending.len(), 0);
+            assert_eq!(pending.entries(), 0);
         });
     }
 
@@ -336,7 +562,7 @@ mod loom_tests {
             };
             let rx1 = loom::future::block_on(pending.register_waiting(1)).expect("a slot");
             assert_eq!(reader.join().unwrap(), Delivery::Delivered);
-            assert!(rx0.try_recv().is_ok(), "call 0 answered");
+            assert!(matches!(poll_once(&mut rx0), Poll::Ready(Some(_))), "call 0 answered");
             assert!(pending.is_waiting(1));
             assert_eq!(pending.len(), 1);
             drop(rx1);
