@@ -190,8 +190,9 @@ impl Pending {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding this lock cannot leave the maps inconsistent (every critical
-        // section is a single map operation), so a poisoned lock is still usable.
+        // A panic while holding this lock cannot leave the table inconsistent (each critical
+        // section changes an entry and the `waiting` count with nothing that can panic between
+        // them; a waker's clone comes before any change), so a poisoned lock is still usable.
         crate::sync::lock(&self.inner)
     }
 
