@@ -9,7 +9,8 @@
 # layouts' own medians (`compare --summarize`).
 #
 # Usage: scripts/layouts.sh [LAYOUTS (default 6)] [RUNS (default 3)]
-# COMPARE_ONLY (default duplex-nl), COMPARE_WORKERS and COMPARE_REPS go to every run.
+# COMPARE_ONLY (default duplex-nl), COMPARE_WORKERS, COMPARE_REPS and COMPARE_MODES go to every
+# run (with COMPARE_MODES=1 the summary has row A by mode as well).
 # Needs rust-lld, which rustup's toolchains ship (`rustc --print sysroot`/lib/rustlib/HOST/bin/
 # gcc-ld), and a Unix C compiler driver (`cc`) that takes `-fuse-ld=lld`. It shares
 # target/release with `cargo bench`: only the compare bench itself is compiled again, to a file of

@@ -34,7 +34,9 @@
 //! instrumentation cost, without the registry's.
 //! `COMPARE_PROFILE_RECORDER=noop` installs no metrics recorder (the metrics layer's own cost).
 //! `COMPARE_WORKERS=1` runs the runtime on one worker thread instead of two (no hand-off between
-//! cores: the work itself, without what crossing cores costs). Built with
+//! cores: the work itself, without what crossing cores costs). `COMPARE_MODES=1` prints under each
+//! table row A's calls split in two modes (`harness::Modes`): the share that were slow, and the
+//! mean of each mode. Built with
 //! `RUSTFLAGS="--cfg tokio_unstable"`, profile mode also prints what the runtime's workers did per
 //! call of scenario A (steals, parks, wake-ups to nothing, polls from a run queue, local schedules).
 //!
@@ -163,6 +165,9 @@ struct Column {
     samples: Vec<Vec<Option<f64>>>,
     /// Pairs opened for F.
     idle: usize,
+    /// Row A's modes, one sample per run: slow share, fast mean and slow mean in µs
+    /// (`COMPARE_MODES`).
+    modes: [Vec<f64>; 3],
 }
 
 struct Table {
@@ -175,7 +180,7 @@ struct Table {
 }
 
 fn column(role: Role, runner: Box<dyn Runner>, idle: usize) -> Column {
-    Column { role, runner, samples: vec![Vec::new(); ROWS.len()], idle }
+    Column { role, runner, samples: vec![Vec::new(); ROWS.len()], idle, modes: Default::default() }
 }
 
 fn ours(rt: &Runtime, name: &str, api: Api, transport: Transport, sizes: Sizes) -> Column {
@@ -338,6 +343,11 @@ fn measure(rt: &Runtime, table: &mut Table, sizes: Sizes, text: &Arc<str>) {
                 record(col, 1, keep, Some(a.p99.as_secs_f64() * 1e6));
                 record(col, 2, keep, Some(a.per_sec));
                 record(col, 3, keep, Some(a.allocs_per_call));
+                if keep {
+                    let m = a.modes;
+                    let runs = [m.slow_share, m.fast_mean.as_secs_f64() * 1e6, m.slow_mean.as_secs_f64() * 1e6];
+                    col.modes.iter_mut().zip(runs).for_each(|(s, v)| s.push(v));
+                }
             }
         }
         let order: Vec<usize> = (0..n).map(|k| (k + rep) % n).collect();
@@ -475,6 +485,33 @@ fn print(table: &Table, workers: usize, load: (String, String), elapsed: Duratio
         load.1,
         elapsed.as_secs_f64()
     );
+    if std::env::var_os("COMPARE_MODES").is_some() {
+        print_modes(table);
+    }
+}
+
+/// The rows [`print_modes`] prints.
+const MODE_ROWS: [&str; 3] = ["A: share of calls slow", "A: mean of the fast calls", "A: mean of the slow calls"];
+
+/// Row A by mode (`COMPARE_MODES=1`, see `harness::Modes`): the share of slow calls, and each
+/// mode's mean time, medians over the runs, in brackets ÷ the hand-written loop's.
+fn print_modes(table: &Table) {
+    let hw = table.columns.iter().find(|c| c.role == Role::Handwritten);
+    println!("\nRow A by mode (a call is slow when it took over twice its run's tenth percentile):\n");
+    print!("| mode |");
+    table.columns.iter().for_each(|c| print!(" {} |", c.runner.name()));
+    println!("\n|---|{}", "---:|".repeat(table.columns.len()));
+    for (i, label) in MODE_ROWS.iter().enumerate() {
+        let base = hw.map(|c| median(c.modes[i].clone())).filter(|b| *b > 0.0);
+        print!("| {label} |");
+        for c in &table.columns {
+            let v = median(c.modes[i].clone());
+            let shown = if i == 0 { format!("{v:.2}") } else { format!("{v:.2} µs") };
+            let ratio = base.map_or("–".to_owned(), |b| format!("{:.2}", v / b));
+            print!(" {shown} ({ratio}) |");
+        }
+        println!();
+    }
 }
 
 fn loadavg() -> String {
@@ -839,12 +876,15 @@ fn layer_rows(rt: &Runtime, sizes: Sizes) {
 /// layouts is not.
 fn summarize(files: &[String]) {
     use std::collections::BTreeMap;
-    const SUMMED: [&str; 5] = [
+    const SUMMED: [&str; 8] = [
         "A sequential: p50 latency",
         "A sequential: calls/s",
         "B 64 in flight: calls/s",
         "C notifications: msgs/s",
         "D echo 1 MiB: MB/s (both ways)",
+        MODE_ROWS[0],
+        MODE_ROWS[1],
+        MODE_ROWS[2],
     ];
     // (table, row, column) -> layout -> ratios
     type Key = (String, usize, String);
@@ -869,9 +909,9 @@ fn summarize(files: &[String]) {
             if cells.len() < 3 {
                 continue;
             }
-            // The tables' header (`scenario`), or the middleware table's (`row`, its columns
-            // the layers, each ÷ no layer).
-            if cells[1] == "scenario" || cells[1] == "row" {
+            // The tables' header (`scenario`), the middleware table's (`row`, its columns
+            // the layers, each ÷ no layer), or that of a table's modes (`mode`, its table's).
+            if ["scenario", "row", "mode"].contains(&cells[1]) {
                 columns = cells[2..].iter().map(|c| c.to_string()).collect();
                 continue;
             }

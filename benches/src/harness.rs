@@ -193,6 +193,38 @@ pub struct Sequential {
     pub allocs_per_call: f64,
     /// Heap bytes requested per round trip, both ends together.
     pub bytes_per_call: f64,
+    /// The run's calls split in two modes.
+    pub modes: Modes,
+}
+
+/// Row A's calls in two modes: with two workers a run's round trips take either about the
+/// time of the work itself or several times that (most often, the runtime woke its idle worker on
+/// the way, see the README's "slow spells"), and the share of slow ones swings from run to run
+/// for every contender alike. A call is slow here when it took over twice the run's tenth
+/// percentile; each mode's mean then compares the contenders' own work apart from that share.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Modes {
+    /// The share of the run's calls that were slow.
+    pub slow_share: f64,
+    /// The mean time of the fast calls.
+    pub fast_mean: Duration,
+    /// The mean time of the slow calls (zero when there were none).
+    pub slow_mean: Duration,
+}
+
+impl Modes {
+    /// The modes of `sorted`, a run's call times in increasing order (not empty).
+    pub fn of(sorted: &[Duration]) -> Modes {
+        let line = sorted[sorted.len() / 10] * 2;
+        let fast = sorted.partition_point(|d| *d <= line);
+        let mean =
+            |s: &[Duration]| if s.is_empty() { Duration::ZERO } else { s.iter().sum::<Duration>() / s.len() as u32 };
+        Modes {
+            slow_share: (sorted.len() - fast) as f64 / sorted.len() as f64,
+            fast_mean: mean(&sorted[..fast]),
+            slow_mean: mean(&sorted[fast..]),
+        }
+    }
 }
 
 /// One contender with one open pair, measured through scenarios A–F (object-safe, so the
@@ -280,6 +312,7 @@ impl<C: Contender> Runner for Live<C> {
                 per_sec: n as f64 / elapsed.as_secs_f64(),
                 allocs_per_call: (after.allocs - before.allocs) as f64 / n as f64,
                 bytes_per_call: (after.allocated - before.allocated) as f64 / n as f64,
+                modes: Modes::of(&samples),
             }
         })
     }
@@ -372,4 +405,23 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// A 1 MiB-ish ASCII payload with nothing to escape.
 pub fn payload(len: usize) -> String {
     (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_over_twice_the_tenth_percentile_are_the_slow_mode() {
+        let us = Duration::from_micros;
+        // Tenth percentile 1 µs: the line is at 2 µs, which is still fast.
+        let mut times = vec![us(1); 6];
+        times.extend([us(2), us(5), us(7), us(9)]);
+        let modes = Modes::of(&times);
+        assert_eq!(modes.slow_share, 0.3);
+        assert_eq!(modes.fast_mean, Duration::from_nanos(8_000 / 7));
+        assert_eq!(modes.slow_mean, us(7));
+        let steady = Modes::of(&[us(3); 4]);
+        assert_eq!((steady.slow_share, steady.fast_mean, steady.slow_mean), (0.0, us(3), Duration::ZERO));
+    }
 }
