@@ -485,7 +485,7 @@ fn print(table: &Table, workers: usize, load: (String, String), elapsed: Duratio
         load.1,
         elapsed.as_secs_f64()
     );
-    if std::env::var_os("COMPARE_MODES").is_some() {
+    if std::env::var("COMPARE_MODES").is_ok_and(|v| !v.is_empty() && v != "0") {
         print_modes(table);
     }
 }
