@@ -74,7 +74,7 @@ readme! {
     #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_streams: ["cargo bench -p jsonrpc-duplex-benches --bench streams"] => to_end;
     #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
-    bench_compare: ["cargo bench -p jsonrpc-duplex-benches --bench compare"] => to_end;
+    bench_compare: ["cargo bench -p jsonrpc-duplex-benches --bench compare"] => compare_with_mixed_pairs;
     #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
     bench_calls: ["cargo bench -p jsonrpc-duplex-benches --bench calls"] => to_end;
     #[ignore = "a release build of the benches and their peers: .ci/run runs it (--ignored)"]
@@ -460,6 +460,17 @@ fn layouts_summary(lines: &[&str]) {
         cmd.env("COMPARE_MODES", "1");
         let wanted =
             ["| A sequential: calls/s | ours #[rpc] |", "| A: share of calls slow | ours #[rpc] |", "| 8 × 3 |"];
+        run(line, cmd).expect(line, &wanted);
+    }
+}
+
+/// The compare bench, with its mixed pairs (`COMPARE_MIXED`) in the link tables: each table
+/// heads and runs them beside ours and the loop.
+fn compare_with_mixed_pairs(lines: &[&str]) {
+    for line in lines {
+        let mut cmd = command(line);
+        cmd.env("COMPARE_MIXED", "1");
+        let wanted = ["| hand-written | loop client, our server | our client, loop server |", "Mixed pairs:"];
         run(line, cmd).expect(line, &wanted);
     }
 }

@@ -36,7 +36,10 @@
 //! `COMPARE_WORKERS=1` runs the runtime on one worker thread instead of two (no hand-off between
 //! cores: the work itself, without what crossing cores costs). `COMPARE_MODES=1` prints under each
 //! table row A's calls split in two modes (`harness::Modes`): the share that were slow, and the
-//! mean of each mode. Built with
+//! mean of each mode. `COMPARE_MIXED=1` adds two mixed pairs to the link tables (not the
+//! headline): the loop's client against our `#[rpc]` server, and our client against the loop's
+//! server (`ours::Mixed`), which tells the end a difference to the loop comes from; profile mode
+//! runs them with `COMPARE_PROFILE_WHO=loop-client|loop-server`. Built with
 //! `RUSTFLAGS="--cfg tokio_unstable"`, profile mode also prints what the runtime's workers did per
 //! call of scenario A (steals, parks, wake-ups to nothing, polls from a run queue, local schedules).
 //!
@@ -55,7 +58,7 @@ use jsonrpc_duplex::Framing;
 use jsonrpc_duplex_benches::alloc::Counting;
 use jsonrpc_duplex_benches::handwritten::Handwritten;
 use jsonrpc_duplex_benches::harness::{Link, Live, Runner, Sequential, Tally, median, payload};
-use jsonrpc_duplex_benches::ours::{Api, LayerEnds, Layers, Ours, Transport};
+use jsonrpc_duplex_benches::ours::{Api, LayerEnds, Layers, LoopEnd, Mixed, Ours, Transport};
 use jsonrpc_duplex_benches::peers::async_lsp::AsyncLsp;
 use jsonrpc_duplex_benches::peers::jsonrpsee::Jsonrpsee;
 use jsonrpc_duplex_benches::peers::tower_lsp::TowerLsp;
@@ -130,6 +133,8 @@ enum Role {
     Ours,
     Handwritten,
     Peer,
+    /// One end ours, the other the loop's (`COMPARE_MIXED=1`): not a peer.
+    Mixed,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -179,6 +184,11 @@ struct Table {
     idle: bool,
 }
 
+/// A switch in the environment: on when set, and neither empty nor `0`.
+fn knob(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 fn column(role: Role, runner: Box<dyn Runner>, idle: usize) -> Column {
     Column { role, runner, samples: vec![Vec::new(); ROWS.len()], idle, modes: Default::default() }
 }
@@ -194,6 +204,15 @@ fn handwritten(rt: &Runtime, link: Link, framing: Framing, sizes: Sizes) -> Colu
     let tally = Tally::new();
     let contender = Handwritten { link, framing, tally: tally.clone() };
     column(Role::Handwritten, Live::start(rt, "hand-written", contender, tally), sizes.idle)
+}
+
+/// The two mixed pairs, `#[rpc]` against the loop (`COMPARE_MIXED=1`).
+fn mixed(rt: &Runtime, link: Link, framing: Framing, sizes: Sizes) -> [Column; 2] {
+    [(LoopEnd::Client, "loop client, our server"), (LoopEnd::Server, "our client, loop server")].map(|(end, name)| {
+        let tally = Tally::new();
+        let contender = rt.block_on(Mixed::new(Api::Macro, link, framing, end, tally.clone()));
+        column(Role::Mixed, Live::start(rt, name, contender, tally), sizes.idle)
+    })
 }
 
 fn async_lsp(rt: &Runtime, link: Link, sizes: Sizes) -> Column {
@@ -272,6 +291,13 @@ fn tables(rt: &Runtime, sizes: Sizes, only: &[String]) -> Vec<Table> {
             handwritten(rt, link, framing, sizes),
         ];
         let mut notes = Vec::new();
+        if knob("COMPARE_MIXED") {
+            columns.extend(mixed(rt, link, framing, sizes));
+            notes.push(
+                "Mixed pairs: the hand-written loop's client against our `#[rpc]` server, and ours against its server."
+                    .to_owned(),
+            );
+        }
         if framing == cl {
             columns.push(async_lsp(rt, link, sizes));
             columns.push(tower_lsp(rt, link, sizes));
@@ -485,7 +511,7 @@ fn print(table: &Table, workers: usize, load: (String, String), elapsed: Duratio
         load.1,
         elapsed.as_secs_f64()
     );
-    if std::env::var("COMPARE_MODES").is_ok_and(|v| !v.is_empty() && v != "0") {
+    if knob("COMPARE_MODES") {
         print_modes(table);
     }
 }
@@ -521,7 +547,7 @@ fn loadavg() -> String {
 }
 
 /// `COMPARE_PROFILE=N`: only scenario A, N calls, for one contender
-/// (`COMPARE_PROFILE_WHO=rpc|core|hw`, default `rpc`) over one link
+/// (`COMPARE_PROFILE_WHO=rpc|core|hw|loop-client|loop-server`, default `rpc`) over one link
 /// (`COMPARE_PROFILE_LINK=duplex|unix`, default `duplex`), Content-Length framing; with
 /// `COMPARE_PROFILE_SCENARIO=idle`, scenario F with N pairs instead; `inflight`, scenario B;
 /// `notify`, scenario C; `echo`, scenario D (N echoes of 1 MiB).
@@ -546,6 +572,11 @@ fn profile(rt: &Runtime, n: usize) {
     let tally = Tally::new();
     let runner = match who.as_str() {
         "hw" => Live::start(rt, "hand-written", Handwritten { link, framing, tally: tally.clone() }, tally),
+        "loop-client" | "loop-server" => {
+            let end = if who == "loop-client" { LoopEnd::Client } else { LoopEnd::Server };
+            let contender = rt.block_on(Mixed::new(Api::Macro, link, framing, end, tally.clone()));
+            Live::start(rt, "mixed", contender, tally)
+        }
         "core" => {
             let layers = match std::env::var("COMPARE_PROFILE_LAYERS").as_deref() {
                 Ok("trace") => Layers::Trace,
@@ -981,7 +1012,7 @@ fn main() {
     if let Some(n) = std::env::var("COMPARE_PROFILE").ok().and_then(|v| v.parse().ok()) {
         return profile(&rt, n);
     }
-    let quick = std::env::var("COMPARE_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let quick = knob("COMPARE_QUICK");
     let only: Vec<String> = std::env::var("COMPARE_ONLY")
         .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default();

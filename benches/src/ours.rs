@@ -245,25 +245,121 @@ impl Contender for Ours {
     type Guard = Option<Connection>;
 
     async fn open(&self) -> (OursClient, Option<Connection>) {
-        let (client, server) = match self.transport {
-            Transport::Link(link, framing) => {
+        match self.transport {
+            Transport::Link(link, _) => {
                 let (a, b) = link.pair();
-                let server = connect_end(self.server_builder(), b);
-                (
-                    connect_end(self.layers_at(LayerEnds::Client).apply(Connection::builder()).framing(framing), a),
-                    Some(server),
-                )
+                let server = self.server_end(b);
+                (self.client_end(a), Some(server))
             }
             Transport::WebSocket => {
                 let (_, url) = self.ws.as_ref().expect("a WebSocket server");
-                (Connection::builder().connect_websocket(url.as_str()).await.expect("connect"), None)
+                let client = Connection::builder().connect_websocket(url.as_str()).await.expect("connect");
+                (self.client_of(client), None)
             }
-        };
-        let client = match self.api {
+        }
+    }
+}
+
+impl Ours {
+    /// Our server end on `io` (over a link).
+    fn server_end(&self, io: Io) -> Connection {
+        connect_end(self.server_builder(), io)
+    }
+
+    /// Our client end on `io` (over a link).
+    fn client_end(&self, io: Io) -> OursClient {
+        let Transport::Link(_, framing) = self.transport else { panic!("a client end is over a link") };
+        self.client_of(connect_end(self.layers_at(LayerEnds::Client).apply(Connection::builder()).framing(framing), io))
+    }
+
+    fn client_of(&self, client: Connection) -> OursClient {
+        match self.api {
             Api::Macro => OursClient::Macro(BenchClient::new(client.handle()), client),
             Api::Core => OursClient::Core(client.handle(), client),
-        };
-        (client, server)
+        }
+    }
+}
+
+/// Which end of a [`Mixed`] pair is the hand-written loop's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// The loop's client calls our server.
+    Client,
+    /// Our client calls the loop's server.
+    Server,
+}
+
+/// One end ours, the other the hand-written loop's (`COMPARE_MIXED=1`): which end of a pair
+/// a difference to the loop comes from. Both speak plain JSON-RPC 2.0 in the same framing, so
+/// each talks to the other as to its own kind.
+pub struct Mixed {
+    ours: Ours,
+    loop_end: LoopEnd,
+    tally: Arc<Tally>,
+}
+
+impl Mixed {
+    /// A mixed pair over `link` in `framing`, ours through `api`.
+    pub async fn new(api: Api, link: Link, framing: Framing, loop_end: LoopEnd, tally: Arc<Tally>) -> Self {
+        let ours = Ours::new(api, Transport::Link(link, framing), tally.clone()).await;
+        Mixed { ours, loop_end, tally }
+    }
+}
+
+/// A [`Mixed`] pair's client end: the loop's or ours.
+pub enum MixedClient {
+    /// The loop's client (our server is the pair's guard).
+    Loop(crate::handwritten::HwClient),
+    /// Ours.
+    Ours(OursClient),
+}
+
+impl Client for MixedClient {
+    async fn add(&self, a: i64, b: i64) -> i64 {
+        match self {
+            MixedClient::Loop(c) => c.add(a, b).await,
+            MixedClient::Ours(c) => c.add(a, b).await,
+        }
+    }
+    async fn echo(&self, text: &str) -> usize {
+        match self {
+            MixedClient::Loop(c) => c.echo(text).await,
+            MixedClient::Ours(c) => c.echo(text).await,
+        }
+    }
+    async fn tick(&self, seq: u64) {
+        match self {
+            MixedClient::Loop(c) => c.tick(seq).await,
+            MixedClient::Ours(c) => c.tick(seq).await,
+        }
+    }
+}
+
+/// A [`Mixed`] pair's server end: our connection, or the loop's server task.
+pub enum MixedServer {
+    /// Ours.
+    Ours(Connection),
+    /// The loop's (it ends when the client's end of the link closes).
+    Loop(tokio::task::JoinHandle<()>),
+}
+
+impl Contender for Mixed {
+    type Client = MixedClient;
+    type Guard = MixedServer;
+
+    async fn open(&self) -> (MixedClient, MixedServer) {
+        let Transport::Link(link, framing) = self.ours.transport else { unreachable!("built over a link") };
+        let (a, b) = link.pair();
+        match self.loop_end {
+            LoopEnd::Client => {
+                let server = self.ours.server_end(b);
+                (MixedClient::Loop(crate::handwritten::HwClient::new(a, framing)), MixedServer::Ours(server))
+            }
+            LoopEnd::Server => {
+                let server = tokio::spawn(crate::handwritten::serve(b, framing, self.tally.clone()));
+                (MixedClient::Ours(self.ours.client_end(a)), MixedServer::Loop(server))
+            }
+        }
     }
 }
 
