@@ -246,10 +246,10 @@ impl Contender for Ours {
 
     async fn open(&self) -> (OursClient, Option<Connection>) {
         match self.transport {
-            Transport::Link(link, _) => {
+            Transport::Link(link, framing) => {
                 let (a, b) = link.pair();
                 let server = self.server_end(b);
-                (self.client_end(a), Some(server))
+                (self.client_end(a, framing), Some(server))
             }
             Transport::WebSocket => {
                 let (_, url) = self.ws.as_ref().expect("a WebSocket server");
@@ -266,9 +266,8 @@ impl Ours {
         connect_end(self.server_builder(), io)
     }
 
-    /// Our client end on `io` (over a link).
-    fn client_end(&self, io: Io) -> OursClient {
-        let Transport::Link(_, framing) = self.transport else { panic!("a client end is over a link") };
+    /// Our client end on `io` (over a link), in `framing`.
+    fn client_end(&self, io: Io, framing: Framing) -> OursClient {
         self.client_of(connect_end(self.layers_at(LayerEnds::Client).apply(Connection::builder()).framing(framing), io))
     }
 
@@ -294,6 +293,8 @@ pub enum LoopEnd {
 /// each talks to the other as to its own kind.
 pub struct Mixed {
     ours: Ours,
+    link: Link,
+    framing: Framing,
     loop_end: LoopEnd,
     tally: Arc<Tally>,
 }
@@ -302,7 +303,7 @@ impl Mixed {
     /// A mixed pair over `link` in `framing`, ours through `api`.
     pub async fn new(api: Api, link: Link, framing: Framing, loop_end: LoopEnd, tally: Arc<Tally>) -> Self {
         let ours = Ours::new(api, Transport::Link(link, framing), tally.clone()).await;
-        Mixed { ours, loop_end, tally }
+        Mixed { ours, link, framing, loop_end, tally }
     }
 }
 
@@ -348,16 +349,15 @@ impl Contender for Mixed {
     type Guard = MixedServer;
 
     async fn open(&self) -> (MixedClient, MixedServer) {
-        let Transport::Link(link, framing) = self.ours.transport else { unreachable!("built over a link") };
-        let (a, b) = link.pair();
+        let (a, b) = self.link.pair();
         match self.loop_end {
             LoopEnd::Client => {
                 let server = self.ours.server_end(b);
-                (MixedClient::Loop(crate::handwritten::HwClient::new(a, framing)), MixedServer::Ours(server))
+                (MixedClient::Loop(crate::handwritten::HwClient::new(a, self.framing)), MixedServer::Ours(server))
             }
             LoopEnd::Server => {
-                let server = tokio::spawn(crate::handwritten::serve(b, framing, self.tally.clone()));
-                (MixedClient::Ours(self.ours.client_end(a)), MixedServer::Loop(server))
+                let server = tokio::spawn(crate::handwritten::serve(b, self.framing, self.tally.clone()));
+                (MixedClient::Ours(self.ours.client_end(a, self.framing)), MixedServer::Loop(server))
             }
         }
     }
