@@ -21,7 +21,8 @@ THRESHOLD a tenth of the calls, ten times its instructions per call). Given the 
 as well, it also prints how much of those lines the often-run instructions fill: their bytes
 (each instruction's length from `objdump -d`, so the binary's own code only, shared libraries
 aside) against the lines they lie in; the rest of each line is code of rarer branches or of other
-functions. Not part of CI.
+functions. Then, per function, the lines it runs beyond what its often-run bytes would fill laid
+together: where a split of rare code from often-run code would save the most. Not part of CI.
 """
 import collections
 import os
@@ -96,7 +97,7 @@ def main():
     for function, its in sorted(lines.items(), key=lambda kv: -len(kv[1]))[:top]:
         print(f"{len(its):4} lines {executed[function] / threshold:8.0f} instructions / {threshold}  {function}")
     if len(sys.argv) > 4:
-        print_fill(sys.argv[4], set(hot))
+        print_fill(sys.argv[4], set(hot), owner, top)
 
 
 # This host's first-level instruction cache: 32 KiB of 64-byte lines, 8 ways, so 64 sets, a
@@ -123,8 +124,10 @@ def print_sets(total):
 LISTED = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{2}(?: [0-9a-f]{2})*) *(\t.*)?$")
 
 
-def print_fill(binary, hot):
-    """The bytes of the `hot` instructions found in `binary`, against the lines they lie in."""
+def print_fill(binary, hot, owner, top):
+    """The bytes of the `hot` instructions found in `binary`, against the lines they lie in; then
+    the TOP functions by lines beyond what their often-run bytes would fill if they lay together
+    (`owner`: each address's function): where rarer code lies among the often-run code."""
     listed = subprocess.run(["objdump", "-d", binary], capture_output=True, text=True)
     if listed.returncode != 0:
         sys.exit(f"objdump -d {binary}: {listed.stderr.strip()}")
@@ -151,12 +154,21 @@ def print_fill(binary, hot):
         sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in it are not "
                  "instructions there: not the profiled build")
     used, lines = 0, set()
-    for address in inside:
-        if address in length:
+    per_function = collections.defaultdict(lambda: [0, set()])
+    for obj, address in hot:
+        if address in length and obj is not None and os.path.basename(obj) == name:
             used += length[address]
             lines.add(address // 64)
+            its = per_function[owner[(obj, address)]]
+            its[0] += length[address]
+            its[1].add(address // 64)
     print(f"in {binary}: {used} bytes of those instructions in {len(lines)} of the lines "
-          f"({used / (len(lines) * 64):.0%} of each line)")
+          f"({used / (len(lines) * 64):.0%} of each line; {-(-used // 64)} lines if they lay together)")
+    beyond = {f: len(ls) - -(-b // 64) for f, (b, ls) in per_function.items()}
+    print(f"lines beyond their often-run bytes, by function (in all: {sum(beyond.values())}):")
+    for function, n in sorted(beyond.items(), key=lambda kv: -kv[1])[:top]:
+        b, ls = per_function[function]
+        print(f"{n:4} beyond {len(ls):4} lines {b:6} bytes  {function}")
 
 
 if __name__ == "__main__":
