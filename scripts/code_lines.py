@@ -145,18 +145,18 @@ def print_fill(binary, hot, owner, top):
     if not length:
         sys.exit(f"{binary}: objdump -d lists no instructions")
     name = os.path.basename(binary)
-    inside = [address for obj, address in hot if obj is not None and os.path.basename(obj) == name]
+    inside = [(obj, address) for obj, address in hot if obj is not None and os.path.basename(obj) == name]
     if not inside:
         sys.exit(f"{binary}: the profile has no often-run code of an object of that file name (give the binary "
                  "by the name it ran under, not a copy's)")
-    missed = sum(address not in length for address in inside)
+    missed = sum(address not in length for _, address in inside)
     if missed > len(inside) // 100:
         sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in it are not "
                  "instructions there: not the profiled build")
     used, lines = 0, set()
     per_function = collections.defaultdict(lambda: [0, set()])
-    for obj, address in hot:
-        if address in length and obj is not None and os.path.basename(obj) == name:
+    for obj, address in inside:
+        if address in length:
             used += length[address]
             lines.add(address // 64)
             its = per_function[owner[(obj, address)]]
