@@ -444,16 +444,9 @@ impl Outbound {
     fn schedule_locked(&self, mut q: QueueGuard<'_>, inline: bool, spent: Option<Vec<u8>>) {
         // Who writes it: this task (now), the reader (before it waits), the writer task (woken
         // here), or whoever writes already.
-        let writer = OutTurns::after_push(&mut q, inline);
+        let writer = self.queue.after_push(&mut q, inline);
         let (write_here, wake_task) = (writer == Writer::Here, writer == Writer::Task);
-        // The new inline owner of a byte stream takes the tail now, under this lock, instead of
-        // locking again to take it (unless large bodies are queued: they go first).
-        // (The next message framed here takes a buffer from this thread's pool.)
-        let (first, taken) = if write_here && self.codec.is_some() && q.chunks.is_empty() {
-            (q.tail.take(), Some(self.took_locked(&mut q)))
-        } else {
-            (None, None)
-        };
+        let (first, taken) = if write_here { self.first_batch_locked(&mut q) } else { (None, None) };
         drop(q);
         if let Some(taken) = taken {
             self.after_take(taken);
@@ -467,6 +460,18 @@ impl Outbound {
         }
         if write_here {
             self.write_inline(first);
+        }
+    }
+
+    /// The new inline owner of a byte stream takes the tail now, under the lock it became the
+    /// owner under, instead of locking again to take it (unless large bodies are queued: they go
+    /// first). (The next message framed here takes a buffer from this thread's pool.) Call
+    /// [`Outbound::after_take`] with the second once the lock is let go.
+    fn first_batch_locked(&self, q: &mut Queue) -> (Option<Box<BytesMut>>, Option<Taken>) {
+        if self.codec.is_some() && q.chunks.is_empty() {
+            (q.tail.take(), Some(self.took_locked(q)))
+        } else {
+            (None, None)
         }
     }
 
@@ -501,8 +506,11 @@ impl Outbound {
 
     /// The reader is about to wait (or has read a batch's worth): write what was held.
     pub(crate) fn release(&self) {
-        if self.queue.release() {
-            self.write_inline(None);
+        if let Some((first, taken)) = self.queue.release(|q| self.first_batch_locked(q)) {
+            if let Some(taken) = taken {
+                self.after_take(taken);
+            }
+            self.write_inline(first);
         }
     }
 
