@@ -826,7 +826,9 @@ impl HeldHook {
     }
 }
 
-/// A finished request's reply slot, if nobody holds it any more (the reader reuses it).
+/// A finished request's reply slot, to be reused by the reader unless it is shared and holds
+/// something (see [`ReplySlot::retire`]: a shared one that holds nothing is kept until the next
+/// request's renewal finds it shared).
 fn spare(mut slot: Arc<ReplySlot>) -> Option<Arc<ReplySlot>> {
     ReplySlot::retire(&mut slot).then_some(slot)
 }

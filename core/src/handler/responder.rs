@@ -274,8 +274,17 @@ impl ReplySlot {
         Ok(())
     }
 
-    /// Let go of what a finished request's slot still holds (before it waits to be renewed).
+    /// Let go of what a finished request's slot still holds (before it waits to be renewed);
+    /// `false` if it is shared (another task holds its responder) and holds something.
+    ///
+    /// Most often it holds nothing to let go (no batch, no token, no reason): it is then kept as
+    /// it is, without the exclusive look of [`Arc::get_mut`] (an atomic compare-and-swap a
+    /// request, ~6 ns). [`ReplySlot::renew`] makes that look before the slot is used again; one
+    /// still shared then is dropped there and a new one made.
     pub(crate) fn retire(slot: &mut Arc<Self>) -> bool {
+        if slot.batch.is_none() && slot.token.get().is_none() && slot.cancel_reason.get().is_none() {
+            return true;
+        }
         let Some(s) = Arc::get_mut(slot) else { return false };
         s.batch = None;
         forget_once(&mut s.token);
