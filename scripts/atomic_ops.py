@@ -15,8 +15,8 @@ servers, for instance (the docstring of `code_lines.py` has the profile's comman
 (The compare bench's profile mode, `COMPARE_PROFILE=N`, makes N calls after a tenth of N more
 to warm up: give CALLS as 1.1 N.)
 
-Only the binary's own code is counted (shared libraries aside: glibc's allocator takes no lock
-on its per-thread cache). Prints the total per call, then the TOP functions (default 30) by
+Only the binary's own code is counted: a shared library's atomics (glibc's, when its allocator
+takes an arena's lock) are not. Prints the total per call, then the TOP functions (default 30) by
 atomic instructions per call. Not part of CI.
 """
 import collections

@@ -22,7 +22,8 @@
 //! with `HELD` added by the sender that made it `Held`. The reader sets `HOLDING` with a plain
 //! store and clears the word with one swap, taking the lock only when the swap finds `HELD`: a
 //! message whose handling queued nothing inline (a response read by a caller's connection) costs
-//! one atomic instruction instead of two lock round trips (~6 ns each on the benches' hosts).
+//! one atomic instruction (about 6 ns on the benches' hosts) instead of two lock round trips
+//! (about 12 ns each).
 //!
 //! | hold word | event | next |
 //! |---|---|---|
