@@ -21,30 +21,15 @@ atomic instructions per call. Not part of CI.
 """
 import collections
 import os
-import re
-import subprocess
 import sys
 
-from code_lines import parse
-
-# A line of `objdump -d --no-show-raw-insn`: an address, then the instruction.
-LISTED = re.compile(r"^\s*([0-9a-f]+):\s+(\S.*)$")
+from code_lines import in_binary, listing, parse
 
 
-def atomic_addresses(binary):
-    """The addresses of the binary's atomic read-modify-write instructions."""
-    listed = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True, text=True)
-    if listed.returncode != 0:
-        sys.exit(f"objdump -d {binary}: {listed.stderr.strip()}")
-    found = set()
-    for m in map(LISTED.match, listed.stdout.splitlines()):
-        if not m:
-            continue
-        instruction = m.group(2)
-        # `xchg` with a memory operand is locked whether or not it says so.
-        if instruction.startswith("lock ") or (instruction.startswith("xchg") and "(" in instruction):
-            found.add(int(m.group(1), 16))
-    return found
+def is_atomic(instruction):
+    """A read-modify-write that locks: `lock`-prefixed, or an `xchg` with a memory operand
+    (locked whether or not it says so)."""
+    return instruction.startswith("lock ") or (instruction.startswith("xchg") and "(" in instruction)
 
 
 def main():
@@ -53,20 +38,13 @@ def main():
     counts, owner = parse(sys.argv[1])
     binary, calls = sys.argv[2], float(sys.argv[3])
     top = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    atomic = atomic_addresses(binary)
-    name = os.path.basename(binary)
+    atomic = {address for address, (_, text) in listing(binary).items() if is_atomic(text)}
     per_function = collections.Counter()
-    inside = 0
-    for (obj, address), n in counts.items():
-        if obj is None or os.path.basename(obj) != name:
-            continue
-        inside += n
+    for obj, address in in_binary(counts, binary):
         if address in atomic:
-            per_function[owner[(obj, address)]] += n
-    if inside == 0:
-        sys.exit(f"{binary}: the profile ran no code of an object of that file name (give the binary by the "
-                 "name it ran under, not a copy's)")
-    print(f"{sum(per_function.values()) / calls:.1f} atomic read-modify-write instructions per call in {name}")
+            per_function[owner[(obj, address)]] += counts[(obj, address)]
+    print(f"{sum(per_function.values()) / calls:.1f} atomic read-modify-write instructions per call in "
+          f"{os.path.basename(binary)}")
     for function, n in per_function.most_common(top):
         print(f"{n / calls:7.2f}  {function}")
 

@@ -124,31 +124,44 @@ def print_sets(total):
 LISTED = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{2}(?: [0-9a-f]{2})*) *(\t.*)?$")
 
 
-def print_fill(binary, hot, owner, top):
-    """The bytes of the `hot` instructions found in `binary`, against the lines they lie in; then
-    the TOP functions by lines beyond what their often-run bytes would fill if they lay together
-    (`owner`: each address's function): where rarer code lies among the often-run code."""
+def listing(binary):
+    """The instructions `objdump -d` lists in `binary`: each one's address → [its length in
+    bytes, its text]."""
     listed = subprocess.run(["objdump", "-d", binary], capture_output=True, text=True)
     if listed.returncode != 0:
         sys.exit(f"objdump -d {binary}: {listed.stderr.strip()}")
-    listing = listed.stdout
-    length, last = {}, None
-    for m in map(LISTED.match, listing.splitlines()):
+    instructions, last = {}, None
+    for m in map(LISTED.match, listed.stdout.splitlines()):
         if not m:
             continue
         n = len(m.group(2).split())
         if m.group(3) is None and last is not None:
-            length[last] += n
+            instructions[last][0] += n
         else:
             last = int(m.group(1), 16)
-            length[last] = n
-    if not length:
+            instructions[last] = [n, (m.group(3) or "").strip()]
+    if not instructions:
         sys.exit(f"{binary}: objdump -d lists no instructions")
+    return instructions
+
+
+def in_binary(addresses, binary):
+    """Those of a profile's `(object, address)` pairs that lie in `binary` (an object of its file
+    name); exits if there are none."""
     name = os.path.basename(binary)
-    inside = [(obj, address) for obj, address in hot if obj is not None and os.path.basename(obj) == name]
+    inside = [(obj, address) for obj, address in addresses if obj is not None and os.path.basename(obj) == name]
     if not inside:
-        sys.exit(f"{binary}: the profile has no often-run code of an object of that file name (give the binary "
+        sys.exit(f"{binary}: the profile has no code counted in an object of that file name (give the binary "
                  "by the name it ran under, not a copy's)")
+    return inside
+
+
+def print_fill(binary, hot, owner, top):
+    """The bytes of the `hot` instructions found in `binary`, against the lines they lie in; then
+    the TOP functions by lines beyond what their often-run bytes would fill if they lay together
+    (`owner`: each address's function): where rarer code lies among the often-run code."""
+    length = {address: n for address, (n, _) in listing(binary).items()}
+    inside = in_binary(hot, binary)
     missed = sum(address not in length for _, address in inside)
     if missed > len(inside) // 100:
         sys.exit(f"{binary}: {missed} of the profile's {len(inside)} often-run addresses in it are not "
