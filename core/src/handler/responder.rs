@@ -25,7 +25,7 @@ use crate::sync::baton::{Baton, Crossing, Told};
 /// |---|---|
 /// | `IDLE` → `POLLING` | [`poll_supervised`], before the poll |
 /// | `POLLING` → `DEFERRED` | a responder dropped while its thread panics (compare-and-swap) |
-/// | `POLLING`, `DEFERRED` → `IDLE` | [`poll_supervised`], after the poll: `DEFERRED` means it answers |
+/// | `POLLING`, `DEFERRED` → `IDLE` | [`poll_supervised`], after the poll: a swap, `DEFERRED` meaning it answers; a plain store once the request is answered |
 mod supervision {
     pub(super) const IDLE: u8 = 0;
     pub(super) const POLLING: u8 = 1;
@@ -43,7 +43,16 @@ pub(crate) fn poll_supervised<R>(slot: Option<&ReplySlot>, poll: impl FnOnce() -
     // of this one atomic, each ordered before or after it; no other memory hangs on it.
     slot.supervision.store(supervision::POLLING, Ordering::Release);
     let out = std::panic::catch_unwind(AssertUnwindSafe(poll));
-    let deferred = slot.supervision.swap(supervision::IDLE, Ordering::SeqCst) == supervision::DEFERRED;
+    // Answered already (most requests are, in their first poll): a deferral changes nothing
+    // (whoever would answer finds it answered), so the slot is only made `IDLE` again, by a
+    // plain store; a responder's compare-and-swap that comes after it fails and answers itself,
+    // which is nothing to do either.
+    let deferred = if slot.is_answered() {
+        slot.supervision.store(supervision::IDLE, Ordering::Release);
+        false
+    } else {
+        slot.supervision.swap(supervision::IDLE, Ordering::SeqCst) == supervision::DEFERRED
+    };
     match &out {
         Err(payload) => slot.answer_panic(payload),
         Ok(_) if deferred => slot.answer_unanswered("the task holding the reply panicked"),
