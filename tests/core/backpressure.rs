@@ -147,6 +147,52 @@ async fn requests_beyond_the_concurrency_limit_wait_their_turn_and_are_all_answe
     assert_eq!(ids, (0..10).collect::<Vec<_>>());
 }
 
+/// A handler that finishes in its first poll runs within the limit too, and one that goes on
+/// holds its place until it ends: with room for two, two that wait keep a third, quick one,
+/// from starting, and it starts once one of them ends.
+#[tokio::test]
+async fn the_concurrency_limit_counts_handlers_that_finish_at_once_and_those_that_go_on() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (g, r, p) = (gate.clone(), running.clone(), peak.clone());
+    let router = Router::new().method("run", move |(wait,): (bool,), _ctx| {
+        let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+        p.fetch_max(now, Ordering::SeqCst);
+        let (g, r) = (g.clone(), r.clone());
+        async move {
+            if wait {
+                g.acquire().await.unwrap().forget();
+            }
+            r.fetch_sub(1, Ordering::SeqCst);
+            Ok::<_, ErrorObject>(wait)
+        }
+    });
+    let builder = Connection::builder().max_concurrent_requests(2).serve(router);
+    let (_conn, mut peer) = pair(builder, Framing::NewlineDelimited);
+    // One quick call first: it runs at once, alone.
+    peer.send(r#"{"jsonrpc":"2.0","id":0,"method":"run","params":[false]}"#).await;
+    peer.expect(json!({"jsonrpc":"2.0","id":0,"result":false})).await;
+    let mut bytes = Vec::new();
+    for (id, wait) in [(1, true), (2, true), (3, false)] {
+        bytes
+            .extend(peer.frame(json!({"jsonrpc":"2.0","id":id,"method":"run","params":[wait]}).to_string().as_bytes()));
+    }
+    peer.send_raw(bytes).await;
+    peer.expect_silence(Duration::from_millis(50)).await;
+    assert_eq!(running.load(Ordering::SeqCst), 2, "the quick call ran beside the two that wait");
+    gate.add_permits(1);
+    let mut ids: Vec<i64> = Vec::new();
+    for _ in 0..2 {
+        ids.push(peer.recv().await["id"].as_i64().unwrap());
+    }
+    ids.sort();
+    assert_eq!(ids[1], 3, "the quick call did not run once a place was free: {ids:?}");
+    gate.add_permits(1);
+    let last = peer.recv().await;
+    assert!(!ids.contains(&last["id"].as_i64().unwrap()));
+    assert_eq!(peak.load(Ordering::SeqCst), 2, "more handlers ran at once than the limit");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_peer_that_stops_reading_slows_our_sends_down_and_nothing_is_lost() {
     let limits = Limits::new().outbound_buffer(2048);

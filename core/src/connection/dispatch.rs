@@ -27,7 +27,7 @@ use tokio_util::task::TaskTracker;
 use super::PeerInfo;
 use super::lane::{Handoff, LaneTurns, Offered};
 use super::layered::{HookState, Watcher};
-use super::permits::{self, Permit};
+use super::permits::{self, Admitted, Permits};
 use super::seam::Admission;
 use super::shared::Shared;
 use crate::handler::{
@@ -105,6 +105,9 @@ pub(crate) struct Dispatcher {
     pub(crate) tracker: TaskTracker,
     /// When requests may start: the seam's admission (the connection's own request permits).
     pub(crate) admission: Arc<dyn Admission>,
+    /// The same admission when it is the connection's own permits (no feature's replaced
+    /// them): the reader then starts a request on a look at them ([`Admitted::Deferred`]).
+    pub(crate) own: Option<Arc<Permits>>,
     /// The connection's one layer when it is a hook ([`super::Layered::watcher`]): run here
     /// around each request's handler, its state held by whoever polls the handler (see
     /// [`HeldHook`]), and the peer it is shown.
@@ -298,11 +301,17 @@ impl Lane {
             if !d.shared.outbound.has_room() {
                 return blocked(method, params, slot);
             }
-            let Some(permit) = permits::try_take(&d.admission, params_len(params.as_deref())) else {
-                return blocked(method, params, slot);
+            let bytes = params_len(params.as_deref());
+            let admitted = match &d.own {
+                Some(own) if own.fits(bytes) => Admitted::Deferred(own, bytes),
+                Some(_) => return blocked(method, params, slot),
+                None => match permits::try_take(&d.admission, bytes) {
+                    Some(permit) => Admitted::Taken(permit),
+                    None => return blocked(method, params, slot),
+                },
             };
             d.shared.settle.set_handled(taken);
-            return Step::Done(d.start_request(method, params, slot, permit, cx));
+            return Step::Done(d.start_request(method, params, slot, admitted, cx));
         }
         d.shared.settle.set_handled(taken);
         slot.answer_unanswered("cancelled before it started");
@@ -417,7 +426,7 @@ impl Dispatcher {
                 if slot.is_answered() {
                     return true;
                 }
-                let mut start = Some((method, params, slot, permit));
+                let mut start = Some((method, params, slot, Admitted::Taken(permit)));
                 std::future::poll_fn(|cx| {
                     if let Some((method, params, slot, permit)) = start.take() {
                         let _ = self.start_request(method, params, slot, permit, cx);
@@ -437,7 +446,7 @@ impl Dispatcher {
         method: MethodName<'_>,
         params: Option<Cow<'_, RawValue>>,
         slot: Arc<ReplySlot>,
-        permit: Permit<'_>,
+        permit: Admitted<'_>,
         cx: &mut Context<'_>,
     ) -> Option<Arc<ReplySlot>> {
         if let Some((hook, peer)) = &self.hook
@@ -476,7 +485,7 @@ impl Dispatcher {
         handler: HandlerFuture,
         first: Poll<()>,
         slot: Arc<ReplySlot>,
-        permit: Permit<'_>,
+        permit: Admitted<'_>,
         hooked: Option<(&Arc<dyn Watcher>, HeldHook)>,
     ) -> Option<Arc<ReplySlot>> {
         // Still unanswered (running on, or its responder handed to another task): in flight,
@@ -517,7 +526,7 @@ impl Dispatcher {
         method: MethodName<'_>,
         params: Option<Cow<'_, RawValue>>,
         slot: Arc<ReplySlot>,
-        permit: Permit<'_>,
+        permit: Admitted<'_>,
         cx: &mut Context<'_>,
     ) -> Option<Arc<ReplySlot>> {
         let mut held = HeldHook { state: None, scoped: false };

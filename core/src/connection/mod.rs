@@ -487,10 +487,14 @@ impl Builder {
         // knowing that it does (the server's drain gate counts there, not per handler future).
         // A feature's admission replaces the connection's own permits, which are then never
         // made (a server's connection keeps no second, unused set).
-        let admission = shared.seam.admission().unwrap_or_else(|| {
-            let own: Arc<dyn seam::Admission> = Arc::new(permits::Permits::new(max_requests, max_request_bytes));
-            own
-        });
+        let (admission, own) = match shared.seam.admission() {
+            Some(admission) => (admission, None),
+            None => {
+                let own = Arc::new(permits::Permits::new(max_requests, max_request_bytes));
+                let admission: Arc<dyn seam::Admission> = own.clone();
+                (admission, Some(own))
+            }
+        };
         // The features' wrappers (the server's drain gate), inside the middleware: what the
         // gate refuses, the layers see.
         router = match shared.seam.router(router) {
@@ -511,7 +515,7 @@ impl Builder {
             tracing::error!(target: crate::LOG_TARGET, "{refused}");
             shared.close(CloseReason::new(CloseKind::FatalError, refused));
         }
-        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission, hook };
+        let dispatcher = Dispatcher { shared: shared.clone(), router, tracker: tracker.clone(), admission, own, hook };
         // The dispatcher task starts at the lane's first hand-off (see `Lane::offer`).
         let lane = Arc::new(Lane::new(dispatcher));
         let keeps_trace = shared.config.keeps_trace_members();

@@ -4,8 +4,9 @@
 //! The word packs two counts: the requests running (above [`KIB_BITS`]) and the KiB their
 //! params held when they were read (below). A request may start while both are within their
 //! limits, or when none runs (one always may, however large). Taking a permit is one
-//! compare-and-swap loop, giving it back one `fetch_sub`: a request that finishes in its first
-//! poll costs two atomic operations.
+//! compare-and-swap loop, giving it back one `fetch_sub`. A request the reader starts on the
+//! spot and that finishes in its first poll costs none: the reader only looks at the word, and
+//! takes the permit if the handler goes on ([`Admitted::Deferred`]).
 //!
 //! Only the dispatcher task ever waits for a permit, so one registered waker is enough, and the
 //! announcement that it waits is a bit of the same word ([`WAITING`]): the waiter's last check
@@ -27,6 +28,12 @@
 //! feature's [`Extension::admission`](super::seam::Extension::admission) replaces them: the
 //! dispatcher knows only the trait. A request's permit ([`Permit`], [`OwnedPermit`]) gives its
 //! weight back to whichever admission made it.
+//!
+//! A server's drain gate keeps a connection's permits itself and counts its running handlers
+//! by them (`server::gate`): one more bit of the word ([`MARKED`]) is the gate's mark, set once
+//! it drains. A permit taken learns from its own read-modify-write whether the word was marked,
+//! and one given back whether to tell the gate: the mark and the count are one word, as the
+//! waiting bit and the count are.
 
 use std::future::poll_fn;
 use std::sync::Arc;
@@ -41,8 +48,12 @@ const ONE_REQUEST: u64 = 1 << KIB_BITS;
 const KIB_MASK: u64 = ONE_REQUEST - 1;
 /// The top bit: the dispatcher task waits for a permit.
 const WAITING: u64 = 1 << 63;
-/// Most requests counted (the count stays below [`WAITING`]).
-const MAX_REQUESTS: u64 = 1 << 22;
+/// The next: the server these permits count for drains (see the module).
+const MARKED: u64 = 1 << 62;
+/// The two flags; the counts are below them.
+const FLAGS: u64 = WAITING | MARKED;
+/// Most requests counted (the count stays below [`MARKED`]).
+const MAX_REQUESTS: u64 = 1 << 21;
 
 /// The in-flight request limit, in requests and in the KiB of their params (see the module).
 pub(crate) struct Permits {
@@ -71,44 +82,84 @@ impl Permits {
     /// The word with a request of `weight` more, if it may start now (and the waiting bit
     /// cleared: whoever takes a permit is the lane's owner, who is not waiting any more).
     fn with(&self, n: u64, weight: u64) -> Option<u64> {
-        let (running, kib) = ((n & !WAITING) >> KIB_BITS, n & KIB_MASK);
+        let (running, kib) = ((n & !FLAGS) >> KIB_BITS, n & KIB_MASK);
         let fits = running < self.max && kib + (weight & KIB_MASK) <= self.max_kib;
         (running == 0 || fits).then_some((n & !WAITING) + weight)
     }
 
     /// The weight of a request whose params take `bytes`, taken if it may start now.
     fn try_weigh(&self, bytes: usize) -> Option<u64> {
+        self.try_weigh_marked(bytes).map(|(weight, _)| weight)
+    }
+
+    /// [`Permits::try_weigh`], and whether the word was marked when the permit was taken.
+    pub(crate) fn try_weigh_marked(&self, bytes: usize) -> Option<(u64, bool)> {
         let weight = self.weight(bytes);
-        self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| self.with(n, weight)).ok().map(|_| weight)
+        let was = self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| self.with(n, weight)).ok()?;
+        Some((weight, was & MARKED != 0))
     }
 
     fn poll_weigh(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
-        if let Some(weight) = self.try_weigh(bytes) {
-            return Poll::Ready(weight);
+        self.poll_weigh_marked(bytes, cx).map(|(weight, _)| weight)
+    }
+
+    /// [`Permits::poll_weigh`], and whether the word was marked when the permit was taken.
+    pub(crate) fn poll_weigh_marked(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<(u64, bool)> {
+        if let Some(taken) = self.try_weigh_marked(bytes) {
+            return Poll::Ready(taken);
         }
         // Registered before the last check, which is one step with the announcement: a permit
         // given back after it sees `WAITING` and wakes this task.
         self.waker.register(cx.waker());
         let weight = self.weight(bytes);
         let mut took = false;
-        let _ = self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        let was = self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             let next = self.with(n, weight);
             took = next.is_some();
             Some(next.unwrap_or(n | WAITING))
         });
-        if took { Poll::Ready(weight) } else { Poll::Pending }
+        let was = was.unwrap_or_else(|n| n);
+        if took { Poll::Ready((weight, was & MARKED != 0)) } else { Poll::Pending }
     }
 
-    fn give(&self, weight: u64) {
-        if self.in_use.fetch_sub(weight, Ordering::AcqRel) & WAITING != 0 {
+    /// Whether a request whose params take `bytes` may start now: a look, nothing taken.
+    pub(crate) fn fits(&self, bytes: usize) -> bool {
+        self.with(self.in_use.load(Ordering::Acquire), self.weight(bytes)).is_some()
+    }
+
+    /// Take the permit of a request that [`Permits::fits`] let start while nothing could take
+    /// one since (see [`Admitted::Deferred`]): it still fits, so one `fetch_add`, no check.
+    fn take_deferred(&self, bytes: usize) -> u64 {
+        let weight = self.weight(bytes);
+        let was = self.in_use.fetch_add(weight, Ordering::AcqRel);
+        debug_assert!(self.with(was, weight).is_some(), "a deferred permit no longer fits");
+        weight
+    }
+
+    /// Give a permit of `weight` back; whether the word was marked.
+    pub(crate) fn give(&self, weight: u64) -> bool {
+        let was = self.in_use.fetch_sub(weight, Ordering::AcqRel);
+        if was & WAITING != 0 {
             self.waker.wake();
         }
+        was & MARKED != 0
+    }
+
+    /// Mark the word (the server drains): every permit taken or given back from now on learns
+    /// it.
+    pub(crate) fn mark(&self) {
+        self.in_use.fetch_or(MARKED, Ordering::AcqRel);
+    }
+
+    /// The requests holding a permit now.
+    pub(crate) fn running(&self) -> u64 {
+        (self.in_use.load(Ordering::Acquire) & !FLAGS) >> KIB_BITS
     }
 
     /// The requests running and the KiB they hold (for the models).
     #[cfg(all(test, jsonrpc_duplex_loom))]
     fn counts(&self) -> (u64, u64) {
-        let n = self.in_use.load(Ordering::SeqCst) & !WAITING;
+        let n = self.in_use.load(Ordering::SeqCst) & !FLAGS;
         (n >> KIB_BITS, n & KIB_MASK)
     }
 }
@@ -124,7 +175,7 @@ impl Admission for Permits {
     }
 
     fn release(&self, weight: u64) {
-        self.give(weight)
+        self.give(weight);
     }
 }
 
@@ -154,6 +205,29 @@ impl Permit<'_> {
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         self.0.release(self.1);
+    }
+}
+
+/// A request's admission as its handler starts.
+pub(crate) enum Admitted<'a> {
+    /// A permit taken.
+    Taken(Permit<'a>),
+    /// None taken yet, for a request the reader starts on the spot under the connection's own
+    /// permits, which had room for it when it looked ([`Permits::fits`]). Only the lane's owner
+    /// takes permits, and the reader owns the lane while it polls the handler, so their count
+    /// can only go down meanwhile: the handler's first poll runs within the limits. A handler
+    /// that finishes in that poll (most do) never takes its permit, and costs the word nothing;
+    /// one that goes on takes it then ([`Admitted::owned`]), which still fits.
+    Deferred(&'a Arc<Permits>, usize),
+}
+
+impl Admitted<'_> {
+    /// The permit for a handler that goes on as its own task.
+    pub(crate) fn owned(self) -> OwnedPermit {
+        match self {
+            Admitted::Taken(permit) => permit.owned(),
+            Admitted::Deferred(permits, bytes) => OwnedPermit(permits.clone(), permits.take_deferred(bytes)),
+        }
     }
 }
 

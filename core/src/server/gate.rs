@@ -5,19 +5,22 @@
 //! request admission ([`Extension::admission`]: a request holds its admission from the moment it
 //! may start until its handler ends; one admitted once the gate drains counts for nothing, the
 //! router refuses it), in place of the connection's own request permits (it keeps their bounds
-//! itself). Counted
-//! there, a handler future is not wrapped in one of the gate's own (a box per request: its
-//! allocation and its free were ~150 of the server's instructions a call under callgrind), and
-//! it is counted in a [`Tally`], sharded per worker thread: no count that every connection's
-//! every request writes (a `TaskTracker`'s token, which this replaces there, wrote one atomic
-//! word shared by all the server's threads twice a request), and nothing kept per connection.
+//! itself).
+//!
+//! Counted there, a handler future is not wrapped in one of the gate's own (a box per request:
+//! its allocation and its free were ~150 of the server's instructions a call under callgrind),
+//! and the count is the connection's permits themselves ([`Admitted`]): the request a permit
+//! admits is the handler the gate waits for, so counting it again elsewhere would be two more
+//! atomic operations a request (a count sharded per worker thread did that until this round,
+//! and a `TaskTracker`'s token, one word for all the server's threads, before it). The gate
+//! keeps a list of the connections whose admission it is, touched only as one starts and ends.
 //! When another feature of the connection admits its requests instead (the first admission
 //! decides), the gate counts by wrapping each handler future in a tracker's token, as it did
 //! before.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, ready};
+use std::pin::pin;
+use std::sync::{Arc, OnceLock, Weak};
+use std::task::{Context, Poll};
 
 use tokio_util::task::TaskTracker;
 
@@ -26,7 +29,8 @@ use crate::connection::seam::Admission;
 use crate::connection::{Extension, Feature, Start};
 use crate::handler::{BoxFuture, RequestFn, Router};
 use crate::message::{ErrorObject, codes};
-use crate::sync::tally::{self, Tally};
+use crate::sync::lazy::Notify;
+use crate::sync::{AtomicBool, Mutex, Ordering, lock};
 
 /// What a request that arrives while the server shuts down is answered.
 pub(crate) fn shutting_down() -> ErrorObject {
@@ -40,7 +44,7 @@ type Wrapped = Mutex<Option<(Router, Router)>>;
 #[derive(Default)]
 pub(crate) struct Gate {
     /// The request handlers a connection's admission counts (closed: the gate drains).
-    admitted: Tally,
+    admitted: Admitted,
     /// One token per running request handler counted by a wrapper instead.
     in_flight: TaskTracker,
     /// Routers that only refuse (their connections count at admission).
@@ -119,6 +123,116 @@ impl Gate {
     }
 }
 
+/// The request handlers counted at admission: the sum of the running counts of the
+/// connections' permits, each connection's word marked once the gate drains.
+///
+/// | step | who | what |
+/// |---|---|---|
+/// | join | a connection taking the gate as its admission | listed, under the list's lock; marked at once if the gate is closed |
+/// | admit | the connection's lane | take a permit; if the word was marked, give it back and let the request in uncounted (the router refuses it) |
+/// | release | whoever ends a handler | give its permit back; if the word was marked, wake the waiters |
+/// | close | the shutdown | set `closed` (the router's refusal), then mark every listed word under the lock, wake the waiters |
+/// | wait | the shutdown, after the close | register for a wake-up, *then* sum the words: done at zero, else wait and sum again |
+///
+/// Of an admission racing the close on its word, either it comes second and sees the mark
+/// (and counts for nothing), or it comes first and the wait's sum, read after the mark, counts
+/// it: the wait never ends while a handler it let in still runs. A release after the mark wakes
+/// the wait (registered before it sums), one before it is not in the sum. A connection listed
+/// while the gate closes is marked by one or the other: both hold the lock. The same argument
+/// as the count it replaces (a word per worker thread, marked at the close); `loom_gate_*`
+/// below check it on the connections' own permits.
+struct Admitted {
+    closed: AtomicBool,
+    connections: Mutex<Listed>,
+    /// Wakes a waiter when a handler ends after the close (and at the close).
+    changed: Notify,
+}
+
+/// The connections whose admission the gate is, each at its place (a free place is reused;
+/// the list is let go once it is empty, so a burst of connections leaves nothing behind).
+#[derive(Default)]
+struct Listed {
+    places: Vec<Option<Weak<GateAdmission>>>,
+    free: Vec<usize>,
+}
+
+impl Default for Admitted {
+    fn default() -> Self {
+        Admitted { closed: AtomicBool::new(false), connections: Mutex::new(Listed::default()), changed: Notify::new() }
+    }
+}
+
+impl Admitted {
+    /// List `admission`'s connection; its place in the list.
+    fn join(&self, admission: &Arc<GateAdmission>) -> usize {
+        let mut listed = lock(&self.connections);
+        if self.closed.load(Ordering::Acquire) {
+            admission.permits.mark();
+        }
+        let entry = Some(Arc::downgrade(admission));
+        match listed.free.pop() {
+            Some(place) => {
+                listed.places[place] = entry;
+                place
+            }
+            None => {
+                listed.places.push(entry);
+                listed.places.len() - 1
+            }
+        }
+    }
+
+    /// The connection at `place` ended.
+    fn leave(&self, place: usize) {
+        let mut listed = lock(&self.connections);
+        listed.places[place] = None;
+        listed.free.push(place);
+        if listed.free.len() == listed.places.len() {
+            *listed = Listed::default();
+        }
+    }
+
+    /// The listed connections' admissions (taken out of the lock: the last reference to one
+    /// may be dropped here, and its drop takes the lock).
+    fn each(&self) -> Vec<Arc<GateAdmission>> {
+        lock(&self.connections).places.iter().filter_map(|p| p.as_ref()?.upgrade()).collect()
+    }
+
+    /// Admit nothing counted from now on.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let listed = lock(&self.connections);
+        let live: Vec<_> = listed.places.iter().filter_map(|p| p.as_ref()?.upgrade()).collect();
+        for admission in &live {
+            admission.permits.mark();
+        }
+        drop(listed);
+        drop(live);
+        self.changed.notify_waiters();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The handlers counted now.
+    fn len(&self) -> u64 {
+        self.each().iter().map(|a| a.permits.running()).sum()
+    }
+
+    /// Resolves once no handler is counted after [`Admitted::close`].
+    async fn wait(&self) {
+        loop {
+            let mut changed = pin!(self.changed.notified());
+            changed.as_mut().enable();
+            if self.is_closed() && self.len() == 0 {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
 /// The gate as a feature of each connection a server starts (one gate for all of them).
 #[derive(Clone)]
 pub(crate) struct DrainGate(pub(crate) Arc<Gate>);
@@ -126,64 +240,57 @@ pub(crate) struct DrainGate(pub(crate) Arc<Gate>);
 impl Feature for DrainGate {
     fn start(&self, start: &Start<'_>) -> Arc<dyn Extension> {
         let limits = start.limits();
-        Arc::new(GateAdmission {
-            gate: self.0.clone(),
-            permits: Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes),
-            admits: AtomicBool::new(false),
-        })
+        Arc::new(GateAdmission::new(
+            self.0.clone(),
+            Permits::new(limits.max_concurrent_requests, limits.max_concurrent_request_bytes),
+        ))
     }
 }
 
 /// The gate on one connection: the connection's request permits (its own bounds, which this
-/// admission replaces), counting each request admitted into the gate's tally until it ends.
+/// admission replaces), which are the gate's count of its running handlers.
 struct GateAdmission {
     gate: Arc<Gate>,
     permits: Permits,
     /// The connection took this admission (asked before its router is wrapped): it counts.
     admits: AtomicBool,
+    /// Its place in the gate's list, once the connection took it.
+    place: OnceLock<usize>,
 }
 
-/// The low bit of the weights this admission gives out: the request is counted in the gate's
-/// tally, on the shard in the next bits (the permits' weight is above them; theirs stay below
-/// 2^41).
-const COUNTED: u64 = 1;
-// The shard takes `SHARD_BITS` bits only if the shards are a power of two.
-const _: () = assert!(tally::SHARDS.is_power_of_two());
-const SHARD_BITS: u32 = tally::SHARDS.trailing_zeros();
-const SHARD_MASK: u64 = (1 << SHARD_BITS) - 1;
-/// Where the permits' weight starts.
-const PERMITS_SHIFT: u32 = 1 + SHARD_BITS;
+/// The weight of a request admitted once the gate drains: it holds no permit (the router
+/// refuses it; it must not count as one still running in the shutdown's report). A permit's
+/// weight is never 0.
+const UNCOUNTED: u64 = 0;
 
 impl GateAdmission {
-    /// The weight of a request the permits admitted with `weight`, counted in the gate's tally
-    /// (on this thread's shard) unless the gate drains: a request admitted then is refused by
-    /// the gate's router (the tally only ever closes, so the router sees it closed too) and its
-    /// handler never runs, so it must not count as one still running in the shutdown's report.
-    fn enter(&self, weight: u64) -> u64 {
-        let shard = tally::this_thread_shard();
-        if !self.gate.admitted.enter(shard) {
-            return weight << PERMITS_SHIFT;
+    fn new(gate: Arc<Gate>, permits: Permits) -> Self {
+        GateAdmission { gate, permits, admits: AtomicBool::new(false), place: OnceLock::new() }
+    }
+
+    /// The weight of a request the permits admitted with `weight`, its word `marked` or not.
+    fn counted(&self, (weight, marked): (u64, bool)) -> u64 {
+        if marked {
+            Admission::release(self, weight);
+            return UNCOUNTED;
         }
-        (weight << PERMITS_SHIFT) | ((shard as u64) << 1) | COUNTED
+        weight
     }
 }
 
 impl Admission for GateAdmission {
     fn try_admit(&self, bytes: usize) -> Option<u64> {
-        let weight = self.permits.try_admit(bytes)?;
-        Some(self.enter(weight))
+        self.permits.try_weigh_marked(bytes).map(|taken| self.counted(taken))
     }
 
     fn poll_admit(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
-        let weight = ready!(self.permits.poll_admit(bytes, cx));
-        Poll::Ready(self.enter(weight))
+        self.permits.poll_weigh_marked(bytes, cx).map(|taken| self.counted(taken))
     }
 
     fn release(&self, weight: u64) {
-        if weight & COUNTED != 0 {
-            self.gate.admitted.leave(((weight >> 1) & SHARD_MASK) as usize);
+        if weight != UNCOUNTED && self.permits.give(weight) {
+            self.gate.admitted.changed.notify_waiters();
         }
-        Admission::release(&self.permits, weight >> PERMITS_SHIFT);
     }
 }
 
@@ -199,7 +306,16 @@ impl Extension for GateAdmission {
 
     fn admission(self: Arc<Self>) -> Option<Arc<dyn Admission>> {
         self.admits.store(true, Ordering::Release);
+        self.place.get_or_init(|| self.gate.admitted.join(&self));
         Some(self)
+    }
+}
+
+impl Drop for GateAdmission {
+    fn drop(&mut self) {
+        if let Some(&place) = self.place.get() {
+            self.gate.admitted.leave(place);
+        }
     }
 }
 
@@ -208,9 +324,12 @@ mod tests {
     use super::*;
     use crate::message::ErrorObject;
 
-    /// A connection's admission through `gate`, with room for 8 requests.
-    fn admission_of(gate: &Arc<Gate>) -> GateAdmission {
-        GateAdmission { gate: gate.clone(), permits: Permits::new(8, 1 << 20), admits: AtomicBool::new(true) }
+    /// A connection's admission through `gate`, with room for 8 requests, taken by its
+    /// connection (so listed in the gate).
+    fn admission_of(gate: &Arc<Gate>) -> Arc<GateAdmission> {
+        let admission = Arc::new(GateAdmission::new(gate.clone(), Permits::new(8, 1 << 20)));
+        let _ = admission.clone().admission().expect("the gate admits");
+        admission
     }
 
     fn router() -> Router {
@@ -227,22 +346,57 @@ mod tests {
         assert_eq!(gate.running(), 3);
         gate.drain();
         for (left, weight) in [2, 1].into_iter().zip(&weights) {
-            Admission::release(&admission, *weight);
+            Admission::release(&*admission, *weight);
             assert_eq!(gate.running(), left);
             assert!(gate.idle().now_or_never().is_none(), "the drain ended with {left} requests running");
         }
-        Admission::release(&admission, weights[2]);
+        Admission::release(&*admission, weights[2]);
         assert_eq!(gate.running(), 0);
         assert!(gate.idle().now_or_never().is_some(), "the drain waits though no request runs");
         // Admitted while draining, a request is refused by the router, never run: not counted
-        // (the shutdown would report it unfinished), and its permit is still given back.
-        let refused: Vec<u64> = (0..8).map(|_| admission.try_admit(10).expect("room for eight")).collect();
+        // (the shutdown would report it unfinished), and it holds no permit.
+        let refused: Vec<u64> = (0..9).map(|_| admission.try_admit(10).expect("room")).collect();
         assert_eq!(gate.running(), 0, "a request admitted after the drain counts as running");
-        assert!(admission.try_admit(10).is_none(), "the permits' own limit (8) no longer holds");
         for weight in refused {
-            Admission::release(&admission, weight);
+            Admission::release(&*admission, weight);
         }
-        assert!(admission.try_admit(10).is_some(), "a refused request's permit was not given back");
+        assert_eq!(gate.running(), 0);
+        assert!(gate.idle().now_or_never().is_some());
+    }
+
+    #[test]
+    fn the_count_is_every_listed_connection_s_and_a_connection_listed_after_the_drain_counts_nothing() {
+        use futures::FutureExt;
+        let gate = Arc::new(Gate::default());
+        let (first, second) = (admission_of(&gate), admission_of(&gate));
+        let a = first.try_admit(10).expect("room");
+        let b = second.try_admit(10).expect("room");
+        let c = second.try_admit(10).expect("room");
+        assert_eq!(gate.running(), 3);
+        gate.drain();
+        let late = admission_of(&gate);
+        assert_eq!(late.try_admit(10), Some(UNCOUNTED), "a connection listed after the drain counted a request");
+        Admission::release(&*first, a);
+        Admission::release(&*second, b);
+        assert_eq!(gate.running(), 1);
+        assert!(gate.idle().now_or_never().is_none());
+        Admission::release(&*second, c);
+        assert!(gate.idle().now_or_never().is_some());
+    }
+
+    #[test]
+    fn a_connection_that_ends_leaves_the_list_and_an_empty_list_is_let_go() {
+        let gate = Arc::new(Gate::default());
+        let admissions: Vec<_> = (0..3).map(|_| admission_of(&gate)).collect();
+        assert_eq!(lock(&gate.admitted.connections).places.len(), 3);
+        let mut admissions = admissions.into_iter();
+        drop(admissions.next());
+        // Its place is reused.
+        let again = admission_of(&gate);
+        assert_eq!(lock(&gate.admitted.connections).places.len(), 3);
+        drop((admissions, again));
+        let listed = lock(&gate.admitted.connections);
+        assert_eq!((listed.places.capacity(), listed.free.capacity()), (0, 0), "the list kept its memory");
     }
 
     #[test]
@@ -252,17 +406,17 @@ mod tests {
         for _ in 0..3 {
             let weight = admission.try_admit(10).expect("room");
             assert_eq!(gate.running(), 1);
-            Admission::release(&admission, weight);
+            Admission::release(&*admission, weight);
             assert_eq!(gate.running(), 0);
         }
     }
 
-    /// A request admitted on one thread may end on another: it is counted out where it was
-    /// counted in (the weight carries the shard), so the count comes back to zero.
+    /// A request admitted on one thread may end on another: the count is the connection's, so
+    /// it comes back to zero.
     #[test]
     fn a_request_admitted_on_one_thread_and_released_on_another_is_counted_out() {
         let gate = Arc::new(Gate::default());
-        let admission = Arc::new(admission_of(&gate));
+        let admission = admission_of(&gate);
         let weights: Vec<u64> = (0..4)
             .map(|_| {
                 let admission = admission.clone();
@@ -291,5 +445,67 @@ mod tests {
         let other = gate.wrap(router(), true);
         assert!(!other.same_as(&first));
         assert!(other.contains("add"));
+    }
+}
+
+#[cfg(all(test, jsonrpc_duplex_loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::atomic::AtomicUsize;
+
+    /// `connections` connections take the gate as their admission; a request on each of the
+    /// connections `on` is admitted and, if the router lets it in, runs and ends, while the
+    /// shutdown closes the gate and waits: when the wait ends, no handler it let in is running.
+    /// A request the gate counted for nothing is one the router refuses.
+    fn model(connections: usize, on: &'static [usize]) {
+        loom::model(move || {
+            let gate = Arc::new(Gate::default());
+            let admissions: Vec<Arc<GateAdmission>> = (0..connections)
+                .map(|_| {
+                    let admission = Arc::new(GateAdmission::new(gate.clone(), Permits::new(8, 1 << 20)));
+                    let _ = admission.clone().admission();
+                    admission
+                })
+                .collect();
+            let running = Arc::new(AtomicUsize::new(0));
+            let handlers: Vec<_> = on
+                .iter()
+                .map(|&c| {
+                    let (gate, admission, running) = (gate.clone(), admissions[c].clone(), running.clone());
+                    loom::thread::spawn(move || {
+                        let weight = admission.try_admit(10).expect("room");
+                        let refused = gate.draining();
+                        assert!(weight != UNCOUNTED || refused, "a request counted for nothing was let in");
+                        if !refused {
+                            running.fetch_add(1, Ordering::SeqCst);
+                            running.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        Admission::release(&*admission, weight);
+                    })
+                })
+                .collect();
+            gate.admitted.close();
+            loom::future::block_on(gate.admitted.wait());
+            assert_eq!(running.load(Ordering::SeqCst), 0, "the wait ended with a handler running");
+            for handler in handlers {
+                handler.join().unwrap();
+            }
+            assert_eq!(gate.admitted.len(), 0);
+        });
+    }
+
+    #[test]
+    fn loom_gate_a_request_racing_the_drain() {
+        model(1, &[0]);
+    }
+
+    #[test]
+    fn loom_gate_two_requests_on_two_connections() {
+        model(2, &[0, 1]);
+    }
+
+    #[test]
+    fn loom_gate_two_requests_on_one_connection() {
+        model(1, &[0, 0]);
     }
 }

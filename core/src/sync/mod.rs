@@ -4,14 +4,13 @@
 //! Built normally they are std's (and `futures`'); built with `--cfg jsonrpc_duplex_loom` they
 //! are [loom](https://docs.rs/loom)'s, and the `loom_` tests explore every interleaving of the
 //! hand-offs written on them ([`turns`], the lane's and the outbound queue's turns; [`baton`], a
-//! hook's state for one request; [`tally`], a server's count of running handlers). The command is in `ARCHITECTURE.md` ("Checking the
+//! hook's state for one request). The command is in `ARCHITECTURE.md` ("Checking the
 //! hand-offs"); CI runs it.
 
 pub(crate) mod baton;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) mod inline;
 pub(crate) mod lazy;
-pub(crate) mod tally;
 pub(crate) mod turns;
 
 #[cfg(not(jsonrpc_duplex_loom))]
