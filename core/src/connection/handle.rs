@@ -189,9 +189,10 @@ impl<'a> Sending<'a> {
         handle: &'a Handle,
         call: EncodedCall,
         options: &'a CallOptions,
+        waker: &std::task::Waker,
     ) {
         let guard = guard.insert(CallGuard::unarmed(&handle.shared, options, &call));
-        *self = match handle.start_call_in(call, options, guard) {
+        *self = match handle.start_call_in(call, options, guard, waker) {
             Ok(rx) => Sending::Answer(rx),
             Err(slow) => Sending::Slow(slow),
         };
@@ -210,7 +211,7 @@ impl<'a> Sending<'a> {
         use std::task::Poll;
         if let Sending::Start(call) = self {
             let Some(call) = call.take() else { return Poll::Pending };
-            self.start(guard, handle, call, options);
+            self.start(guard, handle, call, options, cx.waker());
         }
         match self {
             Sending::Start(_) => Poll::Pending,
@@ -510,7 +511,15 @@ impl Handle {
         // `start_call_in` and moved here (its flags, stored a byte at a time, then read back in
         // 16-byte loads, which the CPU cannot forward: a fifth of this function's time).
         let mut guard = CallGuard::unarmed(&self.shared, options, &call);
-        let rx = match self.start_call_in(call, options, &mut guard) {
+        // Started with this task's waker, in the poll that then polls its answer first (nothing
+        // is awaited between): that first poll takes no lock (see `Pending::try_register`).
+        let mut call = Some(call);
+        let started = std::future::poll_fn(|cx| match call.take() {
+            Some(call) => std::task::Poll::Ready(self.start_call_in(call, options, &mut guard, cx.waker())),
+            None => std::task::Poll::Pending,
+        })
+        .await;
+        let rx = match started {
             Ok(rx) => rx,
             Err(slow) => return slow.await,
         };
@@ -524,16 +533,18 @@ impl Handle {
 
     /// Register and send the call now if nothing needs waiting for (`Ok`: its answer's
     /// receiver, and `guard`, made for `call` and not armed yet, armed); otherwise the rest of
-    /// the call, boxed, which takes the guard (left disarmed here).
+    /// the call, boxed, which takes the guard (left disarmed here). `waker` is the task's that
+    /// polls the answer next, in this same poll.
     fn start_call_in<'a>(
         &'a self,
         call: EncodedCall,
         options: &'a CallOptions,
         guard: &mut CallGuard<'a>,
+        waker: &std::task::Waker,
     ) -> Result<Answer<'a>, BoxedCall<'a>> {
         let shared = &*self.shared;
         let limited = options.timeout.or(shared.config.default_timeout).is_some() || options.cancel.is_some();
-        let rx = match shared.pending.try_register(call.id) {
+        let rx = match shared.pending.try_register(call.id, Some(waker)) {
             Some(Ok(rx)) => rx,
             Some(Err(e)) => {
                 shared.release_call(call.id);

@@ -15,7 +15,7 @@
 //!
 //! | transition | method | lock |
 //! |---|---|---|
-//! | `Idle` → `Here` | [`LaneTurns::offer`] returns [`Offered::Here`], or [`LaneTurns::try_here`] `true` | no (compare-and-swap) |
+//! | `Idle` → `Here` | [`LaneTurns::offer`] returns [`Offered::Here`], or [`LaneTurns::try_here`] `true` | no (a load and a store: only the reader moves the lane out of `Idle`) |
 //! | `Here` → `Idle` | [`LaneTurns::done_here`] | no (only the reader queues, and it was busy) |
 //! | `Here` → `Task` | [`LaneTurns::hand_off`], its work first in line | yes |
 //! | `Task` stays, item queued | [`LaneTurns::offer`] returns [`Offered::Queued`] | yes (and if the lock shows `Idle`, the task just let go: offer again) |
@@ -101,7 +101,7 @@ impl<T, J> LaneTurns<T, J> {
                 return Offered::Closed(item);
             }
             if q.owner() == Owner::Idle {
-                // The task let go between the compare-and-swap and the lock.
+                // The task let go between the look and the lock.
                 continue;
             }
             let item = queue(item);

@@ -37,7 +37,7 @@ const ABANDONED_MEMORY: usize = 2;
 ///
 /// | state | event | next |
 /// |---|---|---|
-/// | (none) | [`Pending::try_register`] | `Waiting(None)`; the caller holds an [`Answer`] |
+/// | (none) | [`Pending::try_register`] | `Waiting(w)`, `w` the caller's waker if it gave one; the caller holds an [`Answer`] |
 /// | `Waiting(_)` | the caller polls its [`Answer`] | `Waiting(Some(its waker))` (kept if it would wake the same task) |
 /// | `Waiting(w)` | [`Pending::complete`] (the reader read the answer) | `Answered`; `w` woken |
 /// | `Waiting(w)` | [`Pending::close`] (the connection ended) | `Answered` with `ConnectionLost`; `w` woken |
@@ -141,6 +141,21 @@ pub(crate) struct Answer<'a> {
     pending: &'a Pending,
     id: u64,
     taken: bool,
+    /// The waker the call was registered with ([`WakerId`]), until the first poll: polled
+    /// first with that same waker, it has nothing to look at (an answer read since then woke
+    /// it, and it is polled again), so that poll takes no lock.
+    registered: Option<WakerId>,
+}
+
+/// Which waker a [`Waker`] is, as [`Waker::will_wake`] tells them apart (its data and its
+/// vtable), kept as addresses: what [`Answer`] compares, not a clone of the waker.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct WakerId(usize, usize);
+
+impl WakerId {
+    fn of(waker: &Waker) -> Self {
+        WakerId(waker.data() as usize, std::ptr::from_ref(waker.vtable()) as usize)
+    }
 }
 
 impl Future for Answer<'_> {
@@ -148,6 +163,9 @@ impl Future for Answer<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
         let this = self.get_mut();
+        if this.registered.take().is_some_and(|id| id == WakerId::of(cx.waker())) {
+            return Poll::Pending;
+        }
         let mut inner = this.pending.lock();
         // Looked up, then removed if answered: not through `entry`, which makes room for an
         // insert first (allocating a table for an empty map, growing a full one).
@@ -198,8 +216,10 @@ impl Pending {
 
     /// Register our call `id` unless [`Limits::max_pending_calls`](super::Limits) calls await
     /// answers already (`None`: see [`Pending::register_waiting`]). The call holds a slot until
-    /// it is answered, failed or given up.
-    pub(crate) fn try_register(&self, id: u64) -> Option<Result<Answer<'_>, Error>> {
+    /// it is answered, failed or given up. With `waker`, the caller's, stored as its first poll
+    /// of the [`Answer`] would store it: a first poll with the same waker then takes no lock
+    /// (the call's two trips through the table's lock become one and the answer's).
+    pub(crate) fn try_register(&self, id: u64, waker: Option<&Waker>) -> Option<Result<Answer<'_>, Error>> {
         let mut inner = self.lock();
         if let Some(reason) = inner.rare.as_ref().and_then(|rare| rare.closed.as_ref()) {
             return Some(Err(Error::ConnectionLost(CloseReason::clone(reason))));
@@ -207,11 +227,11 @@ impl Pending {
         if inner.waiting >= self.max {
             return None;
         }
-        inner.calls.insert(id, Slot::Waiting(None));
+        inner.calls.insert(id, Slot::Waiting(waker.cloned()));
         inner.waiting += 1;
         drop(inner);
         self.call_started.notify_one();
-        Some(Ok(Answer { pending: self, id, taken: false }))
+        Some(Ok(Answer { pending: self, id, taken: false, registered: waker.map(WakerId::of) }))
     }
 
     /// [`Pending::try_register`] once the map is full: wait for a slot (in a future of its own,
@@ -223,7 +243,7 @@ impl Pending {
             tokio::pin!(freed);
             // Registered as a waiter before the check: a slot freed from here on wakes it.
             freed.as_mut().enable();
-            if let Some(registered) = self.try_register(id) {
+            if let Some(registered) = self.try_register(id, None) {
                 return registered;
             }
             freed.await;
@@ -417,7 +437,7 @@ mod loom_tests {
     fn loom_pending_an_answer_races_the_caller_giving_up() {
         loom::model(|| {
             let pending = Arc::new(Pending::new(4));
-            let mut rx = pending.try_register(0).unwrap().unwrap();
+            let mut rx = pending.try_register(0, None).unwrap().unwrap();
             let reader = {
                 let pending = pending.clone();
                 loom::thread::spawn(move || pending.complete(0, answer(), 0))
@@ -447,7 +467,7 @@ mod loom_tests {
         for end in [false, true] {
             loom::model(move || {
                 let pending = Arc::new(Pending::new(4));
-                let rx = pending.try_register(0).unwrap().unwrap();
+                let rx = pending.try_register(0, None).unwrap().unwrap();
                 let other = {
                     let pending = pending.clone();
                     loom::thread::spawn(move || {
@@ -470,6 +490,46 @@ mod loom_tests {
         }
     }
 
+    /// The same, the call registered with the caller's waker and its answer polled first in
+    /// that same poll (which then takes no lock): the caller is still always woken.
+    #[test]
+    fn loom_pending_a_call_registered_with_its_waker_is_woken_by_its_answer_or_the_end() {
+        for end in [false, true] {
+            loom::model(move || {
+                let pending = Arc::new(Pending::new(4));
+                let other = {
+                    let pending = pending.clone();
+                    loom::thread::spawn(move || {
+                        // Waits for the call to be registered (the reader reads its answer
+                        // only once it was sent), then answers it or ends.
+                        while pending.len() == 0 {
+                            loom::thread::yield_now();
+                        }
+                        if end {
+                            pending.close(&CloseReason::new(CloseKind::RemoteClosed, "eof"));
+                        } else {
+                            assert_eq!(pending.complete(0, answer(), 0), Delivery::Delivered);
+                        }
+                    })
+                };
+                let outcome = loom::future::block_on(async {
+                    let rx = std::future::poll_fn(|cx| {
+                        Poll::Ready(pending.try_register(0, Some(cx.waker())).unwrap().unwrap())
+                    })
+                    .await;
+                    rx.await
+                });
+                if end {
+                    assert_lost(outcome);
+                } else {
+                    assert_answered(outcome);
+                }
+                other.join().unwrap();
+                assert_eq!(pending.entries(), 0);
+            });
+        }
+    }
+
     /// A caller dropped while waiting drops its answer's receiver and its guard (which gives the
     /// call up), in either order, while the reader reads the answer: the entry always leaves the
     /// table, and the guard gives up (tells the peer) only if the answer was not read first.
@@ -478,7 +538,7 @@ mod loom_tests {
         for answer_first in [true, false] {
             loom::model(move || {
                 let pending = Arc::new(Pending::new(4));
-                let rx = pending.try_register(0).unwrap().unwrap();
+                let rx = pending.try_register(0, None).unwrap().unwrap();
                 let reader = {
                     let pending = pending.clone();
                     loom::thread::spawn(move || pending.complete(0, answer(), 0))
@@ -511,7 +571,7 @@ mod loom_tests {
         loom::model(|| {
             // Full with call 0: call 1 fits only once call 0 is answered.
             let pending = Arc::new(Pending::new(1));
-            let mut rx0 = pending.try_register(0).unwrap().unwrap();
+            let mut rx0 = pending.try_register(0, None).unwrap().unwrap();
             let reader = {
                 let pending = pending.clone();
                 loom::thread::spawn(move || pending.complete(0, answer(), 0))
@@ -520,7 +580,7 @@ mod loom_tests {
                 let pending = pending.clone();
                 loom::thread::spawn(move || pending.close(&CloseReason::new(CloseKind::RemoteClosed, "eof")))
             };
-            let call1 = pending.try_register(1);
+            let call1 = pending.try_register(1, None);
             assert!(pending.len() <= 1, "more calls than the limit");
             let delivery = reader.join().unwrap();
             closer.join().unwrap();
@@ -556,7 +616,7 @@ mod loom_tests {
     fn loom_pending_a_slot_waiter_makes_the_wakeup_as_an_answer_frees_the_slot() {
         loom::model(|| {
             let pending = Arc::new(Pending::new(1));
-            let mut rx0 = pending.try_register(0).unwrap().unwrap();
+            let mut rx0 = pending.try_register(0, None).unwrap().unwrap();
             let reader = {
                 let pending = pending.clone();
                 loom::thread::spawn(move || pending.complete(0, answer(), 0))
@@ -576,7 +636,7 @@ mod loom_tests {
     fn loom_pending_two_slot_waiters_race_to_make_the_wakeup() {
         loom::model(|| {
             let pending = Arc::new(Pending::new(1));
-            let _rx0 = pending.try_register(0).unwrap().unwrap();
+            let _rx0 = pending.try_register(0, None).unwrap().unwrap();
             let waiters: Vec<_> = [1, 2]
                 .into_iter()
                 .map(|id| {
@@ -604,7 +664,7 @@ mod loom_tests {
     fn loom_pending_the_abandoned_ids_memory_stays_bounded() {
         loom::model(|| {
             let pending = Arc::new(Pending::new(8));
-            let _rxs: Vec<_> = (0..4).map(|id| pending.try_register(id).unwrap().unwrap()).collect();
+            let _rxs: Vec<_> = (0..4).map(|id| pending.try_register(id, None).unwrap().unwrap()).collect();
             assert!(pending.abandoned_memory().is_none(), "made only when a caller gives up");
             let bounded = |pending: &Pending| {
                 let (ids, order) = pending.abandoned_memory().expect("made by the first to give up");

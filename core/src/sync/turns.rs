@@ -20,7 +20,7 @@
 //!
 //! | from → to | method | under the queue lock | taken by |
 //! |---|---|---|---|
-//! | `Idle` → `Here` | [`Turns::try_here`] | no (compare-and-swap) | the single producer of a queue (the lane's reader) |
+//! | `Idle` → `Here` | [`Turns::try_here`] | no (a load and a store) | the single producer of a queue that nobody else moves out of `Idle` (the lane's reader) |
 //! | `Idle` → `Here` | [`Locked::take_here`] | yes | a producer that queued under the lock (a sender of answers) |
 //! | `Idle` → `Held` | [`Locked::take_held`] | yes | a producer, while the reader holds |
 //! | `Held` → `Here` | [`Locked::held_to_here`] | yes | the reader, done holding |
@@ -36,7 +36,8 @@
 //! 2. **The turn is given up only with the queue seen empty** (under the lock, or by the single
 //!    producer, which knows it queued nothing while it worked).
 //! 3. **One owner at a time.** Only the owner (`Here`, or `Task`) works; `Held` work waits for the
-//!    reader. Every move out of `Idle` is exclusive (a compare-and-swap, or under the lock).
+//!    reader. Every move out of `Idle` is exclusive (under the lock, or by the one party that
+//!    ever makes it).
 //! 4. **The task is woken after every move to `Task`**, once the lock is let go
 //!    ([`Turns::wake_task`]); it registers its waker before it looks ([`Turns::register_task`]).
 //!
@@ -97,9 +98,17 @@ impl<Q> Turns<Q> {
     }
 
     /// `Idle` → `Here` without the lock; `false` if somebody else works the queue. Only for the
-    /// single producer of a queue (nobody else may queue while it works, see [`Turns::leave_here`]).
+    /// single producer of a queue (nobody else may queue while it works, see [`Turns::leave_here`])
+    /// that is also the only one ever to move it out of `Idle` (the lane's reader: the task only
+    /// gives the turn back). Then nobody can move the queue between the look and the store, and
+    /// a plain load and store take the turn (the load acquires what the last owner did, as a
+    /// compare-and-swap would) for an atomic instruction less.
     pub(crate) fn try_here(&self) -> bool {
-        self.owner.compare_exchange(Owner::Idle as u8, Owner::Here as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        if self.owner.load(Ordering::Acquire) != Owner::Idle as u8 {
+            return false;
+        }
+        self.owner.store(Owner::Here as u8, Ordering::Relaxed);
+        true
     }
 
     /// `Here` → `Idle` without the lock: the single producer worked everything it queued.
