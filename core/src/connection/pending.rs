@@ -461,47 +461,17 @@ mod loom_tests {
     }
 
     /// The caller's task waits (registering its waker) while the reader reads its answer, or
-    /// while the connection ends: it is always woken, with that outcome.
-    #[test]
-    fn loom_pending_the_caller_waits_as_its_answer_or_the_end_arrives() {
-        for end in [false, true] {
-            loom::model(move || {
-                let pending = Arc::new(Pending::new(4));
-                let rx = pending.try_register(0, None).unwrap().unwrap();
-                let other = {
-                    let pending = pending.clone();
-                    loom::thread::spawn(move || {
-                        if end {
-                            pending.close(&CloseReason::new(CloseKind::RemoteClosed, "eof"));
-                        } else {
-                            assert_eq!(pending.complete(0, answer(), 0), Delivery::Delivered);
-                        }
-                    })
-                };
-                let outcome = loom::future::block_on(rx);
-                if end {
-                    assert_lost(outcome);
-                } else {
-                    assert_answered(outcome);
-                }
-                other.join().unwrap();
-                assert_eq!(pending.entries(), 0);
-            });
-        }
-    }
-
-    /// The same, the call registered with the caller's waker and its answer polled first in
-    /// that same poll (which then takes no lock): the caller is still always woken.
-    #[test]
-    fn loom_pending_a_call_registered_with_its_waker_is_woken_by_its_answer_or_the_end() {
+    /// while the connection ends: it is always woken, with that outcome. `with_waker`: the call
+    /// is registered with the caller's waker and its answer polled first in that same poll
+    /// (which then takes no lock).
+    fn the_caller_waits(with_waker: bool) {
         for end in [false, true] {
             loom::model(move || {
                 let pending = Arc::new(Pending::new(4));
                 let other = {
                     let pending = pending.clone();
                     loom::thread::spawn(move || {
-                        // Waits for the call to be registered (the reader reads its answer
-                        // only once it was sent), then answers it or ends.
+                        // The reader reads an answer only once its call was sent.
                         while pending.len() == 0 {
                             loom::thread::yield_now();
                         }
@@ -514,7 +484,8 @@ mod loom_tests {
                 };
                 let outcome = loom::future::block_on(async {
                     let rx = std::future::poll_fn(|cx| {
-                        Poll::Ready(pending.try_register(0, Some(cx.waker())).unwrap().unwrap())
+                        let waker = with_waker.then(|| cx.waker());
+                        Poll::Ready(pending.try_register(0, waker).unwrap().unwrap())
                     })
                     .await;
                     rx.await
@@ -528,6 +499,17 @@ mod loom_tests {
                 assert_eq!(pending.entries(), 0);
             });
         }
+    }
+
+    #[test]
+    fn loom_pending_the_caller_waits_as_its_answer_or_the_end_arrives() {
+        the_caller_waits(false);
+    }
+
+    /// Fails if the call's waker is not stored as it is registered.
+    #[test]
+    fn loom_pending_a_call_registered_with_its_waker_is_woken_by_its_answer_or_the_end() {
+        the_caller_waits(true);
     }
 
     /// A caller dropped while waiting drops its answer's receiver and its guard (which gives the
