@@ -11,8 +11,8 @@
 //! its allocation and its free were ~150 of the server's instructions a call under callgrind),
 //! and the count is the connection's permits themselves ([`Admitted`]): the request a permit
 //! admits is the handler the gate waits for, so counting it again elsewhere would be two more
-//! atomic operations a request (a count sharded per worker thread did that until this round,
-//! and a `TaskTracker`'s token, one word for all the server's threads, before it). The gate
+//! atomic operations a request (a count sharded per worker thread did that once, and a
+//! `TaskTracker`'s token, one word for all the server's threads, before it). The gate
 //! keeps a list of the connections whose admission it is, touched only as one starts and ends.
 //! When another feature of the connection admits its requests instead (the first admission
 //! decides), the gate counts by wrapping each handler future in a tracker's token, as it did
@@ -143,7 +143,7 @@ impl Gate {
 /// below check it on the connections' own permits.
 struct Admitted {
     closed: AtomicBool,
-    connections: Mutex<Listed>,
+    connections: Mutex<ConnectionList>,
     /// Wakes a waiter when a handler ends after the close (and at the close).
     changed: Notify,
 }
@@ -151,14 +151,18 @@ struct Admitted {
 /// The connections whose admission the gate is, each at its place (a free place is reused;
 /// the list is let go once it is empty, so a burst of connections leaves nothing behind).
 #[derive(Default)]
-struct Listed {
+struct ConnectionList {
     places: Vec<Option<Weak<GateAdmission>>>,
     free: Vec<usize>,
 }
 
 impl Default for Admitted {
     fn default() -> Self {
-        Admitted { closed: AtomicBool::new(false), connections: Mutex::new(Listed::default()), changed: Notify::new() }
+        Admitted {
+            closed: AtomicBool::new(false),
+            connections: Mutex::new(ConnectionList::default()),
+            changed: Notify::new(),
+        }
     }
 }
 
@@ -188,7 +192,7 @@ impl Admitted {
         listed.places[place] = None;
         listed.free.push(place);
         if listed.free.len() == listed.places.len() {
-            *listed = Listed::default();
+            *listed = ConnectionList::default();
         }
     }
 
