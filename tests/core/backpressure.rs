@@ -10,7 +10,7 @@ use std::time::Duration;
 use jsonrpc_duplex::{CloseKind, Connection, Error, ErrorObject, Framing, Limits, Router};
 use serde_json::{Value, json};
 use support::raw_peer::{pair, pair_with_buffer};
-use support::time::{quiescent, within};
+use support::time::{eventually, quiescent, within};
 use tokio::sync::Notify;
 
 /// `block` (a notification that holds the ordered lane until `release` fires), `flood` (counted)
@@ -178,6 +178,7 @@ async fn the_concurrency_limit_counts_handlers_that_finish_at_once_and_those_tha
             .extend(peer.frame(json!({"jsonrpc":"2.0","id":id,"method":"run","params":[wait]}).to_string().as_bytes()));
     }
     peer.send_raw(bytes).await;
+    eventually("the two that wait started", || running.load(Ordering::SeqCst) >= 2).await;
     peer.expect_silence(Duration::from_millis(50)).await;
     assert_eq!(running.load(Ordering::SeqCst), 2, "the quick call ran beside the two that wait");
     gate.add_permits(1);

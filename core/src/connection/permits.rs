@@ -87,23 +87,15 @@ impl Permits {
         (running == 0 || fits).then_some((n & !WAITING) + weight)
     }
 
-    /// The weight of a request whose params take `bytes`, taken if it may start now.
-    fn try_weigh(&self, bytes: usize) -> Option<u64> {
-        self.try_weigh_marked(bytes).map(|(weight, _)| weight)
-    }
-
-    /// [`Permits::try_weigh`], and whether the word was marked when the permit was taken.
+    /// The weight of a request whose params take `bytes`, taken if it may start now, and
+    /// whether the word was marked when it was taken.
     pub(crate) fn try_weigh_marked(&self, bytes: usize) -> Option<(u64, bool)> {
         let weight = self.weight(bytes);
         let was = self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| self.with(n, weight)).ok()?;
         Some((weight, was & MARKED != 0))
     }
 
-    fn poll_weigh(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
-        self.poll_weigh_marked(bytes, cx).map(|(weight, _)| weight)
-    }
-
-    /// [`Permits::poll_weigh`], and whether the word was marked when the permit was taken.
+    /// [`Permits::try_weigh_marked`], or once there is room (the dispatcher's waker registered).
     pub(crate) fn poll_weigh_marked(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<(u64, bool)> {
         if let Some(taken) = self.try_weigh_marked(bytes) {
             return Poll::Ready(taken);
@@ -167,11 +159,11 @@ impl Permits {
 /// The connection's own request permits, as the seam knows them.
 impl Admission for Permits {
     fn try_admit(&self, bytes: usize) -> Option<u64> {
-        self.try_weigh(bytes)
+        self.try_weigh_marked(bytes).map(|(weight, _)| weight)
     }
 
     fn poll_admit(&self, bytes: usize, cx: &mut Context<'_>) -> Poll<u64> {
-        self.poll_weigh(bytes, cx)
+        self.poll_weigh_marked(bytes, cx).map(|(weight, _)| weight)
     }
 
     fn release(&self, weight: u64) {

@@ -131,14 +131,15 @@ impl Gate {
 /// | join | a connection taking the gate as its admission | listed, under the list's lock; marked at once if the gate is closed |
 /// | admit | the connection's lane | take a permit; if the word was marked, give it back and let the request in uncounted (the router refuses it) |
 /// | release | whoever ends a handler | give its permit back; if the word was marked, wake the waiters |
-/// | close | the shutdown | set `closed` (the router's refusal), then mark every listed word under the lock, wake the waiters |
+/// | close | the shutdown | set `closed` (the router's refusal), then mark every word listed by then, wake the waiters |
 /// | wait | the shutdown, after the close | register for a wake-up, *then* sum the words: done at zero, else wait and sum again |
 ///
 /// Of an admission racing the close on its word, either it comes second and sees the mark
 /// (and counts for nothing), or it comes first and the wait's sum, read after the mark, counts
 /// it: the wait never ends while a handler it let in still runs. A release after the mark wakes
 /// the wait (registered before it sums), one before it is not in the sum. A connection listed
-/// while the gate closes is marked by one or the other: both hold the lock. The same argument
+/// while the gate closes is marked by one or the other: the close sets `closed` before it takes
+/// the list under the lock, a connection joins under it and looks at `closed`. The same argument
 /// as the count it replaces (a word per worker thread, marked at the close); `loom_gate_*`
 /// below check it on the connections' own permits.
 struct Admitted {
@@ -205,13 +206,9 @@ impl Admitted {
     /// Admit nothing counted from now on.
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        let listed = lock(&self.connections);
-        let live: Vec<_> = listed.places.iter().filter_map(|p| p.as_ref()?.upgrade()).collect();
-        for admission in &live {
+        for admission in self.each() {
             admission.permits.mark();
         }
-        drop(listed);
-        drop(live);
         self.changed.notify_waiters();
     }
 
