@@ -20,10 +20,10 @@
 //!    a loaded machine) and the server's CPU time per call (the on-CPU nanoseconds of all its
 //!    threads, from /proc/self/task/*/schedstat).
 //!
-//! Then the load alone, `LOAD_REPEATS` more times per server (default 15), each in a server
+//! Then the load alone, `LOAD_REPEATS` more times per server (default 40), each in a server
 //! process of its own with only the loaded connections open, the two servers alternating: the
 //! table gives each server's median beside the single load above, and as their ratio the median
-//! of the ratios of the pairs of loads run back to back.
+//! of the ratios of the pairs of loads run back to back, with its 95% interval.
 //!
 //! `cargo bench -p jsonrpc-duplex-benches --bench connections`; `BENCH_QUICK=1` runs a hundredth
 //! of the sizes (figures meaningless).
@@ -140,15 +140,17 @@ fn serve_process(kind: &str, env: &[(&str, String)], echo: bool) -> Figures {
     Figures::parse(&text)
 }
 
-/// The load alone, `LOAD_REPEATS` more times per server (default 15), the two servers' processes
+/// The load alone, `LOAD_REPEATS` more times per server (default 40), the two servers' processes
 /// alternating (each round starting with the other one): one load's CPU per call swings between
 /// runs of the same build on two cores shared with the client process (3.95–6.83 µs in one
 /// run's five loads of the hand-written server), more than the difference being measured: the
-/// median of five moved the ratio between 0.94 and 1.18 from run to run, fifteen pin it within
-/// a few percent. Per server: [calls/s, CPU µs per call, of it in user space, in the kernel] of
-/// each run.
+/// median of five moved the ratio between 0.94 and 1.18 from run to run, and the median of
+/// fifteen still between 0.93 and 1.06 in four runs of one source. Forty, with the interval
+/// their ranks give the median ([`median_interval`](jsonrpc_duplex_benches::harness::median_interval):
+/// the 14th to the 27th of 40), say whether a ratio is under 1.0 or only near it. Per server:
+/// [calls/s, CPU µs per call, of it in user space, in the kernel] of each run.
 fn repeated_loads() -> [Vec<[f64; 4]>; 2] {
-    let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 15 });
+    let repeats = env_usize("LOAD_REPEATS", if jsonrpc_duplex_benches::quick() { 1 } else { 40 });
     let load = jsonrpc_duplex_benches::sized(env_usize("LOAD_CONNECTIONS", 1000));
     let env = [("CONNECTIONS", load.to_string()), ("ROUNDS", "0".to_owned())];
     let mut runs = [Vec::new(), Vec::new()];
@@ -227,10 +229,14 @@ fn table(ours: &Figures, hand: &Figures, loads: &[Vec<[f64; 4]>; 2]) {
             // The ratio of each pair of loads run back to back, then their median: what moved
             // both loads of a pair (the machine's own load, the kernel's share of the time) cancels
             // in the pair, while a ratio of the two medians keeps it (see `repeated_loads`).
-            let ratios = loads[0].iter().zip(&loads[1]).map(|(o, h)| o[at] / h[at]).collect();
+            // With the interval its rank statistics give it (at least 95%): a ratio is under 1.0
+            // only when all of its interval is.
+            let ratios: Vec<f64> = loads[0].iter().zip(&loads[1]).map(|(o, h)| o[at] / h[at]).collect();
+            let interval = jsonrpc_duplex_benches::harness::median_interval(ratios.clone())
+                .map_or_else(String::new, |(lo, hi)| format!(" ({lo:.2}–{hi:.2})"));
             println!(
-                "| {label}, the same load, median of {n} alternate runs (ratio: median of the {n} pairs' ratios) | \
-                 {a:.digits$}{unit} | {b:.digits$}{unit} | {:.2} |",
+                "| {label}, the same load, median of {n} alternate runs (ratio: median of the {n} pairs' ratios, \
+                 and its 95% interval) | {a:.digits$}{unit} | {b:.digits$}{unit} | {:.2}{interval} |",
                 jsonrpc_duplex_benches::harness::median(ratios)
             );
         }
