@@ -30,25 +30,36 @@ import re
 import subprocess
 import sys
 
-# A cost line of `positions: instr line`: the instruction's address (absolute, relative to the
-# previous one, or `*` for the same), its source line (likewise), then the event counts.
-COST = re.compile(r"^(0x[0-9a-fA-F]+|[+-]\d+|\*)\s+(?:[+-]?\d+|\*)\s+(\d+)")
+# A cost line: the instruction's address (absolute, relative to the previous one, or `*` for
+# the same), the source line if the profile has positions for it too (likewise), then the event
+# counts, in the order of the profile's `events:` line.
+COST = re.compile(r"^(0x[0-9a-fA-F]+|[+-]\d+|\*)((?:\s+[+-]?\d+|\s+\*)*)\s*$")
 # A name, given in full with its number the first time and by its number after: `ob=` and `fn=`
 # name the object (executable or shared library) and the function of the cost lines that follow,
 # `cob=` and `cfn=` a call's target (either may be where a number is first given its name).
 NAMED = re.compile(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$")
 
 
-def parse(path):
-    """Instructions executed per address, and the function each address belongs to. An address
-    is a pair (object, address in it): callgrind gives a position-independent object's addresses
-    from the object's start, so the executable's and a shared library's can be equal."""
+def parse(path, events=("Ir",)):
+    """The sum of `events` (instructions executed, by default) per address, and the function
+    each address belongs to. An address is a pair (object, address in it): callgrind gives a
+    position-independent object's addresses from the object's start, so the executable's and a
+    shared library's can be equal. Exits if the profile counts none of `events`."""
     names, current = {"ob": {}, "fn": {}}, {"ob": None, "fn": None}
+    counted, positions = [], ["instr", "line"]
     last, inclusive_next = 0, False
     counts, owner = collections.Counter(), {}
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
+            if line.startswith("events:"):
+                counted = [i for i, name in enumerate(line.split()[1:]) if name in events]
+                if not counted:
+                    sys.exit(f"{path}: the profile counts none of {', '.join(events)}")
+                continue
+            if line.startswith("positions:"):
+                positions = line.split()[1:]
+                continue
             named = NAMED.match(line)
             if named:
                 callee, kind, key, name = named.groups()
@@ -72,8 +83,11 @@ def parse(path):
             if inclusive_next:
                 inclusive_next = False
                 continue
-            counts[(current["ob"], last)] += int(cost.group(2))
-            owner[(current["ob"], last)] = current["fn"]
+            values = cost.group(2).split()[len(positions) - 1:]
+            n = sum(int(values[i]) for i in counted if i < len(values))
+            if n:
+                counts[(current["ob"], last)] += n
+                owner[(current["ob"], last)] = current["fn"]
     return counts, owner
 
 

@@ -35,62 +35,7 @@ import re
 import subprocess
 import sys
 
-# `ob=`/`fn=` (and a call's `cob=`/`cfn=`) name an object or function, in full with its number
-# the first time and by its number after.
-NAMED = re.compile(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$")
-# A cost line: the instruction's address (absolute, relative to the previous one, or `*` for the
-# same), the source line if the profile has positions for it too, then the event counts.
-COST = re.compile(r"^(0x[0-9a-fA-F]+|[+-]\d+|\*)((?:\s+-?\d+|\s+\*)*)\s*$")
-
-
-def parse(path):
-    """Last-level data misses (read and write) per (object, address), and each address's function."""
-    names, current = {"ob": {}, "fn": {}}, {"ob": None, "fn": None}
-    events, positions = [], ["instr"]
-    last, inclusive_next = 0, False
-    misses, owner = collections.Counter(), {}
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("events:"):
-                events = line.split()[1:]
-                continue
-            if line.startswith("positions:"):
-                positions = line.split()[1:]
-                continue
-            named = NAMED.match(line)
-            if named:
-                callee, kind, key, name = named.groups()
-                if name is not None:
-                    names[kind][key] = name
-                if not callee:
-                    current[kind] = names[kind].get(key, key)
-                continue
-            if line.startswith("calls="):
-                # The next cost line is the call's inclusive cost, at the call instruction.
-                inclusive_next = True
-                continue
-            cost = COST.match(line)
-            if not cost or not events:
-                continue
-            position = cost.group(1)
-            if position.startswith("0x"):
-                last = int(position, 16)
-            elif position != "*":
-                last += int(position)
-            if inclusive_next:
-                inclusive_next = False
-                continue
-            values = cost.group(2).split()[len(positions) - 1:]
-            counted = dict(zip(events, (int(v) for v in values)))
-            n = counted.get("DLmr", 0) + counted.get("DLmw", 0)
-            if n:
-                misses[(current["ob"], last)] += n
-                owner[(current["ob"], last)] = current["fn"]
-    if "DLmr" not in events:
-        sys.exit(f"{path}: no cache simulation in this profile (run callgrind with --cache-sim=yes)")
-    return misses, owner
-
+from code_lines import parse
 
 def where(binary, addresses):
     """Each address's innermost frame in code of this repository, tokio or the allocator, by its
@@ -128,7 +73,7 @@ def where(binary, addresses):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    misses, owner = parse(sys.argv[1])
+    misses, owner = parse(sys.argv[1], events=("DLmr", "DLmw"))
     calls = float(sys.argv[2])
     top = int(sys.argv[3]) if len(sys.argv) > 3 else 30
     print(f"{sum(misses.values()) / calls:.2f} last-level data misses per call")
