@@ -405,9 +405,9 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// A confidence interval of at least 95% for the median of a sample, free of any assumption on
 /// its distribution: the `k`-th smallest and the `k`-th largest values, `k` the largest rank with
 /// P(Binomial(n, ½) < k) ≤ 2.5% (the chance that fewer than `k` values fall below the median, or
-/// above it). `None` under six values, where no rank qualifies. With the 15 pairs of loads the
-/// `connections` bench runs by default, the 4th and the 12th of 15 (96.5%); with 60, the 22nd
-/// and the 39th.
+/// above it). `None` under six values, where no rank qualifies. Of 15 values, the 4th and the
+/// 12th (96.5%); of the 40 pairs of loads the `connections` bench runs by default, the 14th and
+/// the 27th; of 60, the 22nd and the 39th.
 pub fn median_interval(mut v: Vec<f64>) -> Option<(f64, f64)> {
     let n = v.len();
     // ln C(n, i) - n ln 2, summed up term by term, in logs (no underflow at large n).
@@ -448,6 +448,8 @@ mod tests {
         assert_eq!(median_interval(sample(6)), Some((1.0, 6.0)));
         // P(B(15, ½) <= 3) = 1.76%, P(<= 4) = 5.9%: the 4th and the 12th.
         assert_eq!(median_interval(sample(15)), Some((4.0, 12.0)));
+        // P(B(40, ½) <= 13) = 1.92%, P(<= 14) = 4.0%: the 14th and the 27th.
+        assert_eq!(median_interval(sample(40)), Some((14.0, 27.0)));
         // P(B(60, ½) <= 21) = 1.36%, P(<= 22) = 2.6%: the 22nd and the 39th.
         assert_eq!(median_interval(sample(60)), Some((22.0, 39.0)));
     }
