@@ -35,7 +35,8 @@ import re
 import subprocess
 import sys
 
-from code_lines import parse
+from code_lines import in_binary, parse
+
 
 def where(binary, addresses):
     """Each address's innermost frame in code of this repository, tokio or the allocator, by its
@@ -84,14 +85,11 @@ def main():
         print(f"{n / calls:7.3f}  {function}")
     if len(sys.argv) > 4:
         binary = sys.argv[4]
-        name = binary.rsplit("/", 1)[-1]
-        inside = {a for (obj, a) in misses if obj is not None and obj.rsplit("/", 1)[-1] == name}
-        if not inside:
-            sys.exit(f"{binary}: the profile has no misses in an object of that file name")
-        found = where(binary, sorted(inside))
+        inside = set(in_binary(misses, binary))
+        found = where(binary, sorted(address for _, address in inside))
         by_file = collections.Counter()
         for (obj, address), n in misses.items():
-            if obj is not None and obj.rsplit("/", 1)[-1] == name:
+            if (obj, address) in inside:
                 by_file[found.get(address, "elsewhere in the binary")] += n
             else:
                 by_file[f"shared library {obj}"] += n
