@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use jsonrpc_duplex::server::Server;
 use jsonrpc_duplex::transport::PeerAddr;
-use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router};
+use jsonrpc_duplex::{Connection, ErrorObject, Framing, Router, RpcError, rpc};
 use jsonrpc_duplex_benches::harness::{Io, Tally};
 
 fn rss_kib() -> u64 {
@@ -257,10 +257,29 @@ struct Served {
     active: Box<dyn Fn() -> usize>,
 }
 
-/// Our `Server` (the `add` method).
+/// The `add` method as a user of `#[rpc]` writes it (`SERVE_API=rpc`).
+#[rpc]
+pub trait Adder {
+    /// The sum of two numbers.
+    async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError>;
+}
+
+struct Sums;
+
+impl Adder for Sums {
+    async fn add(&self, a: i64, b: i64) -> Result<i64, RpcError> {
+        Ok(a + b)
+    }
+}
+
+/// Our `Server` (the `add` method: a `Router::method`, or `#[rpc]` with `SERVE_API=rpc`).
 fn start_ours(rt: &tokio::runtime::Runtime) -> (Served, Server) {
     let server = rt.block_on(async {
-        let router = Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) });
+        let router = if std::env::var("SERVE_API").is_ok_and(|v| v == "rpc") {
+            AdderServer::new(Sums).into_router()
+        } else {
+            Router::new().method("add", |(a, b): (i64, i64), _| async move { Ok::<_, ErrorObject>(a + b) })
+        };
         Server::builder()
             .max_connections(max_connections() + 16)
             .serve(router)

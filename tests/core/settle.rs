@@ -64,6 +64,40 @@ async fn a_call_after_notifications_resolves_only_once_the_notifications_before_
     assert!(done.load(Ordering::SeqCst), "the update was handled before the call resolved");
 }
 
+/// Notifications and a request the reader works on the spot (their handlers finish in their
+/// first poll), read in one go with the answer after them: the reader counts them with plain
+/// stores and tells nobody, so a call after notifications must find them counted by its answer.
+#[tokio::test]
+async fn a_call_after_notifications_handled_on_the_spot_resolves_with_them_counted() {
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = seen.clone();
+    let router = Router::new()
+        .notification("update", move |(): (), _ctx| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {}
+        })
+        .method("noop", |(): (), _ctx| async { Ok::<_, ErrorObject>(()) });
+    let (conn, mut peer) = pair(Connection::builder().serve(router), Framing::ContentLength);
+    let handle = conn.handle();
+    for round in 0..3u64 {
+        let call = tokio::spawn({
+            let h = handle.clone();
+            async move { h.request_with::<String>("prompt", (), CallOptions::new().after_notifications()).await }
+        });
+        within(peer.expect(json!({"jsonrpc":"2.0","id":round,"method":"prompt"}))).await;
+        let mut bytes = Vec::new();
+        for _ in 0..3 {
+            bytes.extend(peer.frame(json!({"jsonrpc":"2.0","method":"update"}).to_string().as_bytes()));
+        }
+        bytes.extend(peer.frame(json!({"jsonrpc":"2.0","id":"n","method":"noop"}).to_string().as_bytes()));
+        bytes.extend(peer.frame(json!({"jsonrpc":"2.0","id":round,"result":"end_turn"}).to_string().as_bytes()));
+        peer.send_raw(bytes).await;
+        assert_eq!(within(call).await.unwrap().unwrap(), "end_turn");
+        assert_eq!(seen.load(Ordering::SeqCst), 3 * (round as usize + 1), "every update before the answer ran");
+        within(peer.expect(json!({"jsonrpc":"2.0","id":"n","result":null}))).await;
+    }
+}
+
 #[tokio::test]
 async fn a_plain_call_may_resolve_before_the_notifications_before_its_answer_are_handled() {
     let (gate, entered, done) = (Arc::new(Notify::new()), Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));

@@ -255,7 +255,9 @@ impl Lane {
         taken
     }
 
-    /// Dispatch one notification from the reader without waiting for anything.
+    /// Dispatch one notification from the reader without waiting for anything. (The reader's
+    /// steps count what they finish with a plain store; the reader tells waiters before it
+    /// waits: see `settle`.)
     #[inline(always)]
     fn step_notification(
         &self,
@@ -267,14 +269,14 @@ impl Lane {
         let d = &self.dispatcher;
         let taken = self.take_one();
         let Some((name, mut fut)) = d.notification_start(method, params, trace, taken) else {
-            d.shared.settle.set_handled(taken);
+            d.shared.settle.note_handled(taken);
             return Step::Done(None);
         };
         // The first poll needs neither the name nor the stop signal as its own: only a handler
         // that goes on becomes a job.
         match poll_notification(&mut fut, name, cx) {
             Poll::Ready(()) => {
-                d.shared.settle.set_handled(taken);
+                d.shared.settle.note_handled(taken);
                 Step::Done(None)
             }
             Poll::Pending => {
@@ -310,10 +312,10 @@ impl Lane {
                     None => return blocked(method, params, slot),
                 },
             };
-            d.shared.settle.set_handled(taken);
+            d.shared.settle.note_handled(taken);
             return Step::Done(d.start_request(method, params, slot, admitted, cx));
         }
-        d.shared.settle.set_handled(taken);
+        d.shared.settle.note_handled(taken);
         slot.answer_unanswered("cancelled before it started");
         Step::Done(None)
     }
