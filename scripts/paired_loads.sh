@@ -11,10 +11,12 @@
 #   `--serve handwritten` (as NAME `hand`), each load `CONNECTIONS` connections (default 1000)
 #   × `CALLS` calls (default 1000), 8 in flight on each.
 # Prints each server's medians (calls/s, CPU µs per call, of it user space and kernel), then the
-# median of the rounds' ratios of each build to the hand-written server and to the first build.
+# median of the rounds' ratios of each build to the hand-written server and to the first build,
+# with its 95% interval (the ranks of the binomial's tails). The servers' order turns by one
+# each round.
 set -euo pipefail
 if [ $# -lt 2 ]; then
-    sed -n '2,14p' "$0" >&2
+    sed -n '2,16p' "$0" >&2
     exit 2
 fi
 rounds="$1"
@@ -28,8 +30,12 @@ done
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 first="${1#*=}"
+servers=("$@" "hand=$first")
 for r in $(seq 1 "$rounds"); do
-    for named in "$@" "hand=$first"; do
+    # Each round starts one server later than the round before, so that no server always runs
+    # first (or right after a given other one) in its round.
+    for i in $(seq 0 $((${#servers[@]} - 1))); do
+        named="${servers[$(((i + r - 1) % ${#servers[@]}))]}"
         name="${named%%=*}"
         binary="${named#*=}"
         kind=ours
@@ -46,8 +52,21 @@ for r in $(seq 1 "$rounds"); do
 done
 python3 - "$out" "${1%%=*}" <<'PY'
 import collections
+import math
 import statistics
 import sys
+
+def interval_rank(n):
+    """The k for which the k-th smallest and the k-th largest of n ratios bound their median
+    with at least 95% chance, whatever their distribution (the binomial's tails, as the
+    connections bench's `median_interval`); 0 when n is too small for any."""
+    k, tail = 0, 0.0
+    while True:
+        tail += math.comb(n, k) / 2**n
+        if 2 * tail > 0.05:
+            return k
+        k += 1
+
 
 runs = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
@@ -64,10 +83,16 @@ for name in runs:
             continue
         rounds = sorted(set(runs[name]) & set(runs[other]))
         # A load too short for `/proc`'s 10 ms ticks reports no user or kernel time: no ratio.
-        ratios = [
-            statistics.median([runs[name][r][i] / runs[other][r][i] for r in rounds if runs[other][r][i]] or [float("nan")])
-            for i in range(4)
-        ]
-        print(f"{name:>12} ÷ {other}, median of {len(rounds)} rounds' ratios: "
-              + ", ".join(f"{f} {x:.3f}" for f, x in zip(figures, ratios)))
+        cells = []
+        for i in range(4):
+            ratios = sorted(runs[name][r][i] / runs[other][r][i] for r in rounds if runs[other][r][i] and runs[name][r][i])
+            if not ratios:
+                cells.append(f"{figures[i]} nan")
+                continue
+            cell = f"{figures[i]} {statistics.median(ratios):.3f}"
+            k = interval_rank(len(ratios))
+            if k:
+                cell += f" ({ratios[k - 1]:.3f}-{ratios[len(ratios) - k]:.3f})"
+            cells.append(cell)
+        print(f"{name:>12} ÷ {other}, median of {len(rounds)} rounds' ratios (95% interval): " + ", ".join(cells))
 PY

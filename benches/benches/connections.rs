@@ -25,6 +25,9 @@
 //! table gives each server's median beside the single load above, and as their ratio the median
 //! of the ratios of the pairs of loads run back to back, with its 95% interval.
 //!
+//! Our server serves `add` as a `Router::method`; `SERVE_API=rpc` serves it through an `#[rpc]`
+//! trait instead, as its users write it (the same wire method and params).
+//!
 //! `cargo bench -p jsonrpc-duplex-benches --bench connections`; `BENCH_QUICK=1` runs a hundredth
 //! of the sizes (figures meaningless).
 
