@@ -13,4 +13,5 @@ pub mod params;
 pub mod passthrough;
 pub mod progress_in_params;
 pub mod progress_wire;
+pub mod service_arc;
 pub mod sides;

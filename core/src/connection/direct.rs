@@ -308,6 +308,11 @@ impl Binder for DirectHost {
 }
 
 impl Host for DirectHost {
+    /// The direct path's own: one for all the requests it serves.
+    fn locals(&self) -> &crate::handler::Locals {
+        &self.common.dead.locals
+    }
+
     fn handle(self: Arc<Self>, lane: Option<u64>) -> Handle {
         self.dead_handle(lane)
     }

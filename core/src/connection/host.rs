@@ -12,6 +12,10 @@ use super::shared::Shared;
 use crate::handler::{Host, Notification, NotificationContext, ReplySlot, Request, RequestContext};
 
 impl Host for Shared {
+    fn locals(&self) -> &crate::handler::Locals {
+        &self.locals
+    }
+
     fn enter(&self, slot: &Arc<ReplySlot>) {
         self.in_flight.enter(slot);
     }

@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     /// What a detached connection's owner keeps until the connection has finished
     /// ([`Connection::detach`](super::Connection)).
     kept: crate::sync::Mutex<Option<Box<dyn Send>>>,
+    /// What the connection keeps for its handlers (see [`crate::handler::Locals`]).
+    pub(crate) locals: crate::handler::Locals,
 }
 
 impl Shared {
@@ -71,6 +73,7 @@ impl Shared {
             reason: crate::sync::Mutex::new(None),
             child_exit: OnceLock::new(),
             kept: crate::sync::Mutex::new(None),
+            locals: Default::default(),
         }
     }
 

@@ -37,4 +37,7 @@ pub(crate) trait Host: Binder + Any + Send + Sync {
     /// A handle to call the peer back, as given to the handler of the lane's message `lane`
     /// (if any): what a request's or notification's `peer()` is.
     fn handle(self: Arc<Self>, lane: Option<u64>) -> crate::Handle;
+    /// What the connection keeps for its handlers (an `#[rpc]` service's `Arc`, see
+    /// [`super::Locals`]).
+    fn locals(&self) -> &super::Locals;
 }

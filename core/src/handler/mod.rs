@@ -4,6 +4,7 @@
 mod batch;
 mod extensions;
 mod host;
+mod locals;
 mod request;
 mod responder;
 mod router;
@@ -12,6 +13,7 @@ pub(crate) use batch::Batch;
 pub(crate) use extensions::EMPTY as EMPTY_EXTENSIONS;
 pub use extensions::Extensions;
 pub(crate) use host::Host;
+pub(crate) use locals::Locals;
 pub use request::{
     Notification, NotificationContext, NotificationStart, Request, RequestContext, RequestStart, decode_params,
 };

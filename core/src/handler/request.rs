@@ -104,6 +104,16 @@ impl RequestStart<'_> {
     pub fn context(&self) -> RequestContext {
         RequestContext { slot: self.slot.clone() }
     }
+    /// Keep a clone of `service` in the connection for its handlers, at its first request (a
+    /// look after that); the key [`Responder::kept_service`](super::Responder::kept_service)
+    /// finds it by. What `#[rpc]` servers do instead of a clone per request (see
+    /// `handler/locals.rs`). Not a public API.
+    #[doc(hidden)]
+    pub fn keep_service<T: Send + Sync + 'static>(&self, service: &Arc<T>) -> usize {
+        let key = Arc::as_ptr(service).cast::<()>() as usize;
+        self.slot.host.locals().get_or_insert_with(key, || Box::new(service.clone()));
+        key
+    }
     /// The request a raw handler keeps (borrowed params copied now).
     pub fn into_request(self) -> Request {
         let RequestStart { method, params, slot } = self;

@@ -701,6 +701,23 @@ impl Responder {
         Responder { slot, quiet: false }
     }
 
+    /// The service [`RequestStart::keep_service`](super::RequestStart::keep_service) kept under
+    /// `key` for this request's connection, borrowed for as long as this responder lives (it
+    /// keeps the connection). Not a public API.
+    ///
+    /// # Panics
+    /// If nothing of type `T` is kept under `key`: the key must come from `keep_service` on
+    /// this request's start, as `#[rpc]` servers take it.
+    #[doc(hidden)]
+    pub fn kept_service<T: Send + Sync + 'static>(&self, key: usize) -> &T {
+        self.slot
+            .host
+            .locals()
+            .get(key)
+            .and_then(|kept| kept.downcast_ref::<Arc<T>>())
+            .expect("a service kept by `RequestStart::keep_service` for this request")
+    }
+
     /// The responder of a handler inside middleware, on a watched slot (see [`ReplySlot::watch`]):
     /// dropped unanswered (the handler gave up, or a layer dropped it on a timeout), it closes
     /// the watch and leaves the answer to the chain.

@@ -157,6 +157,8 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
 
     match m.kind {
         Kind::Request => {
+            // The method's result is bound before the responder answers: the service it ran on
+            // is borrowed from the responder (see `kept` below).
             let respond = match &m.ret {
                 ReturnKind::Unit => quote! {
                     #call;
@@ -165,14 +167,16 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                 ReturnKind::Value(ty) => {
                     let reply_ok = quote_spanned!(ty.span()=> #p::reply_ok);
                     quote! {
-                        #reply_ok(__reply, #call);
+                        let __value = #call;
+                        #reply_ok(__reply, __value);
                     }
                 }
                 ReturnKind::Result { ok, err } => {
                     let into = quote_spanned!(err.span()=> <#err as #p::RpcErrorType>::into_error_object);
                     let reply_ok = quote_spanned!(ok.span()=> #p::reply_ok(__reply, __value));
                     quote! {
-                        match #call {
+                        let __result = #call;
+                        match __result {
                             ::core::result::Result::Ok(__value) => #reply_ok,
                             ::core::result::Result::Err(__error) => __reply.err(#into(__error)),
                         };
@@ -180,11 +184,24 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                 }
                 ReturnKind::Stream(s) => stream_respond(t, s, &invoke),
             };
+            // The handler's future reaches the service through its responder, which keeps the
+            // connection that keeps a clone of the service's `Arc` (taken at its first request):
+            // no clone per request of an `Arc` that every connection of a server shares, a
+            // write of one word by every worker thread. A streaming method's body runs in a
+            // generator of its own, which owns a clone.
+            let (take, reach) = if matches!(m.ret, ReturnKind::Stream(_)) {
+                (quote!(let __service = ::core::clone::Clone::clone(&__service);), TokenStream::new())
+            } else {
+                (
+                    quote!(let __kept = __request.keep_service(&__service);),
+                    quote!(let __service: &T = __reply.kept_service::<T>(__kept);),
+                )
+            };
             quote! {{
                 #decode
                 let __service = ::core::clone::Clone::clone(&__service);
                 let __handler = move |__request: #p::RequestStart<'_>, __reply: #p::Responder| {
-                    let __service = ::core::clone::Clone::clone(&__service);
+                    #take
                     let __decoded = __decode(__request.params());
                     #captures
                     #contexts
@@ -192,6 +209,7 @@ fn route(t: &RpcTrait, m: &Method) -> TokenStream {
                         match __decoded {
                             ::core::result::Result::Ok((#(#wire_vars,)*)) => {
                                 #conversions
+                                #reach
                                 #respond
                             }
                             ::core::result::Result::Err(__error) => {
