@@ -4,9 +4,10 @@
 # loom_ models of the lane, the outbound queue (its turns, and the lazily made waits of its
 # senders: loom_outbound_waits_*), the request permits, the lifecycle, the pending-call table
 # (with its lazily made slot wake-up and abandoned-ids memory), a hook's state for one
-# request (loom_baton_*), a server's count of running handlers (loom_gate_*) and the count of
-# messages handled that a call after notifications waits for (loom_settle_*) run every
-# interleaving of small runs, up to LOOM_MAX_PREEMPTIONS preemptions (2 by default, about 10 s once built; 3 takes minutes).
+# request (loom_baton_*), a server's count of running handlers (loom_gate_*), the count of
+# messages handled that a call after notifications waits for (loom_settle_*) and what a
+# connection keeps for its handlers (loom_locals_*) run every interleaving of small runs, up to
+# LOOM_MAX_PREEMPTIONS preemptions (2 by default, about 10 s once built; 3 takes minutes).
 # A separate target directory keeps the normal build's cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,7 +10,8 @@
 //!
 //! An append-only list of [`OnceBox`] links: a value is never moved nor removed while the
 //! connection lives, so a reference to it lives as long as a reference to the connection. Two
-//! first uses racing for one link: one wins, the other goes on to the next link.
+//! first uses racing for one link: one wins, the other goes on to the next link (`loom_locals_*`
+//! below, which fails if the loser stops at a link of another key).
 
 use std::any::Any;
 
