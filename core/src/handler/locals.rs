@@ -14,10 +14,12 @@
 //! below, which fails if the loser stops at a link of another key).
 
 use std::any::Any;
+use std::sync::Arc;
 
 use crate::sync::lazy::OnceBox;
 
-type Value = Box<dyn Any + Send + Sync>;
+/// Shared, so that an `Arc` kept here is a clone of it, with no box of its own.
+type Value = Arc<dyn Any + Send + Sync>;
 
 /// The values a connection keeps for its handlers (see the module).
 #[derive(Default)]
@@ -82,13 +84,13 @@ mod tests {
     fn each_key_keeps_the_value_made_at_its_first_use() {
         let locals = Locals::default();
         assert!(locals.get(1).is_none());
-        let first = locals.get_or_insert_with(1, || Box::new("one"));
+        let first = locals.get_or_insert_with(1, || Arc::new("one"));
         assert_eq!(first.downcast_ref::<&str>(), Some(&"one"));
         // A second use makes nothing.
         let again = locals.get_or_insert_with(1, || panic!("made twice"));
         assert!(std::ptr::eq(first, again));
-        locals.get_or_insert_with(2, || Box::new(2u32));
-        locals.get_or_insert_with(3, || Box::new(3u64));
+        locals.get_or_insert_with(2, || Arc::new(2u32));
+        locals.get_or_insert_with(3, || Arc::new(3u64));
         assert_eq!(locals.get(1).and_then(|v| v.downcast_ref::<&str>()), Some(&"one"));
         assert_eq!(locals.get(2).and_then(|v| v.downcast_ref::<u32>()), Some(&2));
         assert_eq!(locals.get(3).and_then(|v| v.downcast_ref::<u64>()), Some(&3));
@@ -110,12 +112,12 @@ mod loom_tests {
                 let other = {
                     let locals = locals.clone();
                     loom::thread::spawn(move || {
-                        let kept = locals.get_or_insert_with(keys.1, || Box::new(keys.1 * 10 + 1));
+                        let kept = locals.get_or_insert_with(keys.1, || Arc::new(keys.1 * 10 + 1));
                         *kept.downcast_ref::<usize>().unwrap()
                     })
                 };
                 let mine =
-                    *locals.get_or_insert_with(keys.0, || Box::new(keys.0 * 10)).downcast_ref::<usize>().unwrap();
+                    *locals.get_or_insert_with(keys.0, || Arc::new(keys.0 * 10)).downcast_ref::<usize>().unwrap();
                 let theirs = other.join().unwrap();
                 let found = |key| *locals.get(key).unwrap().downcast_ref::<usize>().unwrap();
                 assert_eq!(found(keys.0), mine);

@@ -111,7 +111,7 @@ impl RequestStart<'_> {
     #[doc(hidden)]
     pub fn keep_service<T: Send + Sync + 'static>(&self, service: &Arc<T>) -> usize {
         let key = Arc::as_ptr(service).cast::<()>() as usize;
-        self.slot.host.locals().get_or_insert_with(key, || Box::new(service.clone()));
+        self.slot.host.locals().get_or_insert_with(key, || service.clone());
         key
     }
     /// The request a raw handler keeps (borrowed params copied now).

@@ -714,7 +714,7 @@ impl Responder {
             .host
             .locals()
             .get(key)
-            .and_then(|kept| kept.downcast_ref::<Arc<T>>())
+            .and_then(|kept| kept.downcast_ref::<T>())
             .expect("a service kept by `RequestStart::keep_service` for this request")
     }
 
