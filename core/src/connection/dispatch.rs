@@ -256,8 +256,8 @@ impl Lane {
     }
 
     /// Dispatch one notification from the reader without waiting for anything. (The reader's
-    /// steps count what they finish with a plain store; the reader tells waiters before it
-    /// waits: see `settle`.)
+    /// steps count what they finish with a plain store, which a waiter sees through the answer
+    /// it waits on: see `settle`.)
     #[inline(always)]
     fn step_notification(
         &self,

@@ -128,7 +128,7 @@ mod loom_tests {
 
     /// The dispatcher task counts a message handled; a waiter for that message counts itself in
     /// and looks. Either the waiter sees the count or the task finds the waiter (and wakes it):
-    /// never both miss. Fails if the task's look at the waiters is an acquire load.
+    /// never both miss. Fails if the task's look at the waiters is a load.
     #[test]
     fn loom_settle_the_task_or_the_waiter_sees_the_other() {
         loom::model(|| {
