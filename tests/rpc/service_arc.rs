@@ -10,7 +10,7 @@ use std::sync::Arc;
 use jsonrpc_duplex::{Connection, Framing, RpcError, rpc};
 use serde_json::json;
 use support::raw_peer::pair;
-use support::time::within;
+use support::time::{eventually, within};
 use tokio::sync::{Notify, Semaphore};
 
 /// A service whose `wait` runs until the test lets it go.
@@ -71,15 +71,16 @@ async fn a_request_does_not_clone_the_service_and_a_connection_keeps_one_clone_u
     within(other_peer.expect(json!({"jsonrpc":"2.0","id":1,"result":1}))).await;
     assert_eq!(Arc::strong_count(&service), base + 2);
 
-    // Each gives it back as it ends.
+    // Each gives it back as it ends: once its tasks have let the connection go, which is after
+    // `closed` resolves (that is the peer's EOF), so waited for.
     drop(peer);
     within(conn.closed()).await;
     drop(conn);
-    assert_eq!(Arc::strong_count(&service), base + 1);
+    eventually("the first connection's clone given back", || Arc::strong_count(&service) == base + 1).await;
     drop(other_peer);
     within(other.closed()).await;
     drop(other);
-    assert_eq!(Arc::strong_count(&service), base);
+    eventually("the second connection's clone given back", || Arc::strong_count(&service) == base).await;
     drop(router);
     assert_eq!(Arc::strong_count(&service), 1);
 }
